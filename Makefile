@@ -1,0 +1,44 @@
+# Thin wrapper over CMake. `make` builds build/gptmeg; see README for the rest.
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+JOBS       ?= $(shell nproc)
+REPORT_DIR ?= report
+PYTHON     ?= python3
+
+.PHONY: all deps test test-fast test-asan report bench goldens peer clean
+
+all: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+deps:
+	@scripts/deps.sh
+
+# Every test: the release build, then the unit tests again under ASan+UBSan.
+test: test-fast test-asan
+
+test-fast: all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DGPTMEG_SANITIZE=ON >/dev/null
+	@cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && GPTMEG_QUICK=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -R '^test_'
+
+report: all
+	$(BUILD)/gptmeg report --out $(REPORT_DIR)
+
+bench: all
+	$(BUILD)/gptmeg bench act
+	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg
+
+goldens: all
+	$(PYTHON) tools/ref/check_versions.py
+	$(PYTHON) tools/ref/gen_gelu_goldens.py --out tests/golden/gelu
+
+peer: all
+	$(PYTHON) tools/ref/peer_gelu.py --gptmeg $(BUILD)/gptmeg
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,67 @@
+// gptmeg kernels: the GELU family (NUMERICS.md section 3) under the evaluation modes of section 4.
+#ifndef GPTMEG_GELU_H
+#define GPTMEG_GELU_H
+
+#include "gptmeg/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  GELU_ERF = 0,          // gelu: torch F.gelu(x)
+  GELU_PYTHON,           // gelu_python: HF, erf written op by op
+  GELU_NEW,              // gelu_new: HF GPT-2, tanh written op by op
+  GELU_ACCURATE,         // gelu_accurate: HF, c precomputed, pow(x,3)
+  GELU_FAST,             // gelu_fast: HF
+  GELU_PYTORCH_TANH,     // gelu_pytorch_tanh: torch F.gelu(x, approximate='tanh')
+  GELU_MEGATRON,         // gelu_megatron: Megatron bias_gelu, custom backward
+  OPENAI_GELU,           // openai_gelu: Megatron
+  QUICK_GELU,            // quick_gelu: HF x*sigmoid(1.702x)
+  GELU_10,               // gelu_10: HF ClippedGELU(-10, 10)
+  GELU_N_VARIANTS
+} gm_gelu_variant;
+
+typedef enum {
+  MODE_EXACT = 0,  // formula over the reals, correctly rounded to the output dtype (MPFR)
+  MODE_EAGER,      // op by op: each op widens to opmath, computes correctly rounded, rounds to dtype
+  MODE_FUSED,      // whole formula in f32 opmath (f64 for f64), one rounding at the end
+  MODE_TORCH_CPU,  // bit-for-bit the pinned PyTorch on this CPU for the same length and threads
+  MODE_ACCURATE,   // gptmeg's own: same function, rewritten to stay within a few ULPs of exact
+  GELU_N_MODES
+} gm_gelu_mode;
+
+typedef struct {
+  gm_gelu_variant variant;
+  gm_gelu_mode mode;
+} gm_gelu_spec;
+
+// Static facts about a variant (for `act list`).
+typedef struct {
+  const char *name;      // "gelu_new"
+  const char *source;    // "HF transformers activations.py NewGELUActivation"
+  const char *formula;   // forward as written at the source
+  const char *backward;  // backward rule
+} gm_gelu_info;
+
+const gm_gelu_info *gm_gelu_variant_info(gm_gelu_variant v);
+const char *gm_gelu_mode_name(gm_gelu_mode m);
+int gm_gelu_variant_parse(const char *s, gm_gelu_variant *out); // error lists the valid names
+int gm_gelu_mode_parse(const char *s, gm_gelu_mode *out);
+int gm_gelu_spec_parse(const char *s, gm_gelu_spec *out);        // "VARIANT:MODE" or "VARIANT" (accurate)
+// Writes "variant:mode" into buf.
+void gm_gelu_spec_format(gm_gelu_spec s, char *buf, size_t n);
+
+// Forward: y[i] = gelu(x[i]) for i < n. x and y have dtype dt (f16/bf16 as uint16_t bits).
+// threads <= 0 means the default. torch-cpu mode's bits depend on n and threads (as PyTorch's do);
+// every other mode gives the same bits for any thread count.
+int gm_gelu_fwd(gm_gelu_spec s, gm_dtype dt, const void *x, void *y, size_t n, int threads);
+// Backward: dx[i] = dy[i] * d gelu/dx (x[i]) under the variant's backward rule (autograd of the
+// written ops, or the custom rule of gelu_megatron).
+int gm_gelu_bwd(gm_gelu_spec s, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n,
+                int threads);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

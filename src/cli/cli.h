@@ -1,0 +1,34 @@
+// Shared helpers for the gptmeg command line. Exit codes: 0 ok, 1 failure, 2 usage error.
+#ifndef GPTMEG_CLI_H
+#define GPTMEG_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+// Each command: argv[0] is the command name. Returns an exit code.
+int cmd_act(int argc, char **argv);      // act list|eval|compare|certify
+int cmd_report(int argc, char **argv);   // report
+int cmd_bench(int argc, char **argv);    // bench act|model
+int cmd_tokenize(int argc, char **argv); // tokenize
+int cmd_init(int argc, char **argv);     // init
+int cmd_info(int argc, char **argv);     // info
+int cmd_logits(int argc, char **argv);   // logits
+int cmd_generate(int argc, char **argv); // generate
+int cmd_eval(int argc, char **argv);     // eval
+int cmd_diverge(int argc, char **argv);  // diverge
+
+// Prints "gptmeg: <msg>" to stderr and returns CLI_FAIL (for library errors: gm_errmsg()).
+int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+// Prints "gptmeg CMD: <msg>" plus "try 'gptmeg CMD --help'" to stderr and returns CLI_USAGE.
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// True if argv has --help or -h.
+bool cli_wants_help(int argc, char **argv);
+// Option value parsing: return 0 on success, else print a usage error and return CLI_USAGE.
+int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, long hi, long *out);
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
+// Fetch the value of option argv[*i] (advancing *i); NULL + usage message if missing.
+const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+
+#endif

@@ -1,0 +1,45 @@
+// gptmeg command line: dispatches to one function per command (cmd_*.c).
+#include "cli/cli.h"
+#include "gptmeg/core.h"
+
+#include <string.h>
+
+typedef struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} command;
+
+static const command commands[] = {
+    {"act", cmd_act, "GELU family: list, eval, compare, certify"},
+    {"report", cmd_report, "compatibility report of every variant:mode (HTML + JSON)"},
+    {"bench", cmd_bench, "benchmarks: bench act, bench model"},
+    {"tokenize", cmd_tokenize, "GPT-2 BPE tokenize / decode stdin"},
+    {"init", cmd_init, "write a randomly initialised GPT-2 checkpoint"},
+    {"info", cmd_info, "describe a checkpoint or a numerics profile"},
+    {"logits", cmd_logits, "forward pass: tokens .npy -> logits .npy"},
+    {"generate", cmd_generate, "generate text from a prompt"},
+    {"eval", cmd_eval, "perplexity of a text file"},
+    {"diverge", cmd_diverge, "layer-by-layer divergence of two numerics profiles"},
+};
+enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: gptmeg COMMAND [OPTIONS]   (gptmeg COMMAND --help for details)\n\ncommands:\n");
+  for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "\n  --version  print the version\n  --help     this text\n");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) { usage(stderr); return CLI_USAGE; }
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+    usage(stdout);
+    return CLI_OK;
+  }
+  if (strcmp(argv[1], "--version") == 0) { printf("gptmeg %s\n", gm_version()); return CLI_OK; }
+  for (int i = 0; i < N_COMMANDS; i++)
+    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+  fprintf(stderr, "gptmeg: unknown command '%s'\n", argv[1]);
+  usage(stderr);
+  return CLI_USAGE;
+}

@@ -1,0 +1,37 @@
+#include "harness.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int test_failures = 0;
+int test_checks = 0;
+static int skips = 0;
+
+bool test_quick(void) {
+  const char *q = getenv("GPTMEG_QUICK");
+  return q && *q && strcmp(q, "0") != 0;
+}
+
+void test_skip(const char *what, const char *why) {
+  skips++;
+  printf("SKIP: %s: %s\n", what, why);
+}
+
+char *test_shared_data(const char *rel) {
+  const char *roots[] = {GPTMEG_SOURCE_DIR "/../shared/data", "../shared/data"};
+  for (size_t i = 0; i < 2; i++) {
+    size_t n = strlen(roots[i]) + strlen(rel) + 2;
+    char *p = malloc(n);
+    if (!p) return NULL;
+    snprintf(p, n, "%s/%s", roots[i], rel);
+    if (access(p, R_OK) == 0) return p;
+    free(p);
+  }
+  return NULL;
+}
+
+int test_done(const char *name) {
+  printf("%s: %d checks, %d failed, %d skipped\n", name, test_checks, test_failures, skips);
+  return test_failures ? 1 : 0;
+}

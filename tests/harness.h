@@ -1,0 +1,31 @@
+// Minimal test harness: CHECK records a failure and continues; tests end with test_done().
+#ifndef GPTMEG_TEST_HARNESS_H
+#define GPTMEG_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+extern int test_failures;
+extern int test_checks;
+
+#define CHECK(cond, ...)                                                         \
+  do {                                                                           \
+    test_checks++;                                                               \
+    if (!(cond)) {                                                               \
+      test_failures++;                                                           \
+      fprintf(stderr, "%s:%d: CHECK(%s) failed: ", __FILE__, __LINE__, #cond);   \
+      fprintf(stderr, __VA_ARGS__);                                              \
+      fputc('\n', stderr);                                                       \
+    }                                                                            \
+  } while (0)
+
+// True under `make test-asan` (GPTMEG_QUICK=1): tests shrink their sweeps, never their assertions.
+bool test_quick(void);
+// Prints "SKIP: why" and returns; counted in the summary.
+void test_skip(const char *what, const char *why);
+// Path to ../shared/data/<rel> if present (caller frees), else NULL.
+char *test_shared_data(const char *rel);
+// Prints the summary and returns the process exit code.
+int test_done(const char *name);
+
+#endif
