@@ -1,0 +1,25 @@
+// Internal interface between the GELU dispatcher (gelu.c) and the per-mode implementations.
+// Every function: x, y/dy/dx are arrays of n elements of dtype dt (f16/bf16 as uint16_t bits).
+// Returns 0, or sets gm_fail and returns non-zero (e.g. a dtype the mode does not support).
+#ifndef GPTMEG_GELU_IMPL_H
+#define GPTMEG_GELU_IMPL_H
+
+#include "gptmeg/gelu.h"
+
+// gelu_exact.c: MPFR, correctly rounded to dt.
+int gelu_exact_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
+int gelu_exact_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);
+// gelu_fused.c: whole formula in opmath, one rounding.
+int gelu_fused_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
+int gelu_fused_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);
+// gelu_eager.c: op by op, rounding to dt after every op (autograd graph for the backward).
+int gelu_eager_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
+int gelu_eager_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);
+// gelu_torch_*.c: bit-for-bit the pinned PyTorch CPU.
+int gelu_torch_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
+int gelu_torch_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);
+// gelu_accurate*.c: gptmeg's accurate kernels.
+int gelu_accurate_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
+int gelu_accurate_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);
+
+#endif
