@@ -18,6 +18,13 @@ int gelu_eager_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy
 // gelu_torch_*.c: bit-for-bit the pinned PyTorch CPU.
 int gelu_torch_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
 int gelu_torch_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);
+// gelu_torch_aten*.c: PyTorch's one-kernel ops F.gelu (none / tanh), for gelu, gelu_pytorch_tanh
+// and the F.gelu inside gelu_10. gelu_torch_ops*.c: the written formulas as PyTorch runs their ops.
+// gelu_torch.c routes between the two.
+int gelu_torch_aten_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
+int gelu_torch_aten_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);
+int gelu_torch_ops_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
+int gelu_torch_ops_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);
 // gelu_accurate*.c: gptmeg's accurate kernels.
 int gelu_accurate_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
 int gelu_accurate_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);

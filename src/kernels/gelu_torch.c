@@ -1,0 +1,16 @@
+// torch-cpu mode: routes each variant to the emulation of the PyTorch code path it takes.
+#include "kernels/gelu_impl.h"
+
+static bool is_aten_kernel(gm_gelu_variant v) {
+  return v == GELU_ERF || v == GELU_PYTORCH_TANH || v == GELU_10;
+}
+
+int gelu_torch_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads) {
+  return is_aten_kernel(v) ? gelu_torch_aten_fwd(v, dt, x, y, n, threads)
+                           : gelu_torch_ops_fwd(v, dt, x, y, n, threads);
+}
+
+int gelu_torch_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads) {
+  return is_aten_kernel(v) ? gelu_torch_aten_bwd(v, dt, x, dy, dx, n, threads)
+                           : gelu_torch_ops_bwd(v, dt, x, dy, dx, n, threads);
+}
