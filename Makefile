@@ -35,10 +35,12 @@ bench: all
 
 goldens: all
 	$(PYTHON) tools/ref/check_versions.py
-	$(PYTHON) tools/ref/gen_gelu_goldens.py --out tests/golden/gelu
+	$(PYTHON) tools/ref/gen_inputs_fixture.py
+	@for g in tools/ref/gen_*_goldens.py; do echo "== $$g"; $(PYTHON) $$g || exit 1; done
 
 peer: all
-	$(PYTHON) tools/ref/peer_gelu.py --gptmeg $(BUILD)/gptmeg
+	@if $(PYTHON) -c 'import torch' 2>/dev/null; then $(PYTHON) tools/ref/peer_gelu.py --gptmeg $(BUILD)/gptmeg; \
+	else echo "make peer: PyTorch is not installed; pip install -r tools/ref/requirements.txt"; fi
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
