@@ -1,5 +1,4 @@
-// Placeholder until these commands are built; their owner deletes this file.
+// Placeholder until diverge is built; its owner deletes this file.
 #include "cli/cli.h"
 
-int cmd_bench(int argc, char **argv) { (void)argc; return cli_fail("'%s' is not implemented yet", argv[0]); }
 int cmd_diverge(int argc, char **argv) { (void)argc; return cli_fail("'%s' is not implemented yet", argv[0]); }

@@ -1,0 +1,59 @@
+"""Times PyTorch's F.gelu and the HF formulas on the CPU at the sizes `gptmeg bench act` uses, runs
+`gptmeg bench act --json` in the same run, and prints both side by side with the ratio.
+
+  python3 bench/act_vs_torch.py --gptmeg build/gptmeg [--threads 2] [--n 33554432]
+"""
+import argparse, json, subprocess, sys, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--gptmeg", default="build/gptmeg")
+ap.add_argument("--threads", type=int, default=None)
+ap.add_argument("--n", type=int, default=None)
+args = ap.parse_args()
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    print("bench/act_vs_torch.py: PyTorch is not installed (pip install -r tools/ref/requirements.txt); skipped")
+    sys.exit(0)
+
+threads = args.threads or torch.get_num_threads()
+torch.set_num_threads(threads)
+sizes = [args.n] if args.n else [4096, 1 << 16, 1 << 20, 1 << 25]
+dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+
+def gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * torch.pow(x, 3.0))))
+
+torch_fns = {"gelu": lambda x: F.gelu(x), "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+             "gelu_new": gelu_new}
+
+def best_time(fn, min_s):
+    best, start, reps = 1e30, time.perf_counter(), 0
+    while time.perf_counter() - start < min_s or reps < 3:
+        t0 = time.perf_counter(); fn(); best = min(best, time.perf_counter() - t0); reps += 1
+    return best
+
+cmd = [args.gptmeg, "bench", "act", "--json", "--threads", str(threads)]
+for v in torch_fns:
+    cmd += ["--spec", v + ":accurate", "--spec", v + ":torch-cpu"]
+recs = []
+for n in sizes:
+    out = subprocess.run(cmd + ["--n", str(n)], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(out.stderr, file=sys.stderr); sys.exit(1)
+    recs += [r for r in json.loads(out.stdout) if r["direction"] == "fwd"]
+
+print(f"threads={threads} torch={torch.__version__}")
+print(f"{'variant':18} {'dtype':5} {'n':>9} {'torch Melem/s':>13} {'torch-cpu':>10} {'accurate':>10} {'tc/torch':>8} {'acc/torch':>9} {'acc/memcpy':>10}")
+for n in sizes:
+    for dn, dt in dtypes.items():
+        x = (torch.randn(n) * 3).to(dt)
+        for v, fn in torch_fns.items():
+            t = best_time(lambda: fn(x), 0.5 if n >= 1 << 24 else 0.15)
+            tm = n / t * 1e-6
+            g = {r["spec"].split(":")[1]: r for r in recs if r["n"] == n and r["dtype"] == dn and r["spec"].split(":")[0] == v}
+            tc = g.get("torch-cpu", {}).get("melem_per_s", float("nan"))
+            acc = g.get("accurate", {}).get("melem_per_s", float("nan"))
+            am = g.get("accurate", {}).get("ratio_to_memcpy", float("nan"))
+            print(f"{v:18} {dn:5} {n:9d} {tm:13.1f} {tc:10.1f} {acc:10.1f} {tc/tm:8.2f} {acc/tm:9.2f} {am:10.3f}")
