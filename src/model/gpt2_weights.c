@@ -1,0 +1,231 @@
+// GPT-2 weights: layout, load from safetensors (validated names and shapes), random init, save.
+#include "gptmeg/model.h"
+#include "gptmeg/safetensors.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef enum { W_NORMAL, W_CPROJ, W_ZERO, W_ONE } w_init; // how _init_weights fills a tensor
+
+typedef struct {
+  char name[64];   // without the 'transformer.' prefix
+  float **ptr;
+  int ndim;
+  int64_t shape[2];
+  w_init init;
+} w_desc;
+
+// Every tensor of the model in checkpoint order; returns the count (n_layer*12 + 5, +1 if untied).
+static int describe(gm_gpt2 *m, w_desc *d) {
+  const gm_gpt2_config *c = &m->cfg;
+  int64_t D = c->n_embd, I = c->n_inner;
+  int n = 0;
+#define ADD(nm, p, nd, s0, s1, how)                                        \
+  do {                                                                     \
+    snprintf(d[n].name, sizeof d[n].name, "%s", nm);                       \
+    d[n].ptr = (p); d[n].ndim = (nd); d[n].shape[0] = (s0); d[n].shape[1] = (s1); \
+    d[n].init = (how); n++;                                                \
+  } while (0)
+  ADD("wte.weight", &m->wte, 2, c->vocab_size, D, W_NORMAL);
+  ADD("wpe.weight", &m->wpe, 2, c->n_positions, D, W_NORMAL);
+  for (int l = 0; l < c->n_layer; l++) {
+    gm_gpt2_layer *y = &m->layers[l];
+    char b[64];
+#define LADD(suffix, p, nd, s0, s1, how)                 \
+  do {                                                   \
+    snprintf(b, sizeof b, "h.%d.%s", l, suffix);         \
+    ADD(b, p, nd, s0, s1, how);                          \
+  } while (0)
+    LADD("ln_1.weight", &y->ln1_w, 1, D, 0, W_ONE);
+    LADD("ln_1.bias", &y->ln1_b, 1, D, 0, W_ZERO);
+    LADD("attn.c_attn.weight", &y->attn_w, 2, D, 3 * D, W_NORMAL);
+    LADD("attn.c_attn.bias", &y->attn_b, 1, 3 * D, 0, W_ZERO);
+    LADD("attn.c_proj.weight", &y->aproj_w, 2, D, D, W_CPROJ);
+    LADD("attn.c_proj.bias", &y->aproj_b, 1, D, 0, W_ZERO);
+    LADD("ln_2.weight", &y->ln2_w, 1, D, 0, W_ONE);
+    LADD("ln_2.bias", &y->ln2_b, 1, D, 0, W_ZERO);
+    LADD("mlp.c_fc.weight", &y->fc_w, 2, D, I, W_NORMAL);
+    LADD("mlp.c_fc.bias", &y->fc_b, 1, I, 0, W_ZERO);
+    LADD("mlp.c_proj.weight", &y->mproj_w, 2, I, D, W_CPROJ);
+    LADD("mlp.c_proj.bias", &y->mproj_b, 1, D, 0, W_ZERO);
+#undef LADD
+  }
+  ADD("ln_f.weight", &m->lnf_w, 1, D, 0, W_ONE);
+  ADD("ln_f.bias", &m->lnf_b, 1, D, 0, W_ZERO);
+  if (!m->tied) ADD("lm_head.weight", &m->lm_head, 2, c->vocab_size, D, W_NORMAL);
+#undef ADD
+  return n;
+}
+
+static uint64_t numel(const w_desc *d) { return d->ndim == 1 ? (uint64_t)d->shape[0] : (uint64_t)(d->shape[0] * d->shape[1]); }
+
+static void shape_str(char *buf, size_t n, int nd, const int64_t *s) {
+  size_t l = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < nd && l < n; i++) l += (size_t)snprintf(buf + l, n - l, "%s%lld", i ? ", " : "", (long long)s[i]);
+  if (l < n) snprintf(buf + l, n - l, "]");
+}
+
+uint64_t gm_gpt2_param_count(const gm_gpt2_config *c) {
+  uint64_t D = (uint64_t)c->n_embd, I = (uint64_t)c->n_inner, V = (uint64_t)c->vocab_size;
+  uint64_t per = 2 * D + D * 3 * D + 3 * D + D * D + D + 2 * D + D * I + I + I * D + D;
+  return V * D + (uint64_t)c->n_positions * D + (uint64_t)c->n_layer * per + 2 * D + (c->tie_word_embeddings ? 0 : V * D);
+}
+
+void gm_gpt2_free(gm_gpt2 *m) {
+  free(m->storage);
+  free(m->layers);
+  memset(m, 0, sizeof *m);
+}
+
+// Allocates the storage and the descriptor table; *out_d must be freed by the caller.
+static int allocate(gm_gpt2 *m, const gm_gpt2_config *cfg, bool tied, w_desc **out_d, int *out_n) {
+  memset(m, 0, sizeof *m);
+  m->cfg = *cfg;
+  m->tied = tied;
+  m->file_dtype = GM_F32;
+  m->layers = calloc((size_t)cfg->n_layer, sizeof *m->layers);
+  w_desc *d = calloc((size_t)cfg->n_layer * 12 + 6, sizeof *d);
+  if (!m->layers || !d) { free(d); gm_gpt2_free(m); return gm_fail("out of memory"); }
+  int n = describe(m, d);
+  uint64_t total = 0;
+  for (int i = 0; i < n; i++) total += numel(&d[i]);
+  m->storage = malloc((size_t)total * sizeof(float));
+  if (!m->storage) { free(d); gm_gpt2_free(m); return gm_fail("out of memory for %llu parameters", (unsigned long long)total); }
+  uint64_t off = 0;
+  for (int i = 0; i < n; i++) { *d[i].ptr = m->storage + off; off += numel(&d[i]); }
+  if (tied) m->lm_head = m->wte;
+  m->n_params = total;
+  *out_d = d;
+  *out_n = n;
+  return 0;
+}
+
+static bool is_known_buffer(const char *name) {
+  // Causal-mask buffers older transformers saved with the weights: h.N.attn.bias / h.N.attn.masked_bias.
+  int l, len = 0;
+  if (sscanf(name, "h.%d.attn.%n", &l, &len) == 1 && len > 0)
+    return strcmp(name + len, "bias") == 0 || strcmp(name + len, "masked_bias") == 0;
+  return false;
+}
+
+int gm_gpt2_load_files(gm_gpt2 *m, const gm_gpt2_config *cfg, const char *st_path) {
+  gm_safetensors st;
+  if (gm_st_open(&st, st_path)) return -1;
+  bool has_head = false;
+  for (int i = 0; i < st.n_tensors; i++)
+    if (strcmp(st.tensors[i].name, "lm_head.weight") == 0) has_head = true;
+  bool tied = !(has_head && !cfg->tie_word_embeddings);
+  w_desc *d;
+  int n;
+  if (allocate(m, cfg, tied, &d, &n)) { gm_st_close(&st); return -1; }
+  const gm_st_tensor **found = calloc((size_t)n, sizeof *found);
+  int rc = found ? 0 : gm_fail("out of memory");
+  for (int i = 0; i < st.n_tensors && rc == 0; i++) {
+    const gm_st_tensor *t = &st.tensors[i];
+    const char *nm = t->name;
+    if (strncmp(nm, "transformer.", 12) == 0) nm += 12;
+    if (tied && strcmp(t->name, "lm_head.weight") == 0) continue; // tied: transformers ignores it too
+    if (is_known_buffer(nm)) continue;
+    int k = -1;
+    for (int j = 0; j < n; j++)
+      if (strcmp(d[j].name, nm) == 0) { k = j; break; }
+    if (k < 0) { rc = gm_fail("%s: unexpected tensor '%s' (not part of a GPT-2 with this config)", st_path, t->name); break; }
+    if (found[k]) { rc = gm_fail("%s: tensor '%s' given twice ('%s' and '%s')", st_path, d[k].name, found[k]->name, t->name); break; }
+    char want[64], got[96];
+    shape_str(want, sizeof want, d[k].ndim, d[k].shape);
+    shape_str(got, sizeof got, t->ndim, t->shape);
+    bool ok = t->ndim == d[k].ndim;
+    for (int a = 0; ok && a < d[k].ndim; a++) ok = t->shape[a] == d[k].shape[a];
+    if (!ok) { rc = gm_fail("%s: tensor '%s' has shape %s, expected %s", st_path, t->name, got, want); break; }
+    found[k] = t;
+  }
+  for (int j = 0; j < n && rc == 0; j++)
+    if (!found[j]) {
+      char want[64];
+      shape_str(want, sizeof want, d[j].ndim, d[j].shape);
+      rc = gm_fail("%s: missing tensor '%s' (expected shape %s)", st_path, d[j].name, want);
+    }
+  for (int j = 0; j < n && rc == 0; j++) {
+    gm_st_read_f32(found[j], *d[j].ptr);
+    if (j == 0) m->file_dtype = found[j]->dtype;
+    else if (found[j]->dtype != m->file_dtype) m->mixed_dtypes = true;
+  }
+  free(found);
+  free(d);
+  gm_st_close(&st);
+  if (rc) gm_gpt2_free(m);
+  return rc;
+}
+
+int gm_gpt2_load(gm_gpt2 *m, const char *dir) {
+  size_t n = strlen(dir) + 32;
+  char *cp = malloc(n), *sp = malloc(n);
+  if (!cp || !sp) { free(cp); free(sp); return gm_fail("out of memory"); }
+  snprintf(cp, n, "%s/config.json", dir);
+  snprintf(sp, n, "%s/model.safetensors", dir);
+  gm_gpt2_config cfg;
+  int rc = gm_config_load(cp, &cfg);
+  if (!rc) rc = gm_gpt2_load_files(m, &cfg, sp);
+  free(cp);
+  free(sp);
+  return rc;
+}
+
+int gm_gpt2_init_random(gm_gpt2 *m, const gm_gpt2_config *cfg_in, uint64_t seed) {
+  gm_gpt2_config cfg = *cfg_in;
+  if (gm_config_validate(&cfg, "config")) return -1;
+  w_desc *d;
+  int n;
+  if (allocate(m, &cfg, cfg.tie_word_embeddings, &d, &n)) return -1;
+  gm_rng rng;
+  gm_rng_seed(&rng, seed);
+  double std = cfg.initializer_range, std_proj = cfg.initializer_range / sqrt(2.0 * cfg.n_layer);
+  for (int i = 0; i < n; i++) {
+    float *p = *d[i].ptr;
+    uint64_t k = numel(&d[i]);
+    for (uint64_t j = 0; j < k; j++) {
+      switch (d[i].init) {
+      case W_NORMAL: p[j] = (float)(std * gm_rng_normal(&rng)); break;
+      case W_CPROJ: p[j] = (float)(std_proj * gm_rng_normal(&rng)); break;
+      case W_ZERO: p[j] = 0.0f; break;
+      case W_ONE: p[j] = 1.0f; break;
+      }
+    }
+  }
+  free(d);
+  return 0;
+}
+
+int gm_gpt2_save(const gm_gpt2 *m_in, const char *dir) {
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return gm_fail("cannot create directory '%s': %s", dir, strerror(errno));
+  gm_gpt2 m = *m_in; // describe() only reads the pointers through this copy
+  w_desc *d = calloc((size_t)m.cfg.n_layer * 12 + 6, sizeof *d);
+  gm_st_entry *e = calloc((size_t)m.cfg.n_layer * 12 + 6, sizeof *e);
+  char (*names)[80] = calloc((size_t)m.cfg.n_layer * 12 + 6, sizeof *names);
+  if (!d || !e || !names) { free(d); free(e); free(names); return gm_fail("out of memory"); }
+  int n = describe(&m, d);
+  for (int i = 0; i < n; i++) {
+    bool top = strcmp(d[i].name, "lm_head.weight") == 0;
+    snprintf(names[i], sizeof names[i], "%s%s", top ? "" : "transformer.", d[i].name);
+    e[i].name = names[i];
+    e[i].dtype = GM_F32;
+    e[i].ndim = d[i].ndim;
+    e[i].shape[0] = d[i].shape[0];
+    e[i].shape[1] = d[i].shape[1];
+    e[i].data = *d[i].ptr;
+  }
+  size_t pl = strlen(dir) + 32;
+  char *path = malloc(pl);
+  int rc = path ? 0 : gm_fail("out of memory");
+  if (!rc) { snprintf(path, pl, "%s/model.safetensors", dir); rc = gm_st_write(path, e, n); }
+  if (!rc) { snprintf(path, pl, "%s/config.json", dir); rc = gm_config_write(path, &m.cfg); }
+  free(path);
+  free(d);
+  free(e);
+  free(names);
+  return rc;
+}
