@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# CLI tests for gptmeg init / info / logits (and the generate / eval placeholders).
+# Usage: bash tests/cli_model.sh path/to/gptmeg   (from the repo root)
+set -u
+G=${1:?usage: cli_model.sh path/to/gptmeg}
+T=$(mktemp -d /tmp/gptmeg_cli_model.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+
+# expect CODE NAME CMD... : exit status CODE; for failures, exactly one stderr line "gptmeg...".
+expect() {
+  local code=$1 name=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return; fi
+  if [ "$code" -eq 1 ] && { [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q '^gptmeg: ' "$T/err"; }; then
+    bad "$name: wanted one 'gptmeg: ' line on stderr, got: $(cat "$T/err")"; return
+  fi
+  ok "$name"
+}
+
+# npy DESCR SHAPE OUT [int values...]: writes a v1 .npy of little-endian int32 ('<i4') or int64 ('<i8').
+npy() {
+  local descr=$1 shape=$2 out=$3; shift 3
+  local dict="{'descr': '$descr', 'fortran_order': False, 'shape': $shape, }"
+  local pad=$(( (64 - (10 + ${#dict} + 1) % 64) % 64 ))
+  local hl=$(( ${#dict} + pad + 1 ))
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((hl & 255)))\\x$(printf %02x $((hl >> 8)))"
+    printf '%s' "$dict"; printf "%${pad}s" ''; printf '\n'
+    for v in "$@"; do
+      local n=$v bytes=4; [ "$descr" = "<i8" ] && bytes=8
+      for ((i = 0; i < bytes; i++)); do printf "\\x$(printf %02x $(( (n >> (8 * i)) & 255 )))"; done
+    done; } >"$out"
+
+}
+
+M=tests/golden/model/base          # vocab 400, n_positions 64
+expect 0 "init tiny" "$G" init --config tiny --seed 3 --out "$T/tiny"
+[ -s "$T/tiny/config.json" ] && [ -s "$T/tiny/model.safetensors" ] && ok "init wrote files" || bad "init wrote files"
+ls "$T/tiny" | grep -q tmp && bad "init left temporaries" || ok "init no temporaries"
+expect 0 "init again same seed" "$G" init --config tiny --seed 3 --out "$T/tiny2"
+cmp -s "$T/tiny/model.safetensors" "$T/tiny2/model.safetensors" && ok "init deterministic" || bad "init deterministic"
+expect 0 "init from json" "$G" init --config "$M/config.json" --seed 1 --out "$T/small"
+expect 0 "info" "$G" info --model "$T/tiny"
+grep -q 'parameters:   3324736' "$T/out" && ok "info parameter count" || bad "info parameter count: $(cat "$T/out")"
+expect 0 "info --json" "$G" info --model "$M" --json
+grep -q '"parameters":' "$T/out" && grep -q '"vocab_size":	400' "$T/out" && ok "info json fields" || bad "info json fields: $(head -c 400 "$T/out")"
+expect 1 "info missing dir" "$G" info --model "$T/nope"
+expect 2 "info no --model" "$G" info
+expect 2 "init no --out" "$G" init --config tiny
+expect 1 "init bad config" "$G" init --config "$T/nope.json" --out "$T/x"
+
+npy '<i8' '(2, 5)' "$T/tok64.npy" 1 2 3 4 5 399 0 7 8 9
+npy '<i4' '(2, 5)' "$T/tok32.npy" 1 2 3 4 5 399 0 7 8 9
+expect 0 "logits int64" "$G" logits --model "$M" --tokens-npy "$T/tok64.npy" --out "$T/l64.npy" --threads 1
+expect 0 "logits int32 2 threads" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --out "$T/l32.npy" --threads 2 --dtype f32 --profile hf
+cmp -s "$T/l64.npy" "$T/l32.npy" && ok "int32 = int64, 1 thread = 2 threads, bit for bit" || bad "logits differ between runs"
+[ "$(stat -c %s "$T/l64.npy")" -eq $((128 + 2 * 5 * 400 * 4)) ] && ok "logits size [2,5,400]" || bad "logits size $(stat -c %s "$T/l64.npy")"
+head -c 128 "$T/l64.npy" | grep -q "'shape': (2, 5, 400)" && ok "logits header" || bad "logits header"
+expect 0 "logits tiny (50257 vocab)" "$G" logits --model "$T/tiny" --tokens-npy "$T/tok32.npy" --out "$T/lt.npy"
+# The golden tokens against the golden logits (needs numpy; skipped without it).
+expect 0 "logits golden" "$G" logits --model "$M" --tokens-npy "$M/tokens.npy" --out "$T/lg.npy"
+if python3 -c 'import numpy' 2>/dev/null; then
+  python3 -c "
+import numpy as np, sys
+a = np.load('$T/lg.npy'); e = np.load('$M/logits.npy')
+sys.exit(0 if a.shape == e.shape and np.abs(a - e).max() <= 1e-4 else 1)" && ok "CLI logits match transformers" || bad "CLI logits vs golden"
+else echo "skip numpy comparison (no numpy)"; fi
+
+# bad inputs: one line, exit 1, no output left behind
+npy '<i4' '(1, 3)' "$T/oov.npy" 1 400 2
+expect 1 "token outside vocab" "$G" logits --model "$M" --tokens-npy "$T/oov.npy" --out "$T/o1.npy"
+grep -q 'outside the vocabulary' "$T/err" && ok "oov message" || bad "oov message: $(cat "$T/err")"
+npy '<i4' '(1, 3)' "$T/neg.npy" 1 -1 2
+expect 1 "negative token" "$G" logits --model "$M" --tokens-npy "$T/neg.npy" --out "$T/o2.npy"
+args=(); for ((i = 0; i < 65; i++)); do args+=(1); done
+npy '<i4' '(1, 65)' "$T/long.npy" "${args[@]}"
+expect 1 "longer than n_positions" "$G" logits --model "$M" --tokens-npy "$T/long.npy" --out "$T/o3.npy"
+grep -q 'n_positions 64' "$T/err" && ok "length message" || bad "length message: $(cat "$T/err")"
+head -c 100 "$T/tok32.npy" >"$T/trunc.npy"
+expect 1 "truncated tokens" "$G" logits --model "$M" --tokens-npy "$T/trunc.npy" --out "$T/o4.npy"
+npy '<i4' '(2, 9)' "$T/liar.npy" 1 2 3
+expect 1 "header lies about size" "$G" logits --model "$M" --tokens-npy "$T/liar.npy" --out "$T/o5.npy"
+printf 'garbage' >"$T/garbage.npy"
+expect 1 "not npy" "$G" logits --model "$M" --tokens-npy "$T/garbage.npy" --out "$T/o6.npy"
+npy '<i4' '(6,)' "$T/rank1.npy" 1 2 3 4 5 6
+expect 1 "1-D tokens" "$G" logits --model "$M" --tokens-npy "$T/rank1.npy" --out "$T/o7.npy"
+cp -r "$M" "$T/badmodel"; head -c 5000 "$M/model.safetensors" >"$T/badmodel/model.safetensors"
+expect 1 "truncated checkpoint" "$G" logits --model "$T/badmodel" --tokens-npy "$T/tok32.npy" --out "$T/o8.npy"
+grep -q 'model.safetensors' "$T/err" && ok "checkpoint message names the file" || bad "checkpoint message: $(cat "$T/err")"
+expect 1 "f16 not built" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --out "$T/o9.npy" --dtype f16
+expect 1 "unknown profile" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --out "$T/o9.npy" --profile nope
+expect 2 "bad threads" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --out "$T/o9.npy" --threads 0
+expect 2 "missing --out" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy"
+ls "$T" | grep -qE '^o[0-9]|tmp\.' && bad "failed runs left files: $(ls "$T")" || ok "no half-written outputs"
+
+expect 1 "generate placeholder" "$G" generate
+expect 1 "eval placeholder" "$G" eval
+expect 0 "logits --help" "$G" logits --help
+
+echo "cli_model: $fails failed"
+[ $fails -eq 0 ]
