@@ -1,0 +1,256 @@
+// torch-cpu mode for PyTorch's one-kernel GELU ops: F.gelu(x) (gelu), F.gelu(x, approximate='tanh')
+// (gelu_pytorch_tanh) and clip(F.gelu(x), -10, 10) (gelu_10), forward and input gradient, bit for
+// bit what the pinned torch 2.15.0 (CPU capability AVX512, oneDNN 3.13) returns on this CPU, for a
+// contiguous 1-D tensor of n elements and `threads` = torch.get_num_threads(). NaN results are
+// NaN where torch's are; their payload/sign bits are not promised.
+//
+// Which code runs (measured against torch, see tools/ref/gen_gelu_aten_goldens.py):
+//  - approximate='none' with n >= 2 on f32, bf16 and f16: oneDNN's JIT gelu_erf (forward and
+//    backward). Independent of threads. f32 in/out; f16 via vcvtph2ps/vcvtps2ph (RNE); bf16 by
+//    widening and vcvtneps2bf16 (RNE, flushes results below 2^-126 to zero, NaN keeps payload).
+//  - everything else (tanh; erf with n == 1): ATen's GELU kernel. TensorIterator splits [0, n) into
+//    per-thread chunks (forward: when n > 16384 with grain n/threads; backward: when n > 32768 with
+//    grain 32768; chunk = ceil(n / used threads)). In each chunk the first floor(len/V)*V elements
+//    take the Vectorized lambda (V = 32 for f32, 64 for f16/bf16), the rest the scalar lambda with
+//    glibc tanhf/erff/expf. f16/bf16 are widened to f32, computed in f32 and rounded once
+//    (RNE; bf16 NaN becomes 0xffff on the vector path, 0x7fc0 on the scalar path).
+//  - gelu_10: the forward above, then clamp to [-10, 10] in the dtype. Backward: autograd of clip
+//    keeps dy where -10 <= y <= 10 (boundaries included; NaN y gives 0), then the gelu backward.
+//  - f64 is not supported (gm_fail).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gptmeg/core.h"
+#include "kernels/gelu_impl.h"
+
+// gelu_torch_aten_avx512.c
+void gm_aten_vec_tanh_fwd(const float *x, float *y, size_t n);
+void gm_aten_vec_erf_fwd(const float *x, float *y, size_t n);
+void gm_aten_vec_tanh_bwd(const float *x, const float *dy, float *dx, size_t n);
+void gm_aten_vec_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
+void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
+void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
+
+#define BLOCK 4096 // elements widened at a time (a multiple of every vector step)
+
+static const float kBetaF = (float)(M_SQRT2 * M_2_SQRTPI * 0.5);
+static const float kKappaF = 0.044715f;
+static const float kAlphaF = (float)M_SQRT1_2;
+static const float kPdfF = (float)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+
+// ---- ATen scalar lambdas (the leftover of each chunk) ---------------------------------------
+// GCC fused `x + kKappa*x_cube` (forward and backward), `1 - t*t` and `1 + 3kKappa*x_sq`; the
+// erf backward's final `cdf + x*pdf` is not fused in the scalar lambda (it is in the vector one).
+static float scalar_tanh_fwd(float x) {
+  float inner = kBetaF * fmaf(kKappaF, x * x * x, x);
+  return 0.5f * x * (1.0f + tanhf(inner));
+}
+
+static float scalar_erf_fwd(float x) { return x * 0.5f * (1.0f + erff(x * kAlphaF)); }
+
+static float scalar_tanh_bwd(float x, float dy) {
+  float x_sq = x * x;
+  float inner = kBetaF * fmaf(kKappaF, x_sq * x, x);
+  float t = tanhf(inner);
+  float left = 0.5f * x;
+  float left_d = 0.5f * (1.0f + t);
+  float tanh_d = fmaf(-t, t, 1.0f);
+  float inner_d = kBetaF * fmaf(3.0f * kKappaF, x_sq, 1.0f);
+  float right_d = left * tanh_d * inner_d;
+  return dy * (left_d + right_d);
+}
+
+static float scalar_erf_bwd(float x, float dy) {
+  float cdf = 0.5f * (1.0f + erff(x * kAlphaF));
+  float pdf = kPdfF * expf(x * x * -0.5f);
+  return dy * (cdf + x * pdf);
+}
+
+// ---- storage conversions --------------------------------------------------------------------
+typedef enum { ROUND_ATEN_VEC, ROUND_ATEN_SCALAR, ROUND_ONEDNN } round_kind;
+
+static float widen(gm_dtype dt, const void *p, size_t i) {
+  if (dt == GM_F32) return ((const float *)p)[i];
+  uint16_t h = ((const uint16_t *)p)[i];
+  return dt == GM_F16 ? gm_f16_to_f32(h) : gm_bf16_to_f32(h);
+}
+
+static uint16_t bf16_round(float f, round_kind k) {
+  if (isnan(f)) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if (k == ROUND_ATEN_VEC) return 0xffff;
+    if (k == ROUND_ATEN_SCALAR) return 0x7fc0;
+    return (uint16_t)((u >> 16) | 0x40);
+  }
+  if (k == ROUND_ONEDNN && fabsf(f) < 0x1p-126f) return signbit(f) ? 0x8000 : 0x0000;
+  return gm_f32_to_bf16(f);
+}
+
+static void store(gm_dtype dt, void *p, size_t i, float f, round_kind k) {
+  if (dt == GM_F32) ((float *)p)[i] = f;
+  else if (dt == GM_F16) ((uint16_t *)p)[i] = gm_f32_to_f16(f);
+  else ((uint16_t *)p)[i] = bf16_round(f, k);
+}
+
+// ---- one chunk of the ATen kernel -------------------------------------------------------------
+typedef struct {
+  bool tanh;     // approximate='tanh' (else 'none')
+  bool backward;
+  gm_dtype dt;
+  const void *x, *dy;
+  void *out;
+} aten_job;
+
+// Elements [b, e) as one thread of at::parallel_for sees them.
+static void aten_chunk(const aten_job *j, size_t b, size_t e, float *xb, float *db, float *ob) {
+  size_t step = j->dt == GM_F32 ? 32 : 64;
+  size_t vec_end = b + (e - b) / step * step;
+  for (size_t s = b; s < vec_end; s += BLOCK) {
+    size_t m = vec_end - s < BLOCK ? vec_end - s : BLOCK;
+    for (size_t i = 0; i < m; i++) xb[i] = widen(j->dt, j->x, s + i);
+    if (j->backward) {
+      for (size_t i = 0; i < m; i++) db[i] = widen(j->dt, j->dy, s + i);
+      if (j->tanh) gm_aten_vec_tanh_bwd(xb, db, ob, m);
+      else gm_aten_vec_erf_bwd(xb, db, ob, m);
+    } else {
+      if (j->tanh) gm_aten_vec_tanh_fwd(xb, ob, m);
+      else gm_aten_vec_erf_fwd(xb, ob, m);
+    }
+    for (size_t i = 0; i < m; i++) store(j->dt, j->out, s + i, ob[i], ROUND_ATEN_VEC);
+  }
+  for (size_t i = vec_end; i < e; i++) {
+    float xv = widen(j->dt, j->x, i), r;
+    if (j->backward) {
+      float d = widen(j->dt, j->dy, i);
+      r = j->tanh ? scalar_tanh_bwd(xv, d) : scalar_erf_bwd(xv, d);
+    } else {
+      r = j->tanh ? scalar_tanh_fwd(xv) : scalar_erf_fwd(xv);
+    }
+    store(j->dt, j->out, i, r, ROUND_ATEN_SCALAR);
+  }
+}
+
+static size_t div_up(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// How at::parallel_for cuts [0, n) for the GELU kernels: returns the chunk length (n if serial).
+static size_t aten_chunk_len(size_t n, int threads, bool backward) {
+  if (threads <= 1) return n;
+  size_t grain;
+  if (backward) grain = 32768; // at::internal::GRAIN_SIZE
+  else if (n > 16384) grain = n / (size_t)threads; // GeluKernelImpl's own grain
+  else grain = 32768;
+  if (n <= grain || grain == 0) return n;
+  size_t used = div_up(n, grain);
+  if (used > (size_t)threads) used = (size_t)threads;
+  return div_up(n, used);
+}
+
+static int run_aten(const aten_job *j, size_t n, int threads) {
+  size_t chunk = aten_chunk_len(n, threads, j->backward);
+  size_t nchunks = div_up(n, chunk);
+  int failed = 0;
+#pragma omp parallel for schedule(static) if (nchunks > 1) reduction(| : failed)
+  for (size_t c = 0; c < nchunks; c++) {
+    float *buf = malloc(3 * BLOCK * sizeof(float));
+    if (!buf) {
+      failed = 1;
+      continue;
+    }
+    size_t b = c * chunk, e = b + chunk < n ? b + chunk : n;
+    aten_chunk(j, b, e, buf, buf + BLOCK, buf + 2 * BLOCK);
+    free(buf);
+  }
+  return failed ? gm_fail("torch-cpu gelu: out of memory for %zu-element work buffers", (size_t)BLOCK) : 0;
+}
+
+// ---- oneDNN (approximate='none', n >= 2) ------------------------------------------------------
+static int run_onednn(const aten_job *j, size_t n) {
+  float *buf = malloc(3 * BLOCK * sizeof(float));
+  if (!buf) return gm_fail("torch-cpu gelu: out of memory for %zu-element work buffers", (size_t)BLOCK);
+  float *xb = buf, *db = buf + BLOCK, *ob = buf + 2 * BLOCK;
+  for (size_t s = 0; s < n; s += BLOCK) {
+    size_t m = n - s < BLOCK ? n - s : BLOCK;
+    for (size_t i = 0; i < m; i++) xb[i] = widen(j->dt, j->x, s + i);
+    if (j->backward) {
+      for (size_t i = 0; i < m; i++) db[i] = widen(j->dt, j->dy, s + i);
+      gm_onednn_gelu_erf_bwd(xb, db, ob, m);
+    } else {
+      gm_onednn_gelu_erf_fwd(xb, ob, m);
+    }
+    for (size_t i = 0; i < m; i++) store(j->dt, j->out, s + i, ob[i], ROUND_ONEDNN);
+  }
+  free(buf);
+  return 0;
+}
+
+// ---- entry points -----------------------------------------------------------------------------
+static int check_args(gm_gelu_variant v, gm_dtype dt, const char *dir) {
+  if (v != GELU_ERF && v != GELU_PYTORCH_TANH && v != GELU_10)
+    return gm_fail("torch-cpu gelu %s: variant %d is not one of PyTorch's one-kernel GELU ops", dir, (int)v);
+  if (dt == GM_F64)
+    return gm_fail("torch-cpu gelu %s: f64 is not emulated (only f32, f16, bf16)", dir);
+  if (dt != GM_F32 && dt != GM_F16 && dt != GM_BF16)
+    return gm_fail("torch-cpu gelu %s: dtype %s is not a float type", dir, gm_dtype_name(dt));
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq"))
+    return gm_fail("torch-cpu gelu %s: this CPU lacks AVX-512 (the pinned torch ran its AVX512 kernels)", dir);
+  return 0;
+}
+
+static int gelu_kernel(gm_gelu_variant v, const aten_job *j, size_t n, int threads) {
+  if (n == 0) return 0;
+  bool tanh = v == GELU_PYTORCH_TANH;
+  aten_job k = *j;
+  k.tanh = tanh;
+  if (!tanh && n >= 2) return run_onednn(&k, n);
+  return run_aten(&k, n, threads);
+}
+
+static int torch_threads(int threads) { return threads <= 0 ? gm_threads_default() : threads; }
+
+static void clip10(gm_dtype dt, void *y, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    float f = widen(dt, y, i);
+    if (f < -10.0f) store(dt, y, i, -10.0f, ROUND_ATEN_VEC);
+    else if (f > 10.0f) store(dt, y, i, 10.0f, ROUND_ATEN_VEC);
+  }
+}
+
+int gelu_torch_aten_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads) {
+  if (check_args(v, dt, "forward")) return 1;
+  aten_job j = {.backward = false, .dt = dt, .x = x, .dy = NULL, .out = y};
+  if (gelu_kernel(v, &j, n, torch_threads(threads))) return 1;
+  if (v == GELU_10) clip10(dt, y, n);
+  return 0;
+}
+
+int gelu_torch_aten_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n,
+                        int threads) {
+  if (check_args(v, dt, "backward")) return 1;
+  int t = torch_threads(threads);
+  const void *grad = dy;
+  void *masked = NULL;
+  if (v == GELU_10 && n > 0) {
+    // clip's backward: dy where its input (F.gelu's output) lies in [-10, 10], else 0.
+    size_t es = gm_dtype_size(dt);
+    masked = malloc(n * es * 2);
+    if (!masked) return gm_fail("torch-cpu gelu_10 backward: out of memory for %zu elements", n);
+    void *yfwd = (char *)masked + n * es;
+    aten_job f = {.backward = false, .dt = dt, .x = x, .dy = NULL, .out = yfwd};
+    if (gelu_kernel(v, &f, n, t)) { // the unclipped F.gelu output: clip's input
+      free(masked);
+      return 1;
+    }
+    memcpy(masked, dy, n * es);
+    for (size_t i = 0; i < n; i++) {
+      float f = widen(dt, yfwd, i);
+      if (!(f >= -10.0f && f <= 10.0f)) memset((char *)masked + i * es, 0, es);
+    }
+    grad = masked;
+  }
+  aten_job j = {.backward = true, .dt = dt, .x = x, .dy = grad, .out = dx};
+  int rc = gelu_kernel(v, &j, n, t);
+  free(masked);
+  return rc;
+}

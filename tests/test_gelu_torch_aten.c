@@ -1,0 +1,195 @@
+// torch-cpu mode of PyTorch's one-kernel GELU ops (src/kernels/gelu_torch_aten*.c) against goldens
+// that tools/ref/gen_gelu_aten_goldens.py wrote from the real torch on this CPU: per case
+// (variant x dtype x direction x length x threads) the hash of the output bits with NaNs
+// canonicalised, the first 40 outputs (the special values: NaN/inf/0/denormals, checked one by one)
+// and per-65536-block hashes of long cases. GPTMEG_QUICK=1 skips cases longer than 70001.
+#include "gptmeg/core.h"
+#include "gptmeg/inputs.h"
+#include "harness.h"
+#include "kernels/gelu_impl.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *s = malloc((size_t)n + 1);
+  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
+    free(s);
+    s = NULL;
+  }
+  if (s) s[n] = 0;
+  fclose(f);
+  return s;
+}
+
+static bool parse_dtype(const char *s, gm_dtype *dt) { return gm_dtype_parse(s, dt) == 0; }
+
+// Inputs exactly as the generator builds them.
+static void make_x(gm_dtype dt, size_t n, void *x) {
+  if (dt == GM_F32) {
+    gm_golden_f32_inputs(1, n, x);
+    return;
+  }
+  static uint16_t all[65536];
+  gm_all_u16(all);
+  size_t off = n == 65536 ? 0 : (n * 7919) % 65536;
+  for (size_t i = 0; i < n; i++) ((uint16_t *)x)[i] = all[(off + i) % 65536];
+}
+
+static void make_dy(gm_dtype dt, size_t n, void *dy) {
+  float *d = malloc(n * sizeof *d);
+  gm_golden_f32_inputs(2, n, d);
+  for (size_t i = 0; i < n; i++) {
+    float v = isfinite(d[i]) ? d[i] : 1.0f;
+    if (dt == GM_F32) ((float *)dy)[i] = v;
+    else if (dt == GM_F16) ((uint16_t *)dy)[i] = gm_f32_to_f16(v);
+    else ((uint16_t *)dy)[i] = gm_f32_to_bf16(v);
+  }
+  free(d);
+}
+
+// Output bits with every NaN replaced by the dtype's canonical quiet NaN (as the generator does).
+static void canonicalise(gm_dtype dt, void *y, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (dt == GM_F32) {
+      float f = ((float *)y)[i];
+      if (isnan(f)) {
+        uint32_t q = 0x7fc00000;
+        memcpy((float *)y + i, &q, 4);
+      }
+    } else {
+      uint16_t h = ((uint16_t *)y)[i];
+      float f = dt == GM_F16 ? gm_f16_to_f32(h) : gm_bf16_to_f32(h);
+      if (isnan(f)) ((uint16_t *)y)[i] = dt == GM_F16 ? 0x7e00 : 0x7fc0;
+    }
+  }
+}
+
+static uint64_t out_bits(gm_dtype dt, const void *y, size_t i) {
+  if (dt == GM_F32) {
+    uint32_t u;
+    memcpy(&u, (const float *)y + i, 4);
+    return u;
+  }
+  return ((const uint16_t *)y)[i];
+}
+
+typedef struct {
+  int cases, passed;
+} tally;
+
+static void run_file(const char *variant_name, gm_gelu_variant v, tally *t) {
+  char path[256];
+  snprintf(path, sizeof path, "tests/golden/gelu_aten/%s.json", variant_name);
+  char *txt = slurp(path);
+  CHECK(txt != NULL, "%s missing (run tools/ref/gen_gelu_aten_goldens.py)", path);
+  if (!txt) return;
+  cJSON *doc = cJSON_Parse(txt);
+  CHECK(doc != NULL, "%s does not parse", path);
+  cJSON *c;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cases")) {
+    gm_dtype dt;
+    const char *dts = cJSON_GetObjectItem(c, "dtype")->valuestring;
+    if (!parse_dtype(dts, &dt)) {
+      CHECK(false, "%s: bad dtype %s", path, dts);
+      continue;
+    }
+    bool bwd = strcmp(cJSON_GetObjectItem(c, "dir")->valuestring, "bwd") == 0;
+    size_t n = (size_t)cJSON_GetObjectItem(c, "n")->valuedouble;
+    int threads = cJSON_GetObjectItem(c, "threads")->valueint;
+    if (test_quick() && n > 70001) continue;
+    size_t es = gm_dtype_size(dt);
+    void *x = malloc(n * es), *dy = malloc(n * es), *y = malloc(n * es);
+    make_x(dt, n, x);
+    int rc;
+    if (bwd) {
+      make_dy(dt, n, dy);
+      rc = gelu_torch_aten_bwd(v, dt, x, dy, y, n, threads);
+    } else {
+      rc = gelu_torch_aten_fwd(v, dt, x, y, n, threads);
+    }
+    CHECK(rc == 0, "%s %s %s n=%zu threads=%d: %s", variant_name, dts, bwd ? "bwd" : "fwd", n, threads, gm_errmsg());
+    if (rc == 0) {
+      canonicalise(dt, y, n);
+      char got[32];
+      snprintf(got, sizeof got, "%016llx", (unsigned long long)gm_hash64(y, n * es));
+      bool ok = strcmp(got, cJSON_GetObjectItem(c, "hash")->valuestring) == 0;
+      // The first outputs one by one: the special values (NaN, +-inf, +-0, denormals) lead the f32 stream.
+      int idx = 0;
+      cJSON *fv;
+      cJSON_ArrayForEach(fv, cJSON_GetObjectItem(c, "first")) {
+        uint64_t want = strtoull(fv->valuestring, NULL, 16);
+        uint64_t have = out_bits(dt, y, (size_t)idx);
+        CHECK(have == want, "%s %s %s n=%zu threads=%d: output %d is %llx, torch %llx", variant_name, dts,
+              bwd ? "bwd" : "fwd", n, threads, idx, (unsigned long long)have, (unsigned long long)want);
+        idx++;
+      }
+      cJSON *blocks = cJSON_GetObjectItem(c, "block_hashes");
+      if (!ok && blocks) {
+        size_t bs = (size_t)cJSON_GetObjectItem(c, "block")->valuedouble, b = 0;
+        cJSON *bh;
+        cJSON_ArrayForEach(bh, blocks) {
+          size_t len = n - b * bs < bs ? n - b * bs : bs;
+          snprintf(got, sizeof got, "%016llx", (unsigned long long)gm_hash64((char *)y + b * bs * es, len * es));
+          if (strcmp(got, bh->valuestring) != 0) fprintf(stderr, "  block %zu (elements %zu..) differs\n", b, b * bs);
+          b++;
+        }
+      }
+      CHECK(ok, "%s %s %s n=%zu threads=%d: output hash differs from torch", variant_name, dts, bwd ? "bwd" : "fwd",
+            n, threads);
+      t->passed += ok;
+    }
+    t->cases++;
+    free(x);
+    free(dy);
+    free(y);
+  }
+  cJSON_Delete(doc);
+  free(txt);
+}
+
+// Properties that do not need torch: unsupported inputs fail cleanly; short tensors do not depend
+// on the thread count; a long tanh forward does (its chunk boundary moves the scalar tail).
+static void check_properties(void) {
+  double xd[4] = {0.5, -1, 2, 3}, yd[4];
+  CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_F64, xd, yd, 4, 1) != 0, "f64 must fail");
+  CHECK(strstr(gm_errmsg(), "f64") != NULL, "f64 error names the dtype: %s", gm_errmsg());
+  float xf[4] = {0.5f, -1, 2, 3}, yf[4];
+  CHECK(gelu_torch_aten_fwd(GELU_NEW, GM_F32, xf, yf, 4, 1) != 0, "gelu_new is not an ATen one-kernel op");
+  CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_F32, xf, yf, 0, 1) == 0, "n = 0 is fine");
+
+  size_t n = 40001;
+  float *x = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
+  gm_golden_f32_inputs(5, n, x);
+  for (size_t i = 0; i < n; i++) x[i] = isfinite(x[i]) ? fmodf(x[i], 8.0f) : 0.25f;
+  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F32, x, y1, 1000, 1) == 0, "tanh fwd");
+  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F32, x, y2, 1000, 2) == 0, "tanh fwd");
+  CHECK(memcmp(y1, y2, 1000 * sizeof *y1) == 0, "n=1000 is one chunk for any thread count");
+  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F32, x, y1, n, 1) == 0, "tanh fwd");
+  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F32, x, y2, n, 2) == 0, "tanh fwd");
+  size_t differ = 0;
+  for (size_t i = 0; i < n; i++) differ += memcmp(y1 + i, y2 + i, 4) != 0;
+  CHECK(differ > 0 && differ < 64, "2 threads move only the tails' libm elements (%zu differ)", differ);
+  free(x);
+  free(y1);
+  free(y2);
+}
+
+int main(void) {
+  double t0 = gm_now_s();
+  tally t = {0, 0};
+  run_file("gelu", GELU_ERF, &t);
+  run_file("gelu_pytorch_tanh", GELU_PYTORCH_TANH, &t);
+  run_file("gelu_10", GELU_10, &t);
+  check_properties();
+  printf("torch-cpu ATen GELU: %d/%d golden cases bit-identical (%.2f s)\n", t.passed, t.cases, gm_now_s() - t0);
+  return test_done("test_gelu_torch_aten");
+}
