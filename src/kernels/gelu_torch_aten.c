@@ -15,7 +15,7 @@
 //    glibc tanhf/erff/expf. f16/bf16 are widened to f32, computed in f32 and rounded once
 //    (RNE; bf16 NaN becomes 0xffff on the vector path, 0x7fc0 on the scalar path).
 //  - gelu_10: the forward above, then clamp to [-10, 10] in the dtype. Backward: autograd of clip
-//    keeps dy where -10 <= y <= 10 (boundaries included; NaN y gives 0), then the gelu backward.
+//    keeps dy where -10 < y < 10 (exactly +-10 and NaN give 0), then the gelu backward.
 //  - f64 is not supported (gm_fail).
 #include <math.h>
 #include <stdlib.h>
@@ -232,7 +232,8 @@ int gelu_torch_aten_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const voi
   const void *grad = dy;
   void *masked = NULL;
   if (v == GELU_10 && n > 0) {
-    // clip's backward: dy where its input (F.gelu's output) lies in [-10, 10], else 0.
+    // clip's backward: dy where its input (F.gelu's output) lies strictly inside (-10, 10), else 0
+    // (measured: torch 2.15 gives 0 at exactly +-10 and for NaN).
     size_t es = gm_dtype_size(dt);
     masked = malloc(n * es * 2);
     if (!masked) return gm_fail("torch-cpu gelu_10 backward: out of memory for %zu elements", n);
@@ -245,7 +246,7 @@ int gelu_torch_aten_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const voi
     memcpy(masked, dy, n * es);
     for (size_t i = 0; i < n; i++) {
       float f = widen(dt, yfwd, i);
-      if (!(f >= -10.0f && f <= 10.0f)) memset((char *)masked + i * es, 0, es);
+      if (!(f > -10.0f && f < 10.0f)) memset((char *)masked + i * es, 0, es);
     }
     grad = masked;
   }
