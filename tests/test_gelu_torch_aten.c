@@ -38,6 +38,13 @@ static void make_x(gm_dtype dt, size_t n, void *x) {
     gm_golden_f32_inputs(1, n, x);
     return;
   }
+  if (dt == GM_F64) {
+    float *f = malloc(n * sizeof *f);
+    gm_golden_f32_inputs(1, n, f);
+    for (size_t i = 0; i < n; i++) ((double *)x)[i] = (double)f[i] * (1.0 + 0x1p-30);
+    free(f);
+    return;
+  }
   static uint16_t all[65536];
   gm_all_u16(all);
   size_t off = n == 65536 ? 0 : (n * 7919) % 65536;
@@ -49,7 +56,8 @@ static void make_dy(gm_dtype dt, size_t n, void *dy) {
   gm_golden_f32_inputs(2, n, d);
   for (size_t i = 0; i < n; i++) {
     float v = isfinite(d[i]) ? d[i] : 1.0f;
-    if (dt == GM_F32) ((float *)dy)[i] = v;
+    if (dt == GM_F64) ((double *)dy)[i] = v;
+    else if (dt == GM_F32) ((float *)dy)[i] = v;
     else if (dt == GM_F16) ((uint16_t *)dy)[i] = gm_f32_to_f16(v);
     else ((uint16_t *)dy)[i] = gm_f32_to_bf16(v);
   }
@@ -59,7 +67,12 @@ static void make_dy(gm_dtype dt, size_t n, void *dy) {
 // Output bits with every NaN replaced by the dtype's canonical quiet NaN (as the generator does).
 static void canonicalise(gm_dtype dt, void *y, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    if (dt == GM_F32) {
+    if (dt == GM_F64) {
+      if (isnan(((double *)y)[i])) {
+        uint64_t q = 0x7ff8000000000000ull;
+        memcpy((double *)y + i, &q, 8);
+      }
+    } else if (dt == GM_F32) {
       float f = ((float *)y)[i];
       if (isnan(f)) {
         uint32_t q = 0x7fc00000;
@@ -74,6 +87,11 @@ static void canonicalise(gm_dtype dt, void *y, size_t n) {
 }
 
 static uint64_t out_bits(gm_dtype dt, const void *y, size_t i) {
+  if (dt == GM_F64) {
+    uint64_t u;
+    memcpy(&u, (const double *)y + i, 8);
+    return u;
+  }
   if (dt == GM_F32) {
     uint32_t u;
     memcpy(&u, (const float *)y + i, 4);
@@ -159,9 +177,14 @@ static void run_file(const char *variant_name, gm_gelu_variant v, tally *t) {
 // Properties that do not need torch: unsupported inputs fail cleanly; short tensors do not depend
 // on the thread count; a long tanh forward does (its chunk boundary moves the scalar tail).
 static void check_properties(void) {
+  int32_t xi[4] = {1, 2, 3, 4}, yi[4];
+  CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_I32, xi, yi, 4, 1) != 0, "i32 must fail");
+  CHECK(strstr(gm_errmsg(), "i32") != NULL, "the error names the dtype: %s", gm_errmsg());
   double xd[4] = {0.5, -1, 2, 3}, yd[4];
-  CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_F64, xd, yd, 4, 1) != 0, "f64 must fail");
-  CHECK(strstr(gm_errmsg(), "f64") != NULL, "f64 error names the dtype: %s", gm_errmsg());
+  CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_F64, xd, yd, 4, 1) != 0, "f64 erf is refused, not approximated");
+  CHECK(strstr(gm_errmsg(), "f64") != NULL, "the error names f64: %s", gm_errmsg());
+  CHECK(gelu_torch_aten_bwd(GELU_10, GM_F64, xd, xd, yd, 4, 1) != 0, "f64 gelu_10 is refused too");
+  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F64, xd, yd, 4, 1) == 0, "f64 tanh works: %s", gm_errmsg());
   float xf[4] = {0.5f, -1, 2, 3}, yf[4];
   CHECK(gelu_torch_aten_fwd(GELU_NEW, GM_F32, xf, yf, 4, 1) != 0, "gelu_new is not an ATen one-kernel op");
   CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_F32, xf, yf, 0, 1) == 0, "n = 0 is fine");

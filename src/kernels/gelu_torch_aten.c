@@ -16,7 +16,10 @@
 //    (RNE; bf16 NaN becomes 0xffff on the vector path, 0x7fc0 on the scalar path).
 //  - gelu_10: the forward above, then clamp to [-10, 10] in the dtype. Backward: autograd of clip
 //    keeps dy where -10 < y < 10 (exactly +-10 and NaN give 0), then the gelu backward.
-//  - f64 is not supported (gm_fail).
+//  - f64, approximate='tanh': ATen's double kernel (8 lanes, vector step 16, SLEEF tanhd8_u10,
+//    glibc tanh in the scalar tail). f64 with approximate='none' (gelu, gelu_10) is refused: its
+//    vector lambda calls torch's bundled SLEEF erfd8_u10, which differs from Debian's libsleef
+//    3.5.1 in about 2% of elements (measured), so the bits cannot be promised.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +34,7 @@ void gm_aten_vec_tanh_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_aten_vec_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
 void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
+void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, double *out, size_t n);
 
 #define BLOCK 4096 // elements widened at a time (a multiple of every vector step)
 
@@ -64,6 +68,23 @@ static float scalar_tanh_bwd(float x, float dy) {
 static float scalar_erf_bwd(float x, float dy) {
   float cdf = 0.5f * (1.0f + erff(x * kAlphaF));
   float pdf = kPdfF * expf(x * x * -0.5f);
+  return dy * (cdf + x * pdf);
+}
+
+// The double lambdas: same expressions and fused sites, glibc tanh/erf/exp.
+static double scalar_f64(bool tanh_variant, bool backward, double x, double dy) {
+  const double beta = M_SQRT2 * M_2_SQRTPI * 0.5, kappa = 0.044715;
+  if (tanh_variant) {
+    double x_sq = x * x;
+    double t = tanh(beta * fma(kappa, x_sq * x, x));
+    if (!backward) return 0.5 * x * (1.0 + t);
+    double left_d = 0.5 * (1.0 + t);
+    double right_d = 0.5 * x * fma(-t, t, 1.0) * (beta * fma(3.0 * kappa, x_sq, 1.0));
+    return dy * (left_d + right_d);
+  }
+  if (!backward) return x * 0.5 * (1.0 + erf(x * M_SQRT1_2));
+  double cdf = 0.5 * (1.0 + erf(x * M_SQRT1_2));
+  double pdf = M_2_SQRTPI * M_SQRT1_2 * 0.5 * exp(x * x * -0.5);
   return dy * (cdf + x * pdf);
 }
 
@@ -105,6 +126,14 @@ typedef struct {
 
 // Elements [b, e) as one thread of at::parallel_for sees them.
 static void aten_chunk(const aten_job *j, size_t b, size_t e, float *xb, float *db, float *ob) {
+  if (j->dt == GM_F64) { // no widening: the vector lambda works on the arrays in place
+    const double *x = j->x, *dy = j->dy;
+    double *out = j->out;
+    size_t vec_end = b + (e - b) / 16 * 16;
+    gm_aten_vec_f64(j->tanh, j->backward, x + b, dy ? dy + b : NULL, out + b, vec_end - b);
+    for (size_t i = vec_end; i < e; i++) out[i] = scalar_f64(j->tanh, j->backward, x[i], dy ? dy[i] : 0.0);
+    return;
+  }
   size_t step = j->dt == GM_F32 ? 32 : 64;
   size_t vec_end = b + (e - b) / step * step;
   for (size_t s = b; s < vec_end; s += BLOCK) {
@@ -189,9 +218,10 @@ static int run_onednn(const aten_job *j, size_t n) {
 static int check_args(gm_gelu_variant v, gm_dtype dt, const char *dir) {
   if (v != GELU_ERF && v != GELU_PYTORCH_TANH && v != GELU_10)
     return gm_fail("torch-cpu gelu %s: variant %d is not one of PyTorch's one-kernel GELU ops", dir, (int)v);
-  if (dt == GM_F64)
-    return gm_fail("torch-cpu gelu %s: f64 is not emulated (only f32, f16, bf16)", dir);
-  if (dt != GM_F32 && dt != GM_F16 && dt != GM_BF16)
+  if (dt == GM_F64 && v != GELU_PYTORCH_TANH)
+    return gm_fail("torch-cpu gelu %s: f64 with approximate='none' is not reproduced (torch's bundled SLEEF erf "
+                   "differs from libsleef 3.5.1); f64 works for gelu_pytorch_tanh", dir);
+  if (dt != GM_F64 && dt != GM_F32 && dt != GM_F16 && dt != GM_BF16)
     return gm_fail("torch-cpu gelu %s: dtype %s is not a float type", dir, gm_dtype_name(dt));
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq"))
     return gm_fail("torch-cpu gelu %s: this CPU lacks AVX-512 (the pinned torch ran its AVX512 kernels)", dir);
@@ -203,7 +233,7 @@ static int gelu_kernel(gm_gelu_variant v, const aten_job *j, size_t n, int threa
   bool tanh = v == GELU_PYTORCH_TANH;
   aten_job k = *j;
   k.tanh = tanh;
-  if (!tanh && n >= 2) return run_onednn(&k, n);
+  if (!tanh && n >= 2 && k.dt != GM_F64) return run_onednn(&k, n); // use_mkldnn: f32/bf16/f16 only
   return run_aten(&k, n, threads);
 }
 
@@ -211,9 +241,9 @@ static int torch_threads(int threads) { return threads <= 0 ? gm_threads_default
 
 static void clip10(gm_dtype dt, void *y, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    float f = widen(dt, y, i);
-    if (f < -10.0f) store(dt, y, i, -10.0f, ROUND_ATEN_VEC);
-    else if (f > 10.0f) store(dt, y, i, 10.0f, ROUND_ATEN_VEC);
+    double f = gm_load_f64(dt, y, i);
+    if (f < -10.0) gm_store_f64(dt, y, i, -10.0); // +-10 are exact in every dtype
+    else if (f > 10.0) gm_store_f64(dt, y, i, 10.0);
   }
 }
 
@@ -245,8 +275,8 @@ int gelu_torch_aten_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const voi
     }
     memcpy(masked, dy, n * es);
     for (size_t i = 0; i < n; i++) {
-      float f = widen(dt, yfwd, i);
-      if (!(f > -10.0f && f < 10.0f)) memset((char *)masked + i * es, 0, es);
+      double f = gm_load_f64(dt, yfwd, i);
+      if (!(f > -10.0 && f < 10.0)) memset((char *)masked + i * es, 0, es);
     }
     grad = masked;
   }

@@ -7,12 +7,13 @@ Run from the repo root: python3 tools/ref/gen_gelu_aten_goldens.py
 
 Inputs (tests/test_gelu_torch_aten.c rebuilds them the same way):
   f32:      x = gm_inputs.golden_f32_inputs(seed=1, n)   (starts with the special values)
+  f64:      x = golden_f32_inputs(seed=1, n) widened, times (1 + 2^-30) in double
   f16/bf16: x[i] = all_u16[(offset + i) % 65536], offset 0 for n = 65536 (every pattern),
             offset (n * 7919) % 65536 otherwise
   backward: dy = golden_f32_inputs(seed=2, n) with non-finite values replaced by 1.0, rounded to
             the dtype (RNE, overflow to inf). Backward is x.grad of the forward expression.
-NaN outputs are hashed as one canonical quiet NaN per dtype (f32 0x7fc00000, f16 0x7e00,
-bf16 0x7fc0): torch's NaN payload and sign bits differ between its code paths and are not part of
+NaN outputs are hashed as one canonical quiet NaN per dtype (f64 0x7ff8000000000000, f32
+0x7fc00000, f16 0x7e00, bf16 0x7fc0): torch's NaN payload and sign bits differ between its code paths and are not part of
 what torch-cpu mode promises.
 """
 import json
@@ -31,10 +32,11 @@ VARIANTS = ["gelu", "gelu_pytorch_tanh", "gelu_10"]
 F32_LENGTHS = [1, 2, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 4099, 16384, 16385, 20001,
                32768, 32769, 70001, 1000003]
 U16_LENGTHS = [1, 2, 63, 64, 65, 127, 1000, 20001, 40001, 65536]
+F64_LENGTHS = [1, 2, 15, 16, 17, 31, 33, 1000, 16385, 20001, 32769, 70001]
 THREADS = [1, 2]
 BLOCK = 65536
 N_FIRST = 40
-TORCH_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+TORCH_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
 
 
 def forward(variant, x):
@@ -48,6 +50,9 @@ def forward(variant, x):
 def make_x(dt, n):
     if dt == "f32":
         return torch.from_numpy(gi.golden_f32_inputs(1, n).copy())
+    if dt == "f64":  # off the f32 grid: one double rounding of f * (1 + 2^-30)
+        with np.errstate(invalid="ignore"):
+            return torch.from_numpy(gi.golden_f32_inputs(1, n).astype(np.float64) * (1.0 + 2.0**-30))
     off = 0 if n == 65536 else (n * 7919) % 65536
     u = gi.all_u16()[(off + np.arange(n)) % 65536]
     return torch.from_numpy(u.view(np.int16).copy()).view(TORCH_DT[dt])
@@ -56,11 +61,16 @@ def make_x(dt, n):
 def make_dy(dt, n):
     d = gi.golden_f32_inputs(2, n)
     d = np.where(np.isfinite(d), d, np.float32(1.0)).astype(np.float32)
+    if dt == "f64":
+        return torch.from_numpy(d.astype(np.float64))
     return torch.from_numpy(d).to(TORCH_DT[dt])
 
 
 def canonical_bits(t):
-    if t.dtype == torch.float32:
+    if t.dtype == torch.float64:
+        b = t.view(torch.int64).numpy().view(np.uint64).copy()
+        b[torch.isnan(t).numpy()] = 0x7FF8000000000000
+    elif t.dtype == torch.float32:
         b = t.view(torch.int32).numpy().view(np.uint32).copy()
         b[torch.isnan(t).numpy()] = 0x7FC00000
     else:
@@ -92,8 +102,9 @@ def main():
     os.makedirs(OUT_DIR, exist_ok=True)
     for variant in VARIANTS:
         cases = []
-        for dt in ["f32", "f16", "bf16"]:
-            lengths = F32_LENGTHS if dt == "f32" else U16_LENGTHS
+        # f64 only for tanh: torch's f64 erf (its bundled SLEEF erfd8) is not reproduced.
+        for dt in ["f32", "f16", "bf16"] + (["f64"] if variant == "gelu_pytorch_tanh" else []):
+            lengths = {"f32": F32_LENGTHS, "f64": F64_LENGTHS}.get(dt, U16_LENGTHS)
             for direction in ["fwd", "bwd"]:
                 for n in lengths:
                     for th in THREADS:
