@@ -34,6 +34,7 @@ F32_LENGTHS = [1, 2, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 4099, 16384, 1
 U16_LENGTHS = [1, 2, 63, 64, 65, 127, 1000, 20001, 40001, 65536]
 F64_LENGTHS = [1, 2, 15, 16, 17, 31, 33, 1000, 16385, 20001, 32769, 70001]
 THREADS = [1, 2]
+EXTRA_THREADS = [3, 4]  # long cases only: checks the general at::parallel_for split
 BLOCK = 65536
 N_FIRST = 40
 TORCH_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16, "f64": torch.float64}
@@ -107,7 +108,7 @@ def main():
             lengths = {"f32": F32_LENGTHS, "f64": F64_LENGTHS}.get(dt, U16_LENGTHS)
             for direction in ["fwd", "bwd"]:
                 for n in lengths:
-                    for th in THREADS:
+                    for th in THREADS + (EXTRA_THREADS if n > 16384 else []):
                         cases.append(run_case(variant, dt, direction, n, th))
         doc = {"generator": "tools/ref/gen_gelu_aten_goldens.py",
                "torch_version": torch.__version__,
