@@ -2,7 +2,8 @@
 // (gelu_pytorch_tanh) and clip(F.gelu(x), -10, 10) (gelu_10), forward and input gradient, bit for
 // bit what the pinned torch 2.15.0 (CPU capability AVX512, oneDNN 3.13) returns on this CPU, for a
 // contiguous 1-D tensor of n elements and `threads` = torch.get_num_threads(). NaN results are
-// NaN where torch's are; their payload/sign bits are not promised.
+// NaN where torch's are; their payload/sign bits are not promised (measured: equal for the oneDNN
+// paths and most others; differ for some tanh NaNs and for bf16 gelu_10, whose clamp re-rounds).
 //
 // Which code runs (measured against torch, see tools/ref/gen_gelu_aten_goldens.py):
 //  - approximate='none' with n >= 2 on f32, bf16 and f16: oneDNN's JIT gelu_erf (forward and
