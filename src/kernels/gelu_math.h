@@ -1,0 +1,98 @@
+// Private helpers shared by the exact, fused and accurate GELU modes (owner: gelu_exact*.c,
+// gelu_fused.c, gelu_accurate*.c). Not a public API.
+#ifndef GPTMEG_GELU_MATH_H
+#define GPTMEG_GELU_MATH_H
+
+#include "kernels/gelu_impl.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+// The three shapes of the family over the reals:
+//   ERF:     f = x*Phi(x) = 0.5*x*erfc(-x/sqrt2),        f' = Phi(x) + x*phi(x)
+//   TANH:    f = 0.5*x*(1+tanh z) = x*s, s = 1/(1+exp(-2z)), z = a*(x + k*x^3),
+//            f' = s*(1 + 2*x*(1-s)*zp) with zp = A + B*x^2 (A = a, B = 3*k*a for autograd;
+//            gelu_megatron's custom rule: A = 0.79788456, B = 0.1070322243)
+//   SIGMOID: f = x*s, s = 1/(1+exp(-b*x)), f' = s*(1 + b*x*(1-s))
+// gelu_10 is ERF clipped at 10 (gelu(x) > 10 exactly when x > 10 for every dtype's values).
+typedef enum { GELU_FAM_ERF, GELU_FAM_TANH, GELU_FAM_SIGMOID } gelu_family;
+
+static inline gelu_family gelu_family_of(gm_gelu_variant v) {
+  switch (v) {
+  case GELU_ERF: case GELU_PYTHON: case GELU_10: return GELU_FAM_ERF;
+  case QUICK_GELU: return GELU_FAM_SIGMOID;
+  default: return GELU_FAM_TANH;
+  }
+}
+
+// Decimal constants exactly as the sources write them. NULL: a = sqrt(2/pi) exactly.
+static inline const char *gelu_tanh_a_dec(gm_gelu_variant v) {
+  switch (v) {
+  case GELU_FAST: return "0.7978845608";
+  case GELU_MEGATRON: return "0.79788456";
+  case OPENAI_GELU: return "0.7978845608028654";
+  default: return NULL; // gelu_new, gelu_accurate: sqrt(2/pi); gelu_pytorch_tanh: M_SQRT2*M_2_SQRTPI*0.5
+  }
+}
+#define GELU_K_DEC "0.044715"
+#define GELU_QUICK_B_DEC "1.702"
+#define GELU_MEG_A_DEC "0.79788456"
+#define GELU_MEG_B_DEC "0.1070322243"
+
+// Target floating-point format: p significand bits, quantum of the subnormals 2^qmin, largest
+// finite value.
+typedef struct { int p; int qmin; long double maxv; } gelu_fmt;
+
+static inline gelu_fmt gelu_fmt_of(gm_dtype dt) {
+  gelu_fmt f;
+  switch (dt) {
+  case GM_F16: f.p = 11; f.qmin = -24; f.maxv = 65504.0L; break;
+  case GM_BF16: f.p = 8; f.qmin = -133; f.maxv = 0x1.fep127L; break;
+  case GM_F64: f.p = 53; f.qmin = -1074; f.maxv = DBL_MAX; break;
+  default: f.p = 24; f.qmin = -149; f.maxv = FLT_MAX; break;
+  }
+  return f;
+}
+
+// Round a long double once, to nearest even, onto the format (subnormals and overflow included).
+// The result is exactly representable in the format; the sign of zero is kept.
+static inline long double gelu_round_ld(long double v, gelu_fmt f) {
+  if (v == 0 || isnan(v) || isinf(v)) return v;
+  int e;
+  frexpl(v, &e); // v = m * 2^e, 0.5 <= |m| < 1
+  int q = e - f.p > f.qmin ? e - f.p : f.qmin;
+  long double r = ldexpl(rintl(ldexpl(v, -q)), q);
+  if (fabsl(r) > f.maxv) return copysignl(INFINITY, v);
+  return r;
+}
+
+// Read element i of x (dtype dt) exactly; store a value already representable in dt.
+static inline long double gelu_load(gm_dtype dt, const void *buf, size_t i) {
+  return (long double)gm_load_f64(dt, buf, i);
+}
+static inline void gelu_store(gm_dtype dt, void *buf, size_t i, long double v) {
+  gm_store_f64(dt, buf, i, (double)v);
+}
+
+// Long-double interval evaluation (gelu_exact_ld.c). Encloses f(x) (deriv = 0) or f'(x)
+// (deriv = 1) of the variant over the reals in [*lo, *hi], assuming glibc's long double expl and
+// erfcl are within 32 ulps (their documented bounds are a few ulps). x must be finite, nonzero,
+// and inside gelu_core_range. gelu_10's clip is not applied here.
+void gelu_ld_interval(gm_gelu_variant v, int deriv, long double x, long double *lo, long double *hi);
+// Long double point evaluation of the same rewritten forms (no bound), for accurate f64.
+long double gelu_ld_point(gm_gelu_variant v, int deriv, long double x);
+
+// The region where the functions need computing; outside it, for every dtype and every finite dy:
+//   x < neg: f rounds to -0, f' is negative and dy*f' rounds to -0 (times the sign of dy);
+//   x > pos: f rounds to x, f' > 1 and dy*f' rounds to dy.
+static inline void gelu_core_range(gm_gelu_variant v, double *neg, double *pos) {
+  switch (gelu_family_of(v)) {
+  case GELU_FAM_ERF: *neg = -60; *pos = 60; break;           // Q(60) ~ e^-1800
+  case GELU_FAM_SIGMOID: *neg = -1880; *pos = 1880; break;   // exp(-1.702*1880) ~ e^-3200
+  default: *neg = -32; *pos = 32; break;                     // |z| > 1190 there
+  }
+}
+
+#endif
