@@ -95,4 +95,28 @@ static inline void gelu_core_range(gm_gelu_variant v, double *neg, double *pos) 
   }
 }
 
+// ---- accurate f32 kernels (gelu_accurate.c scalar, gelu_accurate_avx512.c, gelu_accurate_avx2.c) ----
+// Computed in f64 lanes with gptmeg's own exp and erfc polynomials; the scalar and SIMD kernels
+// perform the same IEEE operations in the same order (explicit FMAs), so their bits agree.
+typedef struct {
+  gelu_family fam;
+  int clip10;     // gelu_10: x > 10 -> f = 10, gradient +0
+  double a;       // tanh: a of z = a*x*(1 + k*x^2); sigmoid: b = 1.702
+  double k;       // 0.044715
+  double A, B;    // tanh backward: zp = fma(B, x^2, A)
+  double lo, hi;  // core range; x < lo: f = -0, dx = dy * -tiny; x > hi: f = x, dx = dy
+} gelu_acc_params;
+
+// erfcx(t) = exp(t^2)*erfc(t) on [0, 14.5): 29 intervals of width 1/2 (padded to 32), degree 9 in
+// u = t - center; table[j][i] is coefficient j of interval i. Relative fit error < 1e-11.
+enum { GELU_ERFCX_NI = 29, GELU_ERFCX_DEG = 9 };
+extern const double gelu_erfcx_table[GELU_ERFCX_DEG + 1][32];
+
+// y = f(x) (deriv 0) or dx = dy*f'(x) (deriv 1) for n f32 inputs; the result goes to of (f32,
+// rounded once) or, when of is NULL, to od (the f64 value before rounding, for f16/bf16).
+void gelu_acc_kernel_scalar(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
+                            float *of, double *od, size_t n);
+void gelu_acc_kernel_avx512(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
+                            float *of, double *od, size_t n);
+
 #endif

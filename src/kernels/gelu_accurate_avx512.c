@@ -1,0 +1,100 @@
+// Accurate mode, AVX-512 kernel: gelu_acc_kernel_scalar (gelu_accurate.c) eight f64 lanes at a
+// time, the same operations in the same order, so the bits are the scalar kernel's. x, dy: n f32;
+// result rounded once to f32 (of) or kept in f64 (od).
+#include "kernels/gelu_math.h"
+
+#include <immintrin.h>
+
+static __m512d exp_core8(__m512d a) {
+  __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(a, _mm512_set1_pd(1.4426950408889634)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(0x1.62e42fefa39efp-1), a);
+  r = _mm512_fnmadd_pd(n, _mm512_set1_pd(0x1.abc9e3b39803fp-56), r);
+  __m512d q = _mm512_set1_pd(1.0 / 39916800);
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 3628800));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 362880));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 40320));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 5040));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 720));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 120));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 24));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0 / 6));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(0.5));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
+  q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(1.0));
+  __m512i bits = _mm512_slli_epi64(_mm512_add_epi64(_mm512_cvtpd_epi64(n), _mm512_set1_epi64(1023)), 52);
+  return _mm512_mul_pd(q, _mm512_castsi512_pd(bits));
+}
+
+static __m512d one8(const gelu_acc_params *p, int deriv, __m512d x, __m512d dy) {
+  __mmask8 nan = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
+  __mmask8 below = _mm512_cmp_pd_mask(x, _mm512_set1_pd(p->lo), _CMP_LT_OQ);
+  __mmask8 above = _mm512_cmp_pd_mask(x, _mm512_set1_pd(p->hi), _CMP_GT_OQ);
+  __mmask8 clip = p->clip10 ? _mm512_cmp_pd_mask(x, _mm512_set1_pd(10.0), _CMP_GT_OQ) : 0;
+  // Keep the core finite: lanes outside it are replaced below.
+  __m512d xc = _mm512_mask_blend_pd(nan | below | above, x, _mm512_setzero_pd());
+  __m512d res;
+  if (p->fam == GELU_FAM_ERF) {
+    __m512d t = _mm512_mul_pd(_mm512_abs_pd(xc), _mm512_set1_pd(0.70710678118654752440));
+    __m256i i = _mm512_cvttpd_epi32(_mm512_mul_pd(t, _mm512_set1_pd(2.0)));
+    i = _mm256_min_epi32(i, _mm256_set1_epi32(GELU_ERFCX_NI - 1));
+    __m512d c = _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi32_pd(i), _mm512_set1_pd(0.5)), _mm512_set1_pd(0.25));
+    __m512d u = _mm512_sub_pd(t, c);
+    __m512d P = _mm512_i32gather_pd(i, gelu_erfcx_table[GELU_ERFCX_DEG], 8);
+    for (int j = GELU_ERFCX_DEG - 1; j >= 0; j--)
+      P = _mm512_fmadd_pd(P, u, _mm512_i32gather_pd(i, gelu_erfcx_table[j], 8));
+    __m512d G = exp_core8(_mm512_mul_pd(_mm512_set1_pd(-0.5), _mm512_mul_pd(xc, xc)));
+    __m512d Q = _mm512_mul_pd(_mm512_set1_pd(0.5), _mm512_mul_pd(G, P));
+    __mmask8 negx = _mm512_cmp_pd_mask(xc, _mm512_setzero_pd(), _CMP_LT_OQ);
+    __m512d Phi = _mm512_mask_blend_pd(negx, _mm512_sub_pd(_mm512_set1_pd(1.0), Q), Q);
+    if (!deriv) res = _mm512_mul_pd(xc, Phi);
+    else res = _mm512_mul_pd(dy, _mm512_add_pd(Phi, _mm512_mul_pd(xc, _mm512_mul_pd(G, _mm512_set1_pd(0.39894228040143267794)))));
+  } else {
+    __m512d s, om, t;
+    if (p->fam == GELU_FAM_SIGMOID) {
+      __m512d bx = _mm512_mul_pd(_mm512_set1_pd(p->a), xc);
+      __m512d E = exp_core8(_mm512_sub_pd(_mm512_setzero_pd(), bx));
+      s = _mm512_div_pd(_mm512_set1_pd(1.0), _mm512_add_pd(_mm512_set1_pd(1.0), E));
+      om = _mm512_mul_pd(E, s);
+      t = bx;
+    } else {
+      __m512d x2 = _mm512_mul_pd(xc, xc);
+      __m512d z = _mm512_mul_pd(_mm512_set1_pd(p->a), _mm512_mul_pd(xc, _mm512_fmadd_pd(_mm512_set1_pd(p->k), x2, _mm512_set1_pd(1.0))));
+      __m512d E = exp_core8(_mm512_mul_pd(_mm512_set1_pd(-2.0), z));
+      s = _mm512_div_pd(_mm512_set1_pd(1.0), _mm512_add_pd(_mm512_set1_pd(1.0), E));
+      om = _mm512_mul_pd(E, s);
+      t = _mm512_mul_pd(_mm512_mul_pd(_mm512_set1_pd(2.0), xc), _mm512_fmadd_pd(_mm512_set1_pd(p->B), x2, _mm512_set1_pd(p->A)));
+    }
+    if (!deriv) res = _mm512_mul_pd(xc, s);
+    else res = _mm512_mul_pd(dy, _mm512_mul_pd(s, _mm512_fmadd_pd(t, om, _mm512_set1_pd(1.0))));
+  }
+  if (!deriv) {
+    res = _mm512_mask_blend_pd(below, res, _mm512_set1_pd(-0.0));
+    res = _mm512_mask_blend_pd(above, res, x);
+    res = _mm512_mask_blend_pd(clip, res, _mm512_set1_pd(10.0));
+  } else {
+    res = _mm512_mask_blend_pd(below, res, _mm512_mul_pd(dy, _mm512_set1_pd(-0x1p-1074)));
+    res = _mm512_mask_blend_pd(above, res, dy);
+    res = _mm512_mask_blend_pd(clip, res, _mm512_setzero_pd());
+  }
+  return _mm512_mask_blend_pd(nan, res, x);
+}
+
+void gelu_acc_kernel_avx512(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
+                            float *of, double *od, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512d x0 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i)), x1 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+    __m512d g0 = _mm512_set1_pd(1.0), g1 = g0;
+    if (deriv) { g0 = _mm512_cvtps_pd(_mm256_loadu_ps(dy + i)); g1 = _mm512_cvtps_pd(_mm256_loadu_ps(dy + i + 8)); }
+    __m512d r0 = one8(p, deriv, x0, g0), r1 = one8(p, deriv, x1, g1);
+    if (of) {
+      _mm256_storeu_ps(of + i, _mm512_cvtpd_ps(r0));
+      _mm256_storeu_ps(of + i + 8, _mm512_cvtpd_ps(r1));
+    } else {
+      _mm512_storeu_pd(od + i, r0);
+      _mm512_storeu_pd(od + i + 8, r1);
+    }
+  }
+  if (i < n) gelu_acc_kernel_scalar(p, deriv, x + i, deriv ? dy + i : NULL, of ? of + i : NULL, od ? od + i : NULL, n - i);
+}

@@ -1,0 +1,157 @@
+// GELU accurate (and fused) mode vs exact: exhaustive f16/bf16 ULP bounds for every variant and
+// direction, a large f32 sample with the bound asserted, SIMD vs scalar fallback bit-identical,
+// 1 vs 2 threads bit-identical. GPTMEG_GELU_SAMPLE=N sets the f32 sample size (default 200000,
+// quick 20000); GPTMEG_GELU_BENCH=1 also times accurate f32 fwd at 2^25 vs memcpy.
+#include "gptmeg/gelu.h"
+#include "harness.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Asserted bounds (ULPs of the dtype vs the exact mode). Measured figures: docs/accuracy-raw.md.
+static const uint64_t BOUND_FWD = 2, BOUND_BWD = 4;
+
+// Worst ULP distance; with nonfinite != NULL, NaN-vs-number pairs are counted there instead.
+static uint64_t worst_n(gm_dtype dt, const void *a, const void *b, size_t n, size_t *at, size_t *nonfinite) {
+  uint64_t w = 0;
+  size_t es = gm_dtype_size(dt);
+  for (size_t i = 0; i < n; i++) {
+    uint64_t d = gm_ulp_dist(dt, (const char *)a + i * es, (const char *)b + i * es);
+    if (d == UINT64_MAX && nonfinite) { (*nonfinite)++; continue; }
+    if (d > w) { w = d; *at = i; }
+  }
+  return w;
+}
+static uint64_t worst(gm_dtype dt, const void *a, const void *b, size_t n, size_t *at) { return worst_n(dt, a, b, n, at, NULL); }
+
+static void run(gm_gelu_variant v, gm_gelu_mode m, int bwd, gm_dtype dt, const void *x, const void *dy, void *out, size_t n, int th) {
+  gm_gelu_spec s = {v, m};
+  int rc = bwd ? gm_gelu_bwd(s, dt, x, dy, out, n, th) : gm_gelu_fwd(s, dt, x, out, n, th);
+  CHECK(rc == 0, "%s %s: %s", gm_gelu_variant_info(v)->name, gm_gelu_mode_name(m), gm_errmsg());
+}
+
+// Exhaustive u16 patterns (stride in quick mode); dy: a fixed pseudo-random dtype value per index.
+static void check_u16(gm_dtype dt) {
+  size_t stride = test_quick() ? 61 : 1, n = 0;
+  uint16_t *x = malloc(65536 * 2), *dy = malloc(65536 * 2), *e = malloc(65536 * 2), *a = malloc(65536 * 2);
+  gm_rng r; gm_rng_seed(&r, 7);
+  for (size_t u = 0; u < 65536; u += stride) { x[n] = (uint16_t)u; gm_store_f64(dt, dy, n, gm_rng_normal(&r) * 2); n++; }
+  for (int v = 0; v < GELU_N_VARIANTS; v++)
+    for (int bwd = 0; bwd < 2; bwd++) {
+      run(v, MODE_EXACT, bwd, dt, x, dy, e, n, 2);
+      size_t at = 0;
+      run(v, MODE_ACCURATE, bwd, dt, x, dy, a, n, 2);
+      uint64_t wa = worst(dt, a, e, n, &at);
+      CHECK(wa <= (bwd ? BOUND_BWD : BOUND_FWD), "%s accurate %s %s: %llu ULP at x=0x%04x", gm_gelu_variant_info(v)->name,
+            gm_dtype_name(dt), bwd ? "bwd" : "fwd", (unsigned long long)wa, x[at]);
+      run(v, MODE_FUSED, bwd, dt, x, dy, a, n, 2);
+      size_t atf = 0, nf = 0;
+      uint64_t wf = worst_n(dt, a, e, n, &atf, &nf);
+      printf("RAW %s %s %s accurate %llu fused %llu (+%zu NaN vs number) (exhaustive%s)\n", gm_gelu_variant_info(v)->name,
+             gm_dtype_name(dt), bwd ? "bwd" : "fwd", (unsigned long long)wa, (unsigned long long)wf, nf, stride > 1 ? ", strided" : "");
+    }
+  free(x); free(dy); free(e); free(a);
+}
+
+static float from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+
+// f32 inputs: normal*3, uniform [-25, 25], and raw bit patterns (all magnitudes, specials).
+static void fill_f32(float *x, float *dy, size_t n, uint64_t seed) {
+  gm_rng r; gm_rng_seed(&r, seed);
+  for (size_t i = 0; i < n; i++) {
+    switch (i % 3) {
+    case 0: x[i] = (float)(gm_rng_normal(&r) * 3); break;
+    case 1: x[i] = (float)(gm_rng_uniform(&r) * 50 - 25); break;
+    default: x[i] = from_bits((uint32_t)gm_rng_u64(&r)); break;
+    }
+    dy[i] = (float)gm_rng_normal(&r);
+  }
+}
+
+static void check_f32(void) {
+  const char *env = getenv("GPTMEG_GELU_SAMPLE");
+  size_t n = env ? (size_t)atol(env) : (test_quick() ? 20000 : 200000);
+  float *x = malloc(n * 4), *dy = malloc(n * 4), *e = malloc(n * 4), *a = malloc(n * 4);
+  fill_f32(x, dy, n, 11);
+  for (int v = 0; v < GELU_N_VARIANTS; v++)
+    for (int bwd = 0; bwd < 2; bwd++) {
+      run(v, MODE_EXACT, bwd, GM_F32, x, dy, e, n, 2);
+      size_t at = 0, atf = 0;
+      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, a, n, 2);
+      uint64_t wa = worst(GM_F32, a, e, n, &at);
+      CHECK(wa <= (bwd ? BOUND_BWD : BOUND_FWD), "%s accurate f32 %s: %llu ULP at x=%a", gm_gelu_variant_info(v)->name,
+            bwd ? "bwd" : "fwd", (unsigned long long)wa, x[at]);
+      run(v, MODE_FUSED, bwd, GM_F32, x, dy, a, n, 2);
+      size_t nf = 0;
+      uint64_t wf = worst_n(GM_F32, a, e, n, &atf, &nf);
+      printf("RAW %s f32 %s accurate %llu fused %llu (+%zu NaN vs number) (sample %zu; fused worst at x=%a)\n",
+             gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd", (unsigned long long)wa, (unsigned long long)wf, nf, n, x[atf]);
+    }
+  free(x); free(dy); free(e); free(a);
+}
+
+// The SIMD kernel and the scalar fallback, and 1 vs 2 threads, give the same bits.
+static void check_bits(void) {
+  size_t n = test_quick() ? 50001 : 1000003;
+  float *x = malloc(n * 4), *dy = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+  fill_f32(x, dy, n, 5);
+  float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 10.0f, 10.000001f, -20.0f, 20.0f, -130.0f, 1e-45f, -1e-45f};
+  memcpy(x, specials, sizeof specials);
+  for (int v = 0; v < GELU_N_VARIANTS; v++)
+    for (int bwd = 0; bwd < 2; bwd++) {
+      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, a, n, 1);
+      setenv("GPTMEG_SIMD", "scalar", 1);
+      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
+      unsetenv("GPTMEG_SIMD");
+      CHECK(memcmp(a, b, n * 4) == 0, "%s %s: SIMD and scalar bits differ", gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd");
+      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 2);
+      CHECK(memcmp(a, b, n * 4) == 0, "%s %s: 1 and 2 threads differ", gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd");
+    }
+  // f16/bf16/f64 thread independence.
+  gm_dtype dts[] = {GM_F16, GM_BF16, GM_F64};
+  for (int k = 0; k < 3; k++) {
+    size_t es = gm_dtype_size(dts[k]), m = 100003;
+    void *xx = malloc(m * es), *gg = malloc(m * es), *o1 = malloc(m * es), *o2 = malloc(m * es);
+    for (size_t i = 0; i < m; i++) { gm_store_f64(dts[k], xx, i, x[i]); gm_store_f64(dts[k], gg, i, dy[i]); }
+    for (int v = 0; v < GELU_N_VARIANTS; v++) {
+      run(v, MODE_ACCURATE, 1, dts[k], xx, gg, o1, m, 1);
+      run(v, MODE_ACCURATE, 1, dts[k], xx, gg, o2, m, 2);
+      CHECK(memcmp(o1, o2, m * es) == 0, "%s %s: 1 and 2 threads differ", gm_gelu_variant_info(v)->name, gm_dtype_name(dts[k]));
+    }
+    free(xx); free(gg); free(o1); free(o2);
+  }
+  free(x); free(dy); free(a); free(b);
+}
+
+static void bench(void) {
+  size_t n = (size_t)1 << 25;
+  float *x = malloc(n * 4), *y = malloc(n * 4), *dy = malloc(n * 4);
+  fill_f32(x, dy, n, 3);
+  memset(y, 0, n * 4);
+  for (int th = 1; th <= 2; th++) {
+    double best_m = 1e9;
+    for (int rep = 0; rep < 3; rep++) { double t = gm_now_s(); memcpy(y, x, n * 4); t = gm_now_s() - t; if (t < best_m) best_m = t; }
+    for (int v = 0; v < GELU_N_VARIANTS; v++) {
+      double best = 1e9;
+      for (int rep = 0; rep < 3; rep++) {
+        double t = gm_now_s();
+        run(v, MODE_ACCURATE, 0, GM_F32, x, NULL, y, n, th);
+        t = gm_now_s() - t;
+        if (t < best) best = t;
+      }
+      printf("BENCH %s accurate f32 fwd 2^25, %d thread(s): %.1f ms (memcpy %.1f ms, ratio %.2f)\n",
+             gm_gelu_variant_info(v)->name, th, best * 1e3, best_m * 1e3, best / best_m);
+    }
+  }
+  free(x); free(y); free(dy);
+}
+
+int main(void) {
+  check_u16(GM_F16);
+  check_u16(GM_BF16);
+  check_f32();
+  check_bits();
+  if (getenv("GPTMEG_GELU_BENCH")) bench();
+  return test_done("test_gelu_accurate");
+}
