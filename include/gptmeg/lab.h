@@ -28,6 +28,8 @@ typedef struct {
   uint64_t hist[GM_LAB_BUCKETS];
   uint64_t max_ulp;
   double max_abs, max_rel;
+  double rtol_needed;      // smallest rtol at which every finite pair passes with the dtype's
+                           // default atol (inf if some |a-b| > atol where b == 0)
   double sum_signed;       // sum of a-b over pairs where both are finite
   uint64_t n_signed;       // how many pairs went into sum_signed
   // the input with the largest ULP distance (the first one found)
@@ -45,7 +47,7 @@ double gm_cmp_mean_signed(const gm_cmp_stats *s); // 0 when nothing was finite
 
 // A cJSON object (returned as void *, caller owns it) with n, equal_fraction, allclose_fraction,
 // user_close_fraction, max_abs, max_rel, max_ulp, ulp_histogram {label: count}, mean_signed_error,
-// nan_mismatch and worst {x, a, b, ulp}. Non-finite numbers are written as strings "inf"/"nan".
+// rtol_needed, nan_mismatch and worst {x, a, b, ulp}. Non-finite numbers are written as strings "inf"/"nan".
 void *gm_cmp_stats_json(const gm_cmp_stats *s);
 
 // ---- inputs --------------------------------------------------------------------------------------

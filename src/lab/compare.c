@@ -54,6 +54,10 @@ void gm_cmp_add(gm_cmp_stats *s, gm_dtype dt, const void *x, const void *a, cons
       s->n_signed++;
       if (ad > s->max_abs) s->max_abs = ad;
       if (vb != 0) { double r = ad / fabs(vb); if (r > s->max_rel) s->max_rel = r; }
+      if (ad > def.atol) {
+        double need = vb != 0 ? (ad - def.atol) / fabs(vb) : INFINITY;
+        if (need > s->rtol_needed) s->rtol_needed = need;
+      }
     }
   }
 }
@@ -68,6 +72,7 @@ void gm_cmp_merge(gm_cmp_stats *into, const gm_cmp_stats *from) {
   if (from->max_ulp > into->max_ulp) into->max_ulp = from->max_ulp;
   if (from->max_abs > into->max_abs) into->max_abs = from->max_abs;
   if (from->max_rel > into->max_rel) into->max_rel = from->max_rel;
+  if (from->rtol_needed > into->rtol_needed) into->rtol_needed = from->rtol_needed;
   into->sum_signed += from->sum_signed;
   into->n_signed += from->n_signed;
   if (from->have_worst && (!into->have_worst || from->worst_ulp > into->worst_ulp)) {
