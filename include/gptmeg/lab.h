@@ -61,7 +61,7 @@ int gm_dist_parse(const char *s, gm_dist *out);
 //   wide:    |x| log-uniform from the smallest subnormal to the largest finite of dt, random sign.
 void gm_dist_fill(gm_dist d, gm_dtype dt, gm_rng *r, void *x, size_t n);
 // All finite f16/bf16 patterns in increasing bit order (0x0000.., then 0x8000..); returns the count
-// (63,488 for f16, 65,024 for bf16). NaN and +-inf are excluded (reported as `excluded`).
+// (63,488 for f16, 65,280 for bf16). NaN and +-inf are excluded (reported as `excluded`).
 size_t gm_finite_u16(gm_dtype dt, uint16_t *out);
 // The --grad upstream gradient: dy[i] = s*(1+u) rounded to dt, u uniform [0,1) and sign s from
 // gm_stream_u64(seed ^ GM_DY_SALT, first+i) (top 52 bits -> u, bit 0 -> sign). Magnitudes in [1,2).
