@@ -116,6 +116,9 @@ void gm_report_free(gm_report *r);
 // Writes DIR/index.html and DIR/report.json through DIR.tmp.PID and a rename; a failed write
 // leaves no DIR behind (an existing DIR is replaced only on success).
 int gm_report_write(const gm_report *r, const char *dir);
+// Checks up front that gm_report_write(dir) can succeed: dir is absent (and its parent writable)
+// or holds an earlier report. Lets the CLI fail before the computation.
+int gm_report_check_dir(const char *dir);
 // Prints the short verdict summary.
 void gm_report_print_summary(const gm_report *r, FILE *f);
 

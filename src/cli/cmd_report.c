@@ -38,6 +38,7 @@ int cmd_report(int argc, char **argv) {
     } else return cli_usage_error(cmd, "unexpected argument '%s'", a);
   }
   o.quiet = json;
+  if (gm_report_check_dir(dir)) return cli_fail("%s", gm_errmsg());
   gm_report *r;
   if (gm_report_compute(&o, &r)) return cli_fail("%s", gm_errmsg());
   int rc = gm_report_write(r, dir);

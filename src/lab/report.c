@@ -191,6 +191,22 @@ static void remove_report_dir(const char *dir) {
   rmdir(dir);
 }
 
+int gm_report_check_dir(const char *dir) {
+  size_t len = strlen(dir);
+  if (len == 0 || len > 3000) return gm_fail("bad report directory '%s'", dir);
+  struct stat st;
+  char probe[4096];
+  if (stat(dir, &st) == 0) {
+    snprintf(probe, sizeof probe, "%.4000s/report.json", dir);
+    if (!S_ISDIR(st.st_mode)) return gm_fail("'%s' exists and is not a directory", dir);
+    if (access(probe, F_OK) != 0) return gm_fail("'%s' exists and is not a gptmeg report (no report.json); choose another --out", dir);
+  }
+  snprintf(probe, sizeof probe, "%.4000s.probe.%ld", dir, (long)getpid());
+  if (mkdir(probe, 0755) != 0) return gm_fail("cannot create the report directory '%s': %s", dir, strerror(errno));
+  rmdir(probe);
+  return 0;
+}
+
 int gm_report_write(const gm_report *r, const char *dir) {
   size_t len = strlen(dir);
   if (len == 0 || len > 3000) return gm_fail("bad report directory '%s'", dir);

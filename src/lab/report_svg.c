@@ -42,7 +42,9 @@ void rpt_svg_ulp_plot(FILE *f, const rpt_dtype *d, gm_gelu_variant v) {
   for (int m = 1; m < GELU_N_MODES; m++) {
     int i = v * GELU_N_MODES + m;
     if (!d->ok[i]) continue;
-    fprintf(f, "<path fill=\"none\" stroke=\"%s\" stroke-width=\"1.3\" stroke-opacity=\"0.85\" d=\"", mode_color[m]);
+    static const char *style[GELU_N_MODES] = {"", "stroke-width=\"3.2\" stroke-opacity=\"0.45\"", "stroke-width=\"1.6\"",
+                                             "stroke-width=\"1.3\" stroke-dasharray=\"4 2\"", "stroke-width=\"1.4\""};
+    fprintf(f, "<path fill=\"none\" stroke=\"%s\" %s d=\"", mode_color[m], style[m]);
     bool pen = false;
     for (int b = 0; b < RPT_BINS; b++) {
       double u = d->bin_max_ulp[i][b];

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# CLI tests for gptmeg act list / eval / compare (and the certify dispatch).
+# Usage: bash tests/cli_act.sh path/to/gptmeg   (from the repo root)
+set -u
+G=${1:?usage: cli_act.sh path/to/gptmeg}
+T=$(mktemp -d /tmp/gptmeg_cli_act.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fails=0
+ok() { echo "ok   $1"; }
+bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+have_py=0; python3 -c 'import json' 2>/dev/null && have_py=1
+have_np=0; python3 -c 'import numpy' 2>/dev/null && have_np=1
+
+# expect CODE NAME CMD... : exit status CODE; for failures, exactly one stderr line "gptmeg: ...".
+expect() {
+  local code=$1 name=$2; shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return 1; fi
+  if [ "$code" -eq 1 ] && { [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q '^gptmeg: ' "$T/err"; }; then
+    bad "$name: wanted one 'gptmeg: ' line on stderr, got: $(cat "$T/err")"; return 1
+  fi
+  ok "$name"
+}
+err_has() { grep -q -- "$2" "$T/err" && ok "$1" || bad "$1: stderr lacks '$2': $(cat "$T/err")"; }
+no_file() { [ ! -e "$1" ] && ! ls "$1".tmp.* >/dev/null 2>&1 && ok "no output left: $(basename "$1")" || bad "output left behind: $1"; }
+# json_check NAME PYTHON-EXPR (over j = the parsed stdout); falls back to grepping the keys
+json_check() {
+  if [ $have_py -eq 1 ]; then
+    python3 -c "import json,sys; j=json.load(open('$T/out')); sys.exit(0 if ($2) else 1)" && ok "$1" || bad "$1: $(head -c 600 "$T/out")"
+  else
+    for k in n equal_fraction allclose_fraction max_ulp ulp_histogram; do grep -q "\"$k\"" "$T/out" || { bad "$1: key $k missing"; return; }; done
+    ok "$1 (keys only: no python3)"
+  fi
+}
+
+# npy_f32 OUT SHAPE HEX... : a v1 '<f4' file from little-endian hex words (e.g. 0000803f = 1.0)
+npy_raw() {
+  local descr=$1 shape=$2 out=$3; shift 3
+  local dict="{'descr': '$descr', 'fortran_order': False, 'shape': $shape, }"
+  local pad=$(( (64 - (10 + ${#dict} + 1) % 64) % 64 ))
+  local hl=$(( ${#dict} + pad + 1 ))
+  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((hl & 255)))\\x$(printf %02x $((hl >> 8)))"
+    printf '%s' "$dict"; printf "%${pad}s" ''; printf '\n'
+    for w in "$@"; do
+      for ((i = 0; i < ${#w}; i += 2)); do printf "\\x${w:$i:2}"; done
+    done; } >"$out"
+}
+
+# ---- help, list ----
+expect 0 "act --help" "$G" act --help
+expect 0 "act compare --help" "$G" act compare --help
+grep -q -- '--exhaustive' "$T/out" && ok "compare help mentions --exhaustive" || bad "compare help"
+expect 0 "act eval --help" "$G" act eval --help
+expect 0 "act list --help" "$G" act list --help
+expect 2 "act with no subcommand" "$G" act
+expect 2 "act unknown subcommand" "$G" act frobnicate
+err_has "unknown subcommand lists valid ones" "list, eval, compare, certify"
+expect 0 "act certify dispatch (--help)" "$G" act certify --help
+expect 0 "act list" "$G" act list
+for v in gelu gelu_python gelu_new gelu_accurate gelu_fast gelu_pytorch_tanh gelu_megatron openai_gelu quick_gelu gelu_10; do
+  grep -q "^$v\$" "$T/out" || bad "act list lacks $v"
+done
+grep -q 'backward:' "$T/out" && grep -q 'torch-cpu' "$T/out" && ok "act list shows backward and modes" || bad "act list content"
+expect 0 "act list --json" "$G" act list --json
+json_check "list json: 10 variants with formula/source/backward/modes" \
+  "len(j['variants']) == 10 and all(set(['name','formula','source','backward','modes']) <= set(v) for v in j['variants']) and len(j['modes']) == 5"
+
+# ---- compare: usage errors ----
+expect 2 "compare unknown variant" "$G" act compare gelu_nu gelu_new --dtype f32 --n 10
+err_has "unknown variant lists the valid names" "valid: gelu, gelu_python, gelu_new"
+expect 2 "compare unknown mode" "$G" act compare gelu_new:turbo gelu_new --dtype f32 --n 10
+err_has "unknown mode lists the valid modes" "exact, eager, fused, torch-cpu, accurate"
+expect 2 "compare one spec" "$G" act compare gelu_new --dtype f32 --n 10
+expect 2 "compare no dtype" "$G" act compare gelu_new gelu_fast --n 10
+expect 2 "compare bad dtype" "$G" act compare gelu_new gelu_fast --dtype f8 --n 10
+expect 2 "compare no source" "$G" act compare gelu_new gelu_fast --dtype f32
+expect 2 "compare two sources" "$G" act compare gelu_new gelu_fast --dtype f16 --n 10 --exhaustive
+expect 2 "compare bad dist" "$G" act compare gelu_new gelu_fast --dtype f32 --n 10 --dist uniform:3
+expect 2 "compare bad --n" "$G" act compare gelu_new gelu_fast --dtype f32 --n -4
+expect 1 "compare f32 exhaustive refused" "$G" act compare gelu_new gelu_fast --dtype f32 --exhaustive
+err_has "f32 exhaustive points to --n" "use --n N"
+expect 1 "compare too large for memory" "$G" act compare gelu_new gelu_fast --dtype f32 --n 1e15
+err_has "memory message" "memory"
+
+# ---- compare: results ----
+if expect 0 "compare f16 exhaustive --json" "$G" act compare gelu_new:eager gelu_pytorch_tanh:fused --dtype f16 --exhaustive --json; then
+  json_check "compare json keys present" \
+    "all(k in j for k in ['n','equal_fraction','allclose_fraction','max_abs','max_rel','max_ulp','ulp_histogram','mean_signed_error','worst','a_vs_exact','b_vs_exact','tensor_equal_fraction'])"
+  json_check "compare json values sane" \
+    "j['n'] == 63488 and j['excluded'] == 2048 and 0 <= j['equal_fraction'] <= j['allclose_fraction'] <= 1 and sum(j['ulp_histogram'].values()) == j['n'] and list(j['ulp_histogram']) == ['0','1','2','3-4','5-16','17-256','>256'] and j['max_ulp'] == j['worst']['ulp'] and j['max_ulp'] > 0"
+  json_check "compare json exact sides" \
+    "j['a_vs_exact'] is None or (j['a_vs_exact']['n'] == 63488 and j['b_vs_exact']['max_ulp'] <= 4)"
+fi
+if expect 0 "compare self --json" "$G" act compare gelu_fast:fused gelu_fast:fused --dtype f32 --n 5000 --dist wide --seed 3 --json; then
+  json_check "self compare is all equal" "j['n'] == 5000 and j['equal_fraction'] == 1 and j['max_ulp'] == 0 and j['tensor_equal_fraction'] == 1"
+fi
+if expect 0 "compare trials --json" "$G" act compare gelu_new:torch-cpu gelu_pytorch_tanh:torch-cpu --dtype f32 --len 9 --trials 500 --json; then
+  json_check "trials: 500 tensors of 9" "j['tensors'] == 500 and j['n'] == 4500 and 0 <= j['tensor_equal_fraction'] <= j['equal_fraction'] + 1e-12"
+fi
+expect 0 "compare text output" "$G" act compare gelu_new:eager gelu_new:exact --dtype bf16 --n 2000 --dist uniform:-6:2 --grad
+grep -q 'ulp histogram' "$T/out" && grep -q 'backward' "$T/out" && ok "compare text has histogram" || bad "compare text: $(head -c 400 "$T/out")"
+expect 0 "compare default mode is accurate" "$G" act compare gelu_new gelu_new:accurate --dtype f16 --n 3000 --json
+json_check "SPEC without mode = accurate" "j['a'] == 'gelu_new:accurate' and j['equal_fraction'] == 1"
+
+# ---- eval ----
+# X = [1, -2, 0.5, 3, -0.25, 10] f32, shape (2, 3)
+npy_raw '<f4' '(2, 3)' "$T/x.npy" 0000803f 000000c0 0000003f 00004040 000080be 00002041
+npy_raw '<f4' '(3, 2)' "$T/dy_bad.npy" 0000803f 0000803f 0000803f 0000803f 0000803f 0000803f
+npy_raw '<f4' '(2, 3)' "$T/dy.npy" 0000803f 000000c0 0000803f 0000803f 0000803f 0000803f
+npy_raw '<f4' '(2, 3)' "$T/trunc.npy" 0000803f 000000c0 0000003f
+npy_raw '<u2' '(4,)' "$T/xb.npy" 803f 00c0 003f 4040
+expect 0 "eval f32" "$G" act eval gelu:exact --dtype f32 --in "$T/x.npy" --out "$T/y.npy"
+[ "$(stat -c %s "$T/y.npy")" -eq $((128 + 24)) ] && ok "eval output size" || bad "eval output size $(stat -c %s "$T/y.npy")"
+head -c 128 "$T/y.npy" | grep -q "'shape': (2, 3)" && ok "eval keeps the shape" || bad "eval shape"
+expect 0 "eval 2 threads" "$G" act eval gelu:exact --dtype f32 --in "$T/x.npy" --out "$T/y2.npy" --threads 2
+cmp -s "$T/y.npy" "$T/y2.npy" && ok "eval bits independent of threads" || bad "eval differs with threads"
+expect 0 "eval round trip (output as input)" "$G" act eval gelu:accurate --dtype f32 --in "$T/y.npy" --out "$T/yy.npy"
+if [ $have_np -eq 1 ]; then
+  python3 - "$T" <<'PY' && ok "eval output matches numpy/erf within 1 ulp" || bad "eval values vs numpy"
+import sys, math, numpy as np
+d = sys.argv[1]
+x = np.load(d + '/x.npy'); y = np.load(d + '/y.npy')
+assert y.dtype == np.float32 and y.shape == (2, 3)
+want = np.array([v * 0.5 * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64).ravel()]).astype(np.float32)
+ulp = np.abs(y.ravel().view(np.int32).astype(np.int64) - want.view(np.int32).astype(np.int64))
+assert ulp.max() <= 1, ulp
+PY
+else echo "SKIP: numpy value check (python3 numpy not available)"; fi
+expect 0 "eval --grad" "$G" act eval gelu_new:eager --dtype f32 --in "$T/x.npy" --out "$T/dx.npy" --grad --dy "$T/dy.npy"
+expect 0 "eval bf16 from <u2" "$G" act eval gelu_new:eager --dtype bf16 --in "$T/xb.npy" --out "$T/yb.npy"
+head -c 128 "$T/yb.npy" | grep -q "'<u2'" && ok "bf16 written as <u2" || bad "bf16 descr"
+expect 1 "eval dtype mismatch" "$G" act eval gelu --dtype f16 --in "$T/x.npy" --out "$T/bad1.npy"
+err_has "dtype mismatch message" "holds f32 ('<f4'), but --dtype is f16"
+no_file "$T/bad1.npy"
+expect 1 "eval missing input" "$G" act eval gelu --dtype f32 --in "$T/nope.npy" --out "$T/bad2.npy"
+err_has "missing file named" "nope.npy"
+no_file "$T/bad2.npy"
+expect 1 "eval truncated npy" "$G" act eval gelu --dtype f32 --in "$T/trunc.npy" --out "$T/bad3.npy"
+err_has "truncated message" "truncated data"
+no_file "$T/bad3.npy"
+expect 1 "eval grad wrong shapes" "$G" act eval gelu --dtype f32 --in "$T/x.npy" --out "$T/bad4.npy" --grad --dy "$T/dy_bad.npy"
+err_has "shape message" "shapes differ"
+no_file "$T/bad4.npy"
+expect 1 "eval into a missing directory" "$G" act eval gelu --dtype f32 --in "$T/x.npy" --out "$T/no/dir/y.npy"
+expect 2 "eval --grad without --dy" "$G" act eval gelu --dtype f32 --in "$T/x.npy" --out "$T/bad5.npy" --grad
+expect 2 "eval unknown variant" "$G" act eval gelu_nu --dtype f32 --in "$T/x.npy" --out "$T/bad6.npy"
+expect 2 "eval no --out" "$G" act eval gelu --dtype f32 --in "$T/x.npy"
+no_file "$T/bad5.npy"; no_file "$T/bad6.npy"
+expect 0 "compare --in" "$G" act compare gelu:exact gelu:accurate --dtype f32 --in "$T/x.npy" --json
+json_check "compare --in uses the file's 6 inputs" "j['n'] == 6"
+expect 1 "compare --in dtype mismatch" "$G" act compare gelu gelu --dtype bf16 --in "$T/x.npy"
+
+echo "cli_act: $fails failed"
+[ $fails -eq 0 ]
