@@ -59,7 +59,11 @@ PY
   else grep -q '"verdict"' "$T/rep/report.json" && grep -q '"pairs"' "$T/rep/report.json" && ok "report.json keys (grep)" || bad "report.json keys"; fi
   no_temps
   # a second run replaces the old report in place
-  expect 0 "report over an existing report" "$G" report --n 1000 --out "$T/rep"
+  expect 0 "report over an existing report (--json)" "$G" report --n 1000 --out "$T/rep" --json
+  if python3 -c 'import json' 2>/dev/null; then
+    python3 -c "import json,sys; j=json.load(open('$T/out')); sys.exit(0 if len(j['verdict']) == 9 and j['report'].endswith('/index.html') else 1)" \
+      && ok "report --json prints the verdict" || bad "report --json: $(head -c 300 "$T/out")"
+  else grep -q '"verdict"' "$T/out" && ok "report --json (grep)" || bad "report --json"; fi
   grep -q '"n_f32":	1000' "$T/rep/report.json" && ok "old report replaced" || bad "old report not replaced"
   no_temps
 fi

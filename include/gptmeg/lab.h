@@ -119,6 +119,8 @@ int gm_report_write(const gm_report *r, const char *dir);
 // Checks up front that gm_report_write(dir) can succeed: dir is absent (and its parent writable)
 // or holds an earlier report. Lets the CLI fail before the computation.
 int gm_report_check_dir(const char *dir);
+// The verdict part of report.json as a JSON text (malloc'd; caller frees).
+char *gm_report_verdict_json(const gm_report *r);
 // Prints the short verdict summary.
 void gm_report_print_summary(const gm_report *r, FILE *f);
 

@@ -13,7 +13,7 @@ static const char *help =
     "in f32, f16 and bf16: f16/bf16 on every finite input, f32 on N sampled inputs (default 200000,\n"
     "special values included). Writes DIR/index.html (default DIR: report) and DIR/report.json,\n"
     "atomically: a failed run leaves no half report. The page opens with the verdict on replacing\n"
-    "gelu_new by gelu_pytorch_tanh. Prints a short summary; --json prints the verdict as JSON.\n";
+    "gelu_new by gelu_pytorch_tanh. Prints a short summary; --json prints the verdict (and the paths) as JSON.\n";
 
 int cmd_report(int argc, char **argv) {
   const char *cmd = "report";
@@ -45,7 +45,19 @@ int cmd_report(int argc, char **argv) {
   if (rc) { gm_report_free(r); return cli_fail("%s", gm_errmsg()); }
   if (json) {
     // the verdict part of report.json, plus where the report is
-    fprintf(stdout, "{\"report\": \"%s/index.html\", \"json\": \"%s/report.json\"}\n", dir, dir);
+    char *v = gm_report_verdict_json(r);
+    cJSON *o = v ? cJSON_Parse(v) : NULL;
+    free(v);
+    if (!o) { gm_report_free(r); return cli_fail("out of memory"); }
+    char path[4200];
+    snprintf(path, sizeof path, "%.4000s/index.html", dir);
+    cJSON_AddStringToObject(o, "report", path);
+    snprintf(path, sizeof path, "%.4000s/report.json", dir);
+    cJSON_AddStringToObject(o, "json", path);
+    char *s = cJSON_Print(o);
+    if (s) puts(s);
+    free(s);
+    cJSON_Delete(o);
   } else {
     gm_report_print_summary(r, stdout);
     printf("report: %s/index.html\n", dir);

@@ -36,20 +36,18 @@ void *gm_cmp_stats_json(const gm_cmp_stats *s) {
   return j;
 }
 
-// report.json: config, the verdict pairs, the tensor experiment, and per dtype every spec against
-// exact plus every pair (a < b in spec order).
-cJSON *rpt_json(const gm_report *r) {
-  cJSON *root = cJSON_CreateObject();
-  cJSON_AddStringToObject(root, "generator", "gptmeg report");
-  cJSON_AddStringToObject(root, "version", gm_version());
-  cJSON_AddStringToObject(root, "generated", r->when);
-  cJSON_AddNumberToObject(root, "seconds", r->seconds);
-  cJSON *cfg = cJSON_AddObjectToObject(root, "config");
-  cJSON_AddNumberToObject(cfg, "n_f32", (double)r->opts.n_f32);
-  cJSON_AddNumberToObject(cfg, "seed", (double)r->opts.seed);
-  cJSON_AddNumberToObject(cfg, "threads", r->opts.threads);
-  cJSON_AddStringToObject(cfg, "torch_cpu_threads", "1");
-  cJSON *verdict = cJSON_AddArrayToObject(root, "verdict");
+static cJSON *verdict_json(const gm_report *r);
+
+char *gm_report_verdict_json(const gm_report *r) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddItemToObject(o, "verdict", verdict_json(r));
+  char *s = cJSON_Print(o);
+  cJSON_Delete(o);
+  return s;
+}
+
+static cJSON *verdict_json(const gm_report *r) {
+  cJSON *verdict = cJSON_CreateArray();
   for (int d = 0; d < RPT_NDT; d++)
     for (int v = 0; v < RPT_NVERDICT; v++) {
       gm_gelu_spec a = {GELU_NEW, rpt_verdict_modes[v][0]}, b = {GELU_PYTORCH_TANH, rpt_verdict_modes[v][1]};
@@ -72,6 +70,23 @@ cJSON *rpt_json(const gm_report *r) {
       }
       cJSON_AddItemToArray(verdict, o);
     }
+  return verdict;
+}
+
+// report.json: config, the verdict pairs, the tensor experiment, and per dtype every spec against
+// exact plus every pair (a < b in spec order).
+cJSON *rpt_json(const gm_report *r) {
+  cJSON *root = cJSON_CreateObject();
+  cJSON_AddStringToObject(root, "generator", "gptmeg report");
+  cJSON_AddStringToObject(root, "version", gm_version());
+  cJSON_AddStringToObject(root, "generated", r->when);
+  cJSON_AddNumberToObject(root, "seconds", r->seconds);
+  cJSON *cfg = cJSON_AddObjectToObject(root, "config");
+  cJSON_AddNumberToObject(cfg, "n_f32", (double)r->opts.n_f32);
+  cJSON_AddNumberToObject(cfg, "seed", (double)r->opts.seed);
+  cJSON_AddNumberToObject(cfg, "threads", r->opts.threads);
+  cJSON_AddStringToObject(cfg, "torch_cpu_threads", "1");
+  cJSON_AddItemToObject(root, "verdict", verdict_json(r));
   cJSON *tens = cJSON_AddArrayToObject(root, "tensor_equal");
   for (int t = 0; t < r->n_tensor; t++) {
     const rpt_tensor_row *T = &r->tensor[t];
