@@ -130,6 +130,8 @@ static acc_kernel pick_kernel(void) {
   const char *cap = getenv("GPTMEG_SIMD");
   bool allow512 = !cap || strcmp(cap, "avx512") == 0;
   if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return gelu_acc_kernel_avx512;
+  bool allow2 = allow512 || strcmp(cap, "avx2") == 0;
+  if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return gelu_acc_kernel_avx2;
   return gelu_acc_kernel_scalar;
 }
 

@@ -118,5 +118,7 @@ void gelu_acc_kernel_scalar(const gelu_acc_params *p, int deriv, const float *x,
                             float *of, double *od, size_t n);
 void gelu_acc_kernel_avx512(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
                             float *of, double *od, size_t n);
+void gelu_acc_kernel_avx2(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
+                          float *of, double *od, size_t n);
 
 #endif
