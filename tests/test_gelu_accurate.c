@@ -114,7 +114,7 @@ static void check_bits(void) {
   // f16/bf16/f64 thread independence.
   gm_dtype dts[] = {GM_F16, GM_BF16, GM_F64};
   for (int k = 0; k < 3; k++) {
-    size_t es = gm_dtype_size(dts[k]), m = 100003;
+    size_t es = gm_dtype_size(dts[k]), m = n < 100003 ? n : 100003;
     void *xx = malloc(m * es), *gg = malloc(m * es), *o1 = malloc(m * es), *o2 = malloc(m * es);
     for (size_t i = 0; i < m; i++) { gm_store_f64(dts[k], xx, i, x[i]); gm_store_f64(dts[k], gg, i, dy[i]); }
     for (int v = 0; v < GELU_N_VARIANTS; v++) {
