@@ -26,6 +26,13 @@ static __m512d exp_core8(__m512d a) {
   return _mm512_mul_pd(q, _mm512_castsi512_pd(bits));
 }
 
+// row[i] for each lane's i in [0, 32).
+static __m512d lookup32(const double *row, __m512i i, __mmask8 upper) {
+  __m512d lo = _mm512_permutex2var_pd(_mm512_loadu_pd(row), i, _mm512_loadu_pd(row + 8));
+  __m512d hi = _mm512_permutex2var_pd(_mm512_loadu_pd(row + 16), i, _mm512_loadu_pd(row + 24));
+  return _mm512_mask_blend_pd(upper, lo, hi);
+}
+
 static __m512d one8(const gelu_acc_params *p, int deriv, __m512d x, __m512d dy) {
   __mmask8 nan = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
   __mmask8 below = _mm512_cmp_pd_mask(x, _mm512_set1_pd(p->lo), _CMP_LT_OQ);
@@ -40,9 +47,11 @@ static __m512d one8(const gelu_acc_params *p, int deriv, __m512d x, __m512d dy) 
     i = _mm256_min_epi32(i, _mm256_set1_epi32(GELU_ERFCX_NI - 1));
     __m512d c = _mm512_add_pd(_mm512_mul_pd(_mm512_cvtepi32_pd(i), _mm512_set1_pd(0.5)), _mm512_set1_pd(0.25));
     __m512d u = _mm512_sub_pd(t, c);
-    __m512d P = _mm512_i32gather_pd(i, gelu_erfcx_table[GELU_ERFCX_DEG], 8);
-    for (int j = GELU_ERFCX_DEG - 1; j >= 0; j--)
-      P = _mm512_fmadd_pd(P, u, _mm512_i32gather_pd(i, gelu_erfcx_table[j], 8));
+    // Table lookup of the 32-entry rows by two-source permutes (registers, no gathers).
+    __m512i i64 = _mm512_cvtepi32_epi64(i);
+    __mmask8 upper = _mm512_test_epi64_mask(i64, _mm512_set1_epi64(16));
+    __m512d P = lookup32(gelu_erfcx_table[GELU_ERFCX_DEG], i64, upper);
+    for (int j = GELU_ERFCX_DEG - 1; j >= 0; j--) P = _mm512_fmadd_pd(P, u, lookup32(gelu_erfcx_table[j], i64, upper));
     __m512d G = exp_core8(_mm512_mul_pd(_mm512_set1_pd(-0.5), _mm512_mul_pd(xc, xc)));
     __m512d Q = _mm512_mul_pd(_mm512_set1_pd(0.5), _mm512_mul_pd(G, P));
     __mmask8 negx = _mm512_cmp_pd_mask(xc, _mm512_setzero_pd(), _CMP_LT_OQ);
