@@ -19,6 +19,14 @@ void gm_sgemm1(const float *A, int lda, const float *B, int ldb, bool trans_b, f
       for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = beta == 0.0f ? 0.0f : C[(size_t)i * ldc + j] * beta;
     return;
   }
+  if (M == 1) { // one row: sgemv, which streams B once instead of packing it
+    if (beta == 0.0f) memset(C, 0, (size_t)N * sizeof(float));
+    if (trans_b) // C[j] = alpha * sum_k A[k] * B[j, k] + beta * C[j]
+      cblas_sgemv(CblasRowMajor, CblasNoTrans, N, K, alpha, B, ldb, A, 1, beta, C, 1);
+    else // C[j] = alpha * sum_k A[k] * B[k, j] + beta * C[j]
+      cblas_sgemv(CblasRowMajor, CblasTrans, K, N, alpha, B, ldb, A, 1, beta, C, 1);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta,
               C, ldc);
 }

@@ -10,7 +10,7 @@
 // op(B) = B [K, N] (stride ldb) or, with trans_b, B^T for B [N, K] (stride ldb).
 // Accumulation is OpenBLAS cblas_sgemm's (f32, its own K blocking); with a bias, C is first set
 // to the bias and sgemm runs with beta = 1, as torch.addmm(bias, x, w) does. alpha scales A@B.
-// Pieces: tiles of 64 rows x (N, or 2048 columns when N > 4096), one sgemm each.
+// Pieces: tiles of 64 rows x (N, or 2048 columns when N > 4096), one sgemm each (sgemv for M = 1).
 void gm_matmul_f32(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                    float *C, int ldc, int M, int N, int K, int threads);
 // Single sgemm on the calling thread (for callers that parallelise themselves).
