@@ -1,0 +1,13 @@
+// Vector-body lane functions of PyTorch's CPU kernels (gelu_torch_ops_avx512.c). Call only on a
+// CPU with AVX-512F/DQ (gelu_torch_ops.c checks). in[i] -> out[i] for i < n, any n; f32.
+#ifndef GPTMEG_GELU_TORCH_OPS_SIMD_H
+#define GPTMEG_GELU_TORCH_OPS_SIMD_H
+
+#include <stddef.h>
+
+void gelu_torch_vec_tanh_avx512(const float *in, float *out, size_t n);    // Sleef_tanhf16_u10
+void gelu_torch_vec_exp_avx512(const float *in, float *out, size_t n);     // Sleef_expf16_u10
+void gelu_torch_vec_erf_avx512(const float *in, float *out, size_t n);     // A&S 7.1.26 + Sleef exp
+void gelu_torch_vec_sigmoid_avx512(const float *in, float *out, size_t n); // 1/(1+Sleef_expf(0-x))
+
+#endif
