@@ -122,7 +122,7 @@ static void check_kv(const char *name, const gm_gpt2 *m, const gm_profile *p, co
 static void test_goldens(void) {
   gm_profile p;
   CHECK(gm_profile_get("hf", GM_F32, &p) == 0, "profile hf: %s", gm_errmsg());
-  printf("  gelu through %s\n", p.private_gelu ? "the private f32 fallback (gm_gelu_fwd eager not available)" : "gm_gelu_fwd eager");
+
   static const char *names[] = {"base", "noprefix", "inner_gelu", "fast_eps", "ptanh_noscale", "python_invlayer",
                                 "accurate_upcast", "quick_untied", "gelu10", "relu", "silu"};
   for (size_t c = 0; c < sizeof names / sizeof names[0]; c++) {

@@ -12,43 +12,53 @@
 extern "C" {
 #endif
 
-// ---- numerics profile (NUMERICS.md section 6): a struct of knobs the model asks --------------
+// ---- numerics profile (NUMERICS.md section 6; rules op by op in docs/numerics.md) -----------
+// A profile is data: one setting of every knob. The forward asks it where to round.
 typedef enum {
-  GM_LN_IN_DTYPE = 0,   // torch layer_norm in the activation dtype (hf)
-  GM_LN_F32_THEN_ROUND, // layer_norm(x.float(), w.float(), b.float()) then rounded (meg)
-  GM_LN_FUSED_F32,      // f32 inside, output in gamma's dtype (megatron)
+  GM_LN_NATIVE = 0, // torch layer_norm in the activation dtype (hf): f32 inside, one rounding
+  GM_LN_F32,        // layer_norm(x.float(), w.float(), b.float()) cast back (meg; Megatron's fused LN)
 } gm_ln_rule;
 typedef enum {
-  GM_SCORES_DIVIDE_AFTER = 0, // w = q@k^T rounded, then w / sqrt(hd) rounded, then / (layer+1) (hf)
-  GM_SCORES_ALPHA_IN_GEMM,    // alpha * (q@k^T) with alpha = 1/sqrt(hd)[/(layer+1)] before the one rounding (baddbmm)
+  GM_SCORES_MATMUL_DIV = 0, // w = q@k^T rounded, w / sqrt(hd) rounded, then / (layer+1) rounded (hf)
+  GM_SCORES_BADDBMM,        // baddbmm(beta=0, alpha=1/sqrt(hd)[/(layer+1)]): scale before the one rounding
 } gm_scores_rule;
 typedef enum {
-  GM_MASK_FINFO_MIN = 0, // masked score = finfo(dtype).min (hf)
-  GM_MASK_NEG_1E4,       // masked score = -1e4 (hf-legacy, megatron)
+  GM_MASK_FINFO = 0, // masked score = finfo(dtype).min (hf)
+  GM_MASK_NEG_1E4,   // -1e4 (hf-legacy masked_bias, Megatron's -10000.0)
+  GM_MASK_NEG_INF,   // -inf
 } gm_mask_rule;
 typedef enum {
-  GM_SOFTMAX_IN_DTYPE = 0, // softmax in the activation dtype (hf)
-  GM_SOFTMAX_F32,          // softmax in f32, then cast (megatron, upcast option)
+  GM_SOFTMAX_DTYPE = 0, // softmax of the dtype's scores (f32 inside, one rounding) (hf)
+  GM_SOFTMAX_F32,       // scores widened to f32 (scaled there by the layer coefficient), softmax, cast (megatron)
 } gm_softmax_rule;
 
 typedef struct {
-  const char *name;          // "hf"
-  gm_dtype dtype;            // activation / weight compute dtype (only GM_F32 is implemented)
+  char name[64];             // "hf", or the base name plus the changed knobs: "hf+ln=fp32"
+  gm_dtype dtype;            // weights and activations are stored in this dtype (f32, f16, bf16)
   gm_ln_rule layer_norm;
   gm_scores_rule scores;
+  bool qk_layer_scaling;     // Megatron: alpha /= L in the scores, then * L in f32 before softmax
   gm_mask_rule mask;
   gm_softmax_rule softmax;
-  bool act_from_config;      // use config.activation_function (else act_override)
-  gm_activation act_override;
-  gm_gelu_mode gelu_mode;    // mode passed to gm_gelu_fwd for GELU-family activations
-  bool honor_upcast_option;  // config.reorder_and_upcast_attn switches scores to ALPHA_IN_GEMM
-  // Set by gm_profile_get when gm_gelu_fwd cannot evaluate gelu_mode for dtype yet: the model then
-  // uses its private f32 transcription of the transformers formulas (model/gpt2_act.c).
-  bool private_gelu;
+  bool act_from_config;      // config.activation_function evaluated in gelu_mode ...
+  gm_gelu_mode gelu_mode;
+  gm_gelu_spec act_override; // ... else this GELU (variant:mode), whatever the config says
+  bool act_bias_fused;       // Megatron bias_gelu: c_fc without bias, x = y + b in f32 inside the act
+  bool honor_upcast_option;  // config.reorder_and_upcast_attn runs transformers' upcast path
 } gm_profile;
 
-// Profiles by name: "hf" (f32). Others (hf-legacy, meg, megatron; f16/bf16) are not built yet.
+// The profiles: "hf", "hf-legacy", "meg", "megatron"; dt is F32, F16 or BF16. Unknown names or
+// dtypes are errors listing the valid ones.
 int gm_profile_get(const char *name, gm_dtype dt, gm_profile *out);
+// One knob by its CLI name and value: ln native|fp32, scores matmul-div|baddbmm,
+// mask finfo|-1e4|-inf, softmax dtype|fp32, act SPEC (VARIANT[:MODE], or "config"),
+// qk-layer-scaling on|off, bias-act fused|separate. Appends "+knob=value" to the name.
+int gm_profile_set_knob(gm_profile *p, const char *knob, const char *value);
+// Writes a one-knob-per-line description into buf (for `gptmeg info --profile`).
+void gm_profile_describe(const gm_profile *p, char *buf, size_t n);
+// Names of the knobs and of the built-in profiles, NULL-terminated.
+extern const char *const gm_profile_names[];
+extern const char *const gm_profile_knobs[];
 
 // ---- weights ---------------------------------------------------------------------------------
 typedef struct {
@@ -72,6 +82,7 @@ typedef struct {
   uint64_t n_params;        // unique parameters (tied lm_head counted once)
   gm_dtype file_dtype;      // dtype of the checkpoint's tensors (the first one's, see mixed_dtypes)
   bool mixed_dtypes;
+  gm_dtype dtype;           // dtype the weights are rounded to (their f32 storage holds such values)
 } gm_gpt2;
 
 // Number of parameters of a config (unique; tied lm_head once).
@@ -90,6 +101,11 @@ int gm_gpt2_init_random(gm_gpt2 *m, const gm_gpt2_config *cfg, uint64_t seed);
 // only when untied) so that transformers' from_pretrained loads it without warnings.
 int gm_gpt2_save(const gm_gpt2 *m, const char *dir);
 void gm_gpt2_free(gm_gpt2 *m);
+// Rounds every weight to dt (f16/bf16, RNE: what model.half() / .bfloat16() do); the f32 storage
+// then holds dt values exactly. f32 -> f16/bf16 is allowed; f16 <-> bf16 checkpoints are refused
+// (either way would re-round the weights to a format with fewer exponent or fraction bits), as is
+// going back to f32 after rounding.
+int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt);
 
 // ---- forward ---------------------------------------------------------------------------------
 // KV cache for incremental decoding: k and v of every layer for B sequences, up to max_t steps.
@@ -104,11 +120,49 @@ void gm_kv_reset(gm_kv_cache *kv);
 void gm_kv_free(gm_kv_cache *kv);
 
 // tokens [B, T] (int32, each in [0, V)), positions kv->len .. kv->len+T-1 (< n_positions, <= max_t);
-// logits [B, T, V] f32. Appends the T new positions to the cache. threads <= 0: default.
+// logits [B, T, V] f32 (values of p->dtype widened exactly). The weights must be in p->dtype
+// (gm_gpt2_to_dtype). Appends the T new positions to the cache. threads <= 0: default.
 // The bits do not depend on threads: OpenBLAS runs single-threaded, work is split into a fixed
 // set of independent pieces (row blocks, (batch, head) pairs) whatever the thread count.
 int gm_gpt2_forward_cached(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
                            int T, float *logits, int threads);
+// Probe points inside the forward, in execution order (diverge reads and rewrites them).
+typedef enum {
+  GM_PT_EMBED = 0, // wte[tok] + wpe[pos]                         [N, D]   (layer -1)
+  GM_PT_LN1,       // ln_1(h)                                     [N, D]
+  GM_PT_QKV,       // c_attn: q|k|v                               [N, 3D]
+  GM_PT_SCORES,    // scaled scores, masked entries 0             [B, H, T, t0+T]
+  GM_PT_PROBS,     // softmax probabilities (masked entries 0)    [B, H, T, t0+T]
+  GM_PT_ATTN,      // probs @ v, heads merged                     [N, D]
+  GM_PT_ATTN_OUT,  // attn.c_proj                                 [N, D]
+  GM_PT_RESID_ATTN,// h + attention output                        [N, D]
+  GM_PT_LN2,       // ln_2(h)                                     [N, D]
+  GM_PT_FC,        // mlp.c_fc (without its bias when act_bias_fused) [N, I]
+  GM_PT_ACT,       // activation                                  [N, I]
+  GM_PT_MLP,       // mlp.c_proj                                  [N, D]
+  GM_PT_RESID,     // h + mlp output: the block's output          [N, D]
+  GM_PT_LNF,       // ln_f(h)                                     [N, D]   (layer -1)
+  GM_PT_LOGITS,    // h @ wte^T                                   [N, V]   (layer -1)
+  GM_N_POINTS
+} gm_point;
+const char *gm_point_name(gm_point pt); // "embed", "ln_1", "qkv", "scores", ... "logits"
+
+// A probe sees each point's tensor (f32 holding values of the run's dtype, row-major `shape`)
+// right after it is computed and may rewrite it in place with values of the same dtype: the rest
+// of the forward then runs on the rewritten values. Non-zero return aborts the forward.
+typedef struct {
+  int layer;                // 0-based; -1 for embed, ln_f, logits
+  gm_point point;
+  float *data;
+  int ndim;
+  int64_t shape[4];
+  size_t numel;
+} gm_probe_tensor;
+typedef int (*gm_probe_fn)(void *ctx, const gm_probe_tensor *t);
+
+// gm_gpt2_forward_cached with a probe (NULL: none).
+int gm_gpt2_forward_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
+                           int T, float *logits, int threads, gm_probe_fn probe, void *probe_ctx);
 // Full causal forward of tokens [B, T] -> logits [B, T, V] (a fresh cache of length T).
 int gm_gpt2_forward(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens, int B, int T, float *logits,
                     int threads);

@@ -1,49 +1,59 @@
-// MLP activations of the GPT-2 forward, f32.
+// MLP activation of the GPT-2 forward under a numerics profile (contract in gpt2_internal.h).
+#include "kernels/nn.h"
 #include "model/gpt2_internal.h"
 
 #include <math.h>
 #include <omp.h>
+#include <stdlib.h>
 
-// Private f32 transcription of transformers' activations, op by op with f32 rounding after each op
-// (what eager PyTorch computes for f32, up to libm's last-bit choices). Used only while
-// gm_gelu_fwd cannot evaluate the profile's mode (gm_profile.private_gelu).
-static float private_gelu(gm_gelu_variant v, float x) {
-  const float c = 0.7978845608028654f; // sqrt(2/pi) rounded to f32
-  switch (v) {
-  case GELU_ERF: return x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2));
-  case GELU_PYTHON: { float t = x / 1.41421356237309515f; return x * 0.5f * (1.0f + erff(t)); }
-  case GELU_NEW:
-  case GELU_ACCURATE: { float x3 = x * x * x; float in = c * (x + 0.044715f * x3); return 0.5f * x * (1.0f + tanhf(in)); }
-  case GELU_FAST: { float in = x * 0.7978845608f * (1.0f + 0.044715f * x * x); return 0.5f * x * (1.0f + tanhf(in)); }
-  case GELU_PYTORCH_TANH: { float in = c * (x + 0.044715f * x * x * x); return 0.5f * x * (1.0f + tanhf(in)); }
-  case QUICK_GELU: { float s = 1.0f / (1.0f + expf(-(1.702f * x))); return x * s; }
-  case GELU_10: { float g = x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2)); return g < -10.0f ? -10.0f : g > 10.0f ? 10.0f : g; }
-  case GELU_MEGATRON: { float in = 0.79788456f * x * (1.0f + 0.044715f * x * x); return x * 0.5f * (1.0f + tanhf(in)); }
-  case OPENAI_GELU: { float in = 0.7978845608028654f * x * (1.0f + 0.044715f * x * x); return 0.5f * x * (1.0f + tanhf(in)); }
-  default: return NAN;
-  }
-}
-
-int gpt2_act_f32(const gm_profile *p, gm_activation a, const float *x, float *y, size_t n, int threads) {
-  if (threads <= 0) threads = omp_get_max_threads();
+// y = act(x) for n values of dtype dt held in f32 buffers; GELU family through gm_gelu_fwd in
+// `mode` (f16/bf16 go through 16-bit buffers), relu and silu as torch computes them (silu in f32
+// opmath, one rounding).
+static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const float *x, float *y, size_t n,
+                        int threads) {
   long ln = (long)n;
   switch (a.kind) {
-  case GM_ACT_RELU: // torch relu: max(x, 0) (NaN propagates)
+  case GM_ACT_RELU: // max(x, 0), NaN propagates
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long i = 0; i < ln; i++) y[i] = x[i] > 0.0f ? x[i] : (x[i] == x[i] ? 0.0f : x[i]);
     return 0;
-  case GM_ACT_SILU: // torch silu: x / (1 + exp(-x)) in f32
+  case GM_ACT_SILU: // x / (1 + exp(-x)) in f32
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long i = 0; i < ln; i++) y[i] = x[i] / (1.0f + expf(-x[i]));
+    gm_round_inplace(dt, y, n);
     return 0;
-  case GM_ACT_GELU_FAMILY:
-    if (!p->private_gelu) {
-      gm_gelu_spec s = {a.gelu, p->gelu_mode};
-      return gm_gelu_fwd(s, GM_F32, x, y, n, threads);
-    }
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (long i = 0; i < ln; i++) y[i] = private_gelu(a.gelu, x[i]);
-    return 0;
+  case GM_ACT_GELU_FAMILY: {
+    gm_gelu_spec s = {a.gelu, mode};
+    if (dt == GM_F32 || n == 0) return gm_gelu_fwd(s, GM_F32, x, y, n, threads);
+    uint16_t *bx = malloc(n * sizeof(uint16_t)), *by = malloc(n * sizeof(uint16_t));
+    if (!bx || !by) { free(bx); free(by); return gm_fail("out of memory for the activation (%zu values)", n); }
+    for (size_t i = 0; i < n; i++) bx[i] = dt == GM_F16 ? gm_f32_to_f16(x[i]) : gm_f32_to_bf16(x[i]);
+    int rc = gm_gelu_fwd(s, dt, bx, by, n, mode == MODE_TORCH_CPU ? 1 : threads);
+    for (size_t i = 0; !rc && i < n; i++) y[i] = dt == GM_F16 ? gm_f16_to_f32(by[i]) : gm_bf16_to_f32(by[i]);
+    free(bx);
+    free(by);
+    return rc;
+  }
   }
   return gm_fail("unknown activation kind %d", (int)a.kind);
+}
+
+int gpt2_mlp_act(const gpt2_run *r, const float *x, const float *bias, float *y) {
+  const gm_profile *p = r->p;
+  const int I = r->m->cfg.n_inner;
+  size_t n = (size_t)r->N * I;
+  gm_activation a = r->m->cfg.act;
+  gm_gelu_mode mode = p->gelu_mode;
+  if (!p->act_from_config) {
+    a.kind = GM_ACT_GELU_FAMILY;
+    a.gelu = p->act_override.variant;
+    mode = p->act_override.mode;
+  }
+  if (!bias) return act_in_dtype(a, mode, r->dt, x, y, n, r->threads);
+  // Megatron bias_gelu, jit-fused: x + b in f32, the activation in f32, one rounding at the end.
+  for (int i = 0; i < r->N; i++)
+    for (int j = 0; j < I; j++) y[(size_t)i * I + j] = x[(size_t)i * I + j] + bias[j];
+  int rc = act_in_dtype(a, mode, GM_F32, y, y, n, r->threads);
+  if (!rc) gm_round_inplace(r->dt, y, n);
+  return rc;
 }

@@ -1,9 +1,18 @@
-// GPT-2 causal forward over a KV cache, f32 (the `hf` profile's knobs; see gm_profile).
+// GPT-2 causal forward over a KV cache in f32, f16 or bf16, under a numerics profile.
+//
+// Storage: every activation buffer is f32 holding values of the profile's dtype (widened exactly);
+// R(.) below is "round to the dtype" (the identity in f32). Each op computes in f32 (opmath) from
+// dtype values and rounds once where eager PyTorch writes its result to a dtype tensor:
+//   embed      h = R(wte[tok] + wpe[pos])
+//   ln         R(layer_norm_f32(h))                 ATen's order; native on f16/bf16 steps by 16, fp32 by 8
+//   linear     R(x @ W + b)                          f32 accumulation, bias before the rounding (gpt2_matmul)
+//   scores     gpt2_attention.c
+//   residual   h = R(h + y)
+//   mlp act    gpt2_act.c
+// The bits do not depend on the thread count (fixed work split, single-threaded BLAS calls).
 #include "kernels/nn.h"
 #include "model/gpt2_internal.h"
 
-#include <float.h>
-#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,94 +41,118 @@ void gm_kv_free(gm_kv_cache *kv) {
   memset(kv, 0, sizeof *kv);
 }
 
-// Scores rule of layer l (0-based) under profile p and the config's attention knobs.
-static gm_attn_rule attn_rule(const gm_profile *p, const gm_gpt2_config *c, int l, int hd) {
-  gm_attn_rule r = {1.0f, 0.0f, 0.0f, p->mask == GM_MASK_FINFO_MIN ? -FLT_MAX : -1e4f};
-  gm_scores_rule rule = p->scores;
-  if (p->honor_upcast_option && c->reorder_and_upcast_attn) rule = GM_SCORES_ALPHA_IN_GEMM;
-  if (rule == GM_SCORES_ALPHA_IN_GEMM) { // baddbmm(alpha = scale_factor), scale_factor computed in double
-    double s = 1.0;
-    if (c->scale_attn_weights) s /= sqrt((double)hd);
-    if (c->scale_attn_by_inverse_layer_idx) s /= (double)(l + 1);
-    r.alpha = (float)s;
-  } else { // w = q@k^T; w / full([], hd ** 0.5, f32); w / float(layer_idx + 1)
-    if (c->scale_attn_weights) r.divide = (float)sqrt((double)hd);
-    if (c->scale_attn_by_inverse_layer_idx) r.divide2 = (float)(l + 1);
-  }
-  return r;
+const char *gm_point_name(gm_point pt) {
+  static const char *names[GM_N_POINTS] = {"embed", "ln_1", "qkv",  "scores", "probs", "attn",   "attn_out", "resid_attn",
+                                           "ln_2",  "fc",   "act",  "mlp",    "resid", "ln_f",   "logits"};
+  return (unsigned)pt < GM_N_POINTS ? names[pt] : "?";
 }
 
-static void add_inplace(float *h, const float *x, size_t n) {
-  for (size_t i = 0; i < n; i++) h[i] = x[i] + h[i];
+// Calls the probe (if any) on a 2-D [rows, cols] tensor.
+int gpt2_probe2(const gpt2_run *r, int layer, gm_point pt, float *data, int64_t rows, int64_t cols) {
+  if (!r->probe) return 0;
+  gm_probe_tensor t = {layer, pt, data, 2, {rows, cols, 0, 0}, (size_t)(rows * cols)};
+  if (r->probe(r->probe_ctx, &t)) return gm_fail("%s (layer %d, %s)", gm_errmsg(), layer, gm_point_name(pt));
+  return 0;
 }
 
-int gm_gpt2_forward_cached(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
-                           int T, float *logits, int threads) {
+void gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                 float alpha, float *C, int ldc, int M, int N, int K, int threads) {
+  if (dt == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
+  else if (threads == 1 && !bias) gm_sgemm1(A, lda, B, ldb, trans_b, alpha, 0.0f, C, ldc, M, N, K);
+  else gm_matmul_f32(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
+}
+
+// h[n] = R(h + y)
+static void residual_add(gm_dtype dt, float *h, const float *y, size_t n) {
+  for (size_t i = 0; i < n; i++) h[i] = y[i] + h[i];
+  gm_round_inplace(dt, h, n);
+}
+
+// out[N, cols] = R(x[N, K] @ W[K, cols] + b): one rounding, bias included.
+static void linear(const gpt2_run *r, const float *x, int K, const float *W, const float *b, float *out, int cols) {
+  gpt2_matmul(r->dt, x, K, W, cols, false, b, 1.0f, out, cols, r->N, cols, K, r->threads);
+  gm_round_inplace(r->dt, out, (size_t)r->N * cols);
+}
+
+static void layer_norm(const gpt2_run *r, const float *h, const float *w, const float *b, float *out) {
+  // ATen's f32 kernel reads 8 elements a step; its f16/bf16 kernel 16 (the native rule on reduced types)
+  int width = r->dt != GM_F32 && r->p->layer_norm == GM_LN_NATIVE ? 16 : 8;
+  gm_layernorm_f32(h, w, b, out, r->N, r->m->cfg.n_embd, r->m->cfg.layer_norm_epsilon, width, r->threads);
+  gm_round_inplace(r->dt, out, (size_t)r->N * r->m->cfg.n_embd);
+}
+
+static int check_args(const gm_gpt2 *m, const gm_profile *p, const gm_kv_cache *kv, const int32_t *tokens, int B, int T) {
   const gm_gpt2_config *c = &m->cfg;
-  if (p->dtype != GM_F32) return gm_fail("forward in %s is not built yet (f32 only)", gm_dtype_name(p->dtype));
-  // In f32 every layer-norm and softmax rule computes in f32 and rounds to f32: one kernel each
-  // serves all of them. The reduced dtypes will ask p->layer_norm / p->softmax here.
+  if (p->dtype != m->dtype)
+    return gm_fail("profile '%s' runs in %s but the weights are %s (gm_gpt2_to_dtype converts them)", p->name,
+                   gm_dtype_name(p->dtype), gm_dtype_name(m->dtype));
   if (B != kv->B) return gm_fail("batch %d does not match the KV cache's batch %d", B, kv->B);
   if (T <= 0) return gm_fail("no tokens to run (T = %d)", T);
-  int t0 = kv->len;
-  if (t0 + T > kv->max_t || t0 + T > c->n_positions)
-    return gm_fail("sequence length %d exceeds %s %d", t0 + T, t0 + T > c->n_positions ? "n_positions" : "the KV cache length",
-                   t0 + T > c->n_positions ? c->n_positions : kv->max_t);
+  int len = kv->len + T;
+  if (len > c->n_positions) return gm_fail("sequence length %d exceeds n_positions %d", len, c->n_positions);
+  if (len > kv->max_t) return gm_fail("sequence length %d exceeds the KV cache length %d", len, kv->max_t);
   for (int i = 0; i < B * T; i++)
     if (tokens[i] < 0 || tokens[i] >= c->vocab_size)
       return gm_fail("token id %d at [%d, %d] is outside the vocabulary [0, %d)", tokens[i], i / T, i % T, c->vocab_size);
-  if (threads <= 0) threads = omp_get_max_threads();
-  gm_activation act = p->act_from_config ? c->act : p->act_override;
-  const int D = c->n_embd, I = c->n_inner, V = c->vocab_size, H = c->n_head, hd = D / H, L = c->n_layer;
-  const int N = B * T, len = t0 + T;
-  size_t nd = (size_t)N * D, ni = (size_t)N * I;
+  return 0;
+}
+
+int gm_gpt2_forward_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
+                           int T, float *logits, int threads, gm_probe_fn probe, void *probe_ctx) {
+  if (check_args(m, p, kv, tokens, B, T)) return -1;
+  const gm_gpt2_config *c = &m->cfg;
+  const int D = c->n_embd, I = c->n_inner, V = c->vocab_size, L = c->n_layer, t0 = kv->len;
+  gpt2_run r = {m, p, p->dtype, kv, B, T, B * T, t0, t0 + T, threads > 0 ? threads : omp_get_max_threads(), probe, probe_ctx};
+  size_t nd = (size_t)r.N * D, ni = (size_t)r.N * I, ns = (size_t)B * c->n_head * T * r.len;
   float *h = malloc(nd * sizeof(float)), *xn = malloc(nd * sizeof(float)), *att = malloc(nd * sizeof(float));
   float *qkv = malloc(3 * nd * sizeof(float)), *fc = malloc(ni * sizeof(float)), *ac = malloc(ni * sizeof(float));
-  float *scratch = malloc((size_t)threads * T * len * sizeof(float));
+  float *scores = malloc(ns * sizeof(float));
   int rc = 0;
-  if (!h || !xn || !att || !qkv || !fc || !ac || !scratch) { rc = gm_fail("out of memory for activations (B=%d, T=%d)", B, T); goto done; }
+  if (!h || !xn || !att || !qkv || !fc || !ac || !scores) { rc = gm_fail("out of memory for activations (B=%d, T=%d)", B, T); goto done; }
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
       const float *e = m->wte + (size_t)tokens[b * T + t] * D, *pe = m->wpe + (size_t)(t0 + t) * D;
       float *o = h + ((size_t)b * T + t) * D;
       for (int i = 0; i < D; i++) o[i] = e[i] + pe[i];
     }
+  gm_round_inplace(r.dt, h, nd);
+  if ((rc = gpt2_probe2(&r, -1, GM_PT_EMBED, h, r.N, D))) goto done;
   for (int l = 0; l < L; l++) {
     const gm_gpt2_layer *y = &m->layers[l];
-    gm_layernorm_f32(h, y->ln1_w, y->ln1_b, xn, N, D, c->layer_norm_epsilon, threads);
-    gm_matmul_f32(xn, D, y->attn_w, 3 * D, false, y->attn_b, 1.0f, qkv, 3 * D, N, 3 * D, D, threads);
-    float *kl = kv->k + (size_t)l * B * H * kv->max_t * hd, *vl = kv->v + (size_t)l * B * H * kv->max_t * hd;
-    for (int b = 0; b < B; b++)
-      for (int t = 0; t < T; t++)
-        for (int hh = 0; hh < H; hh++) {
-          const float *row = qkv + ((size_t)b * T + t) * 3 * D;
-          size_t at = (((size_t)b * H + hh) * kv->max_t + t0 + t) * hd;
-          memcpy(kl + at, row + D + hh * hd, (size_t)hd * sizeof(float));
-          memcpy(vl + at, row + 2 * D + hh * hd, (size_t)hd * sizeof(float));
-        }
-    gm_attn_rule r = attn_rule(p, c, l, hd);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int bh = 0; bh < B * H; bh++) {
-      int b = bh / H, hh = bh % H;
-      size_t base = ((size_t)b * H + hh) * kv->max_t * hd;
-      float *s = scratch + (size_t)omp_get_thread_num() * T * len;
-      gm_attention_head_f32(qkv + (size_t)b * T * 3 * D + hh * hd, 3 * D, kl + base, vl + base, hd, t0, T, &r, s,
-                            att + (size_t)b * T * D + hh * hd, D);
-    }
-    gm_matmul_f32(att, D, y->aproj_w, D, false, y->aproj_b, 1.0f, xn, D, N, D, D, threads);
-    add_inplace(h, xn, nd);
-    gm_layernorm_f32(h, y->ln2_w, y->ln2_b, xn, N, D, c->layer_norm_epsilon, threads);
-    gm_matmul_f32(xn, D, y->fc_w, I, false, y->fc_b, 1.0f, fc, I, N, I, D, threads);
-    if ((rc = gpt2_act_f32(p, act, fc, ac, ni, threads))) goto done;
-    gm_matmul_f32(ac, I, y->mproj_w, D, false, y->mproj_b, 1.0f, xn, D, N, D, I, threads);
-    add_inplace(h, xn, nd);
+    layer_norm(&r, h, y->ln1_w, y->ln1_b, xn);
+    if ((rc = gpt2_probe2(&r, l, GM_PT_LN1, xn, r.N, D))) goto done;
+    linear(&r, xn, D, y->attn_w, y->attn_b, qkv, 3 * D);
+    if ((rc = gpt2_probe2(&r, l, GM_PT_QKV, qkv, r.N, 3 * D))) goto done;
+    if ((rc = gpt2_attention(&r, l, qkv, scores, att))) goto done;
+    linear(&r, att, D, y->aproj_w, y->aproj_b, xn, D);
+    if ((rc = gpt2_probe2(&r, l, GM_PT_ATTN_OUT, xn, r.N, D))) goto done;
+    residual_add(r.dt, h, xn, nd);
+    if ((rc = gpt2_probe2(&r, l, GM_PT_RESID_ATTN, h, r.N, D))) goto done;
+    layer_norm(&r, h, y->ln2_w, y->ln2_b, xn);
+    if ((rc = gpt2_probe2(&r, l, GM_PT_LN2, xn, r.N, D))) goto done;
+    linear(&r, xn, D, y->fc_w, p->act_bias_fused ? NULL : y->fc_b, fc, I);
+    if ((rc = gpt2_probe2(&r, l, GM_PT_FC, fc, r.N, I))) goto done;
+    if ((rc = gpt2_mlp_act(&r, fc, p->act_bias_fused ? y->fc_b : NULL, ac))) goto done;
+    if ((rc = gpt2_probe2(&r, l, GM_PT_ACT, ac, r.N, I))) goto done;
+    linear(&r, ac, I, y->mproj_w, y->mproj_b, xn, D);
+    if ((rc = gpt2_probe2(&r, l, GM_PT_MLP, xn, r.N, D))) goto done;
+    residual_add(r.dt, h, xn, nd);
+    if ((rc = gpt2_probe2(&r, l, GM_PT_RESID, h, r.N, D))) goto done;
   }
-  gm_layernorm_f32(h, m->lnf_w, m->lnf_b, xn, N, D, c->layer_norm_epsilon, threads);
-  gm_matmul_f32(xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, N, V, D, threads);
-  kv->len = len;
+  layer_norm(&r, h, m->lnf_w, m->lnf_b, xn);
+  if ((rc = gpt2_probe2(&r, -1, GM_PT_LNF, xn, r.N, D))) goto done;
+  gpt2_matmul(r.dt, xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r.N, V, D, r.threads);
+  gm_round_inplace(r.dt, logits, (size_t)r.N * V);
+  if ((rc = gpt2_probe2(&r, -1, GM_PT_LOGITS, logits, r.N, V))) goto done;
+  kv->len = r.len;
 done:
-  free(h); free(xn); free(att); free(qkv); free(fc); free(ac); free(scratch);
+  free(h); free(xn); free(att); free(qkv); free(fc); free(ac); free(scores);
   return rc;
+}
+
+int gm_gpt2_forward_cached(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
+                           int T, float *logits, int threads) {
+  return gm_gpt2_forward_probed(m, p, kv, tokens, B, T, logits, threads, NULL, NULL);
 }
 
 int gm_gpt2_forward(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens, int B, int T, float *logits,

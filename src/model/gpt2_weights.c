@@ -229,3 +229,19 @@ int gm_gpt2_save(const gm_gpt2 *m_in, const char *dir) {
   free(names);
   return rc;
 }
+
+int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
+  if (dt == m->dtype) return 0;
+  if (dt != GM_F16 && dt != GM_BF16 && dt != GM_F32)
+    return gm_fail("a model runs in f32, f16 or bf16, not %s", gm_dtype_name(dt));
+  if (m->dtype != GM_F32)
+    return gm_fail("the weights were already rounded to %s; reload the checkpoint to run it in %s", gm_dtype_name(m->dtype),
+                   gm_dtype_name(dt));
+  if ((m->file_dtype == GM_F16 && dt == GM_BF16) || (m->file_dtype == GM_BF16 && dt == GM_F16))
+    return gm_fail("the checkpoint is %s and cannot run in %s: %s", gm_dtype_name(m->file_dtype), gm_dtype_name(dt),
+                   m->file_dtype == GM_BF16 ? "f16 has 5 exponent bits, so bf16 weights would overflow or lose range"
+                                            : "bf16 has 8 significand bits, so f16 weights would be rounded again");
+  for (uint64_t i = 0; i < m->n_params; i++) m->storage[i] = gm_round_f32(dt, m->storage[i]);
+  m->dtype = dt;
+  return 0;
+}

@@ -1,0 +1,115 @@
+// Matmul in PyTorch's CPU order for f16 (torch 2.15, this machine class; contract in nn.h).
+// A and B hold f16 values in f32 buffers, so every product is exact in f32 and a fused
+// multiply-add equals the separate multiply and add: the vector kernels use FMA and give the same
+// bits as the scalar code here. Each output's summation order is fixed by its definition, so any
+// thread count and work split give the same bits.
+//
+// B not transposed (x @ W, P @ V; ATen's gemm for reduced types): the dot product over K runs in
+// four f32 partial sums (l = 0, 1, 2, 3 mod 4, each in order of l), the K % 4 tail goes into the
+// first, then ((p0 + p1) + p2) + p3.
+// B transposed (q @ k^T, h @ wte^T; ATen's fp16_dot_with_fp32_arith on AVX2): a row of A and a row
+// of B are dotted in 8 registers of 8 lanes, register r taking elements j + 8r + lane of each block
+// of 64; the registers fold as r += r+4, r += r+2, r += r+1, then the lanes as lane += lane+4,
+// lane += lane+2, lane0 + lane1. The K % 64 rest runs through one 8-lane register in steps of 16
+// (two FMAs per step), folded the same way and added; the last K % 16 elements add one by one.
+// The result is alpha * dot, plus bias when given (torch's beta * c + alpha * dot, c = bias).
+#include "kernels/nn.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STRIP = 16 }; // columns per work item (the AVX-512 strip kernel's width)
+
+void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
+                          const float *bias, float *C, int ldc);
+float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
+
+// C[:, strip] for the columns of Bs [K, STRIP] (row stride STRIP; only ncols valid).
+static void dot4_strip_scalar(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
+                              const float *bias, float *C, int ldc) {
+  for (int i = 0; i < M; i++) {
+    const float *a = A + (size_t)i * lda;
+    for (int j = 0; j < ncols; j++) {
+      float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      int l = 0;
+      for (; l + 4 <= K; l += 4)
+        for (int k = 0; k < 4; k++) p[k] = p[k] + a[l + k] * Bs[(size_t)(l + k) * STRIP + j];
+      for (; l < K; l++) p[0] = p[0] + a[l] * Bs[(size_t)l * STRIP + j];
+      float dot = ((p[0] + p[1]) + p[2]) + p[3];
+      float v = alpha * dot;
+      C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+    }
+  }
+}
+
+// lane += lane+4, lane += lane+2, lane0 + lane1 over 8 lanes.
+static float fold8(float *v) {
+  for (int h = 4; h >= 1; h /= 2)
+    for (int i = 0; i < h; i++) v[i] = v[i] + v[i + h];
+  return v[0];
+}
+
+static float dot_f32arith_scalar(const float *x, const float *y, int K) {
+  float reg[8][8];
+  memset(reg, 0, sizeof reg);
+  int main_end = K & ~63, vec_end = K & ~15;
+  for (int j = 0; j < main_end; j += 64)
+    for (int r = 0; r < 8; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + x[j + 8 * r + k] * y[j + 8 * r + k];
+  for (int h = 4; h >= 1; h /= 2)
+    for (int r = 0; r < h; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + reg[r + h][k];
+  float sum = fold8(reg[0]);
+  float tail[8] = {0};
+  for (int j = main_end; j < vec_end; j += 16)
+    for (int half = 0; half < 2; half++)
+      for (int k = 0; k < 8; k++) tail[k] = tail[k] + x[j + 8 * half + k] * y[j + 8 * half + k];
+  sum = sum + fold8(tail);
+  for (int j = vec_end; j < K; j++) sum = sum + x[j] * y[j];
+  return sum;
+}
+
+typedef void (*strip_fn)(const float *, int, const float *, int, int, int, float, const float *, float *, int);
+typedef float (*dot_fn)(const float *, const float *, int);
+
+static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                              int ldc, int M, int N, int K, int threads) {
+  dot_fn dot = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
+  int n_strips = (N + STRIP - 1) / STRIP;
+  if (threads > n_strips) threads = n_strips;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+  for (int s = 0; s < n_strips; s++) {
+    int j1 = (s + 1) * STRIP < N ? (s + 1) * STRIP : N;
+    for (int i = 0; i < M; i++)
+      for (int j = s * STRIP; j < j1; j++) {
+        float v = alpha * dot(A + (size_t)i * lda, B + (size_t)j * ldb, K);
+        C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+      }
+  }
+}
+
+void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
+  strip_fn fn = __builtin_cpu_supports("avx512f") ? gm_dot4_strip_avx512 : dot4_strip_scalar;
+  int n_strips = (N + STRIP - 1) / STRIP;
+  if (threads > n_strips) threads = n_strips;
+#pragma omp parallel num_threads(threads)
+  {
+    float *Bs = aligned_alloc(64, (size_t)(K > 0 ? K : 1) * STRIP * sizeof(float)); // STRIP floats = 64 bytes
+#pragma omp for schedule(dynamic, 4)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+      for (int l = 0; l < K; l++) { // the strip of B as a contiguous [K, STRIP] block, zero-padded
+        float *dst = Bs + (size_t)l * STRIP;
+        memcpy(dst, B + (size_t)l * ldb + j0, (size_t)nc * sizeof(float));
+        for (int j = nc; j < STRIP; j++) dst[j] = 0.0f;
+      }
+      fn(A, lda, Bs, M, K, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+    }
+    free(Bs);
+  }
+}
