@@ -2,6 +2,8 @@
 #ifndef GPTMEG_CLI_H
 #define GPTMEG_CLI_H
 
+#include "gptmeg/model.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -30,5 +32,21 @@ int cli_parse_long(const char *cmd, const char *opt, const char *s, long lo, lon
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
 // Fetch the value of option argv[*i] (advancing *i); NULL + usage message if missing.
 const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+
+// ---- numerics-profile options (cli_profile.c) ----
+enum { CLI_MAX_KNOBS = 16 };
+typedef struct {
+  const char *profile;              // NULL: "hf"
+  int n_knobs;
+  const char *knob[CLI_MAX_KNOBS];  // knob names without "--", applied in order
+  const char *value[CLI_MAX_KNOBS];
+} cli_profile_opts;
+// Help lines for --profile and the knob flags.
+extern const char *const cli_profile_help;
+// If argv[*i] is --profile or a knob flag, consumes it and its value (advancing *i) and returns 1;
+// returns 0 if it is not one; -1 after printing a usage error (missing value).
+int cli_profile_option(const char *cmd, int argc, char **argv, int *i, cli_profile_opts *o);
+// The profile for dt with the knobs applied; -1 with gm_errmsg() set (lists the valid values).
+int cli_profile_build(const cli_profile_opts *o, gm_dtype dt, gm_profile *p);
 
 #endif

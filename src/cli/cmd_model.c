@@ -142,17 +142,35 @@ int cmd_init(int argc, char **argv) {
 // ---- info ------------------------------------------------------------------------------------
 int cmd_info(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
-    printf("usage: gptmeg info --model DIR [--json]\n  Config, parameter count, dtypes and memory of a checkpoint.\n");
+    printf("usage: gptmeg info --model DIR [--json]\n"
+           "       gptmeg info --profile P [--dtype f32|f16|bf16] [KNOB OPTIONS]\n"
+           "  Config, parameter count, dtypes and memory of a checkpoint; or the knobs of a numerics profile.\n%s",
+           cli_profile_help);
     return CLI_OK;
   }
-  const char *dir = NULL;
+  const char *dir = NULL, *dts = "f32";
   bool json = false;
+  cli_profile_opts po = {0};
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--model") == 0) { if (!(dir = cli_value("info", argc, argv, &i))) return CLI_USAGE; }
+    int k = cli_profile_option("info", argc, argv, &i, &po);
+    if (k < 0) return CLI_USAGE;
+    if (k > 0) continue;
+    if (strcmp(argv[i], "--dtype") == 0) { if (!(dts = cli_value("info", argc, argv, &i))) return CLI_USAGE; }
+    else if (strcmp(argv[i], "--model") == 0) { if (!(dir = cli_value("info", argc, argv, &i))) return CLI_USAGE; }
     else if (strcmp(argv[i], "--json") == 0) json = true;
     else return cli_usage_error("info", "unknown option '%s'", argv[i]);
   }
-  if (!dir) return cli_usage_error("info", "--model DIR is required");
+  if (!dir && (po.profile || po.n_knobs)) { // describe a profile
+    gm_dtype dt;
+    gm_profile p;
+    char buf[2048];
+    if (gm_dtype_parse(dts, &dt)) return cli_usage_error("info", "%s", gm_errmsg());
+    if (cli_profile_build(&po, dt, &p)) return cli_fail("%s", gm_errmsg());
+    gm_profile_describe(&p, buf, sizeof buf);
+    fputs(buf, stdout);
+    return CLI_OK;
+  }
+  if (!dir) return cli_usage_error("info", "--model DIR or --profile P is required");
   gm_gpt2 m;
   if (gm_gpt2_load(&m, dir)) return cli_fail("%s", gm_errmsg());
   char sp[4096];
@@ -202,19 +220,25 @@ int cmd_info(int argc, char **argv) {
 // ---- logits ----------------------------------------------------------------------------------
 int cmd_logits(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
-    printf("usage: gptmeg logits --model DIR --tokens-npy T.npy --out L.npy [--dtype f32] [--profile hf] [--threads N]\n"
-           "  T: int32 or int64 [B, T] .npy; L: f32 [B, T, V] .npy. Bits do not depend on --threads.\n");
+    printf("usage: gptmeg logits --model DIR --tokens-npy T.npy --out L.npy [--dtype f32|f16|bf16] [--profile P]\n"
+           "                     [KNOB OPTIONS] [--threads N]\n"
+           "  T: int32 or int64 [B, T] .npy; L: f32 [B, T, V] .npy (f16/bf16 logits widened exactly).\n"
+           "  The weights are rounded to --dtype (as model.half() does). Bits do not depend on --threads.\n%s",
+           cli_profile_help);
     return CLI_OK;
   }
-  const char *dir = NULL, *tok = NULL, *out = NULL, *dts = "f32", *prof = "hf";
+  const char *dir = NULL, *tok = NULL, *out = NULL, *dts = "f32";
+  cli_profile_opts po = {0};
   long threads = 0;
   for (int i = 1; i < argc; i++) {
     const char *v;
+    int k = cli_profile_option("logits", argc, argv, &i, &po);
+    if (k < 0) return CLI_USAGE;
+    if (k > 0) continue;
     if (strcmp(argv[i], "--model") == 0) { if (!(dir = cli_value("logits", argc, argv, &i))) return CLI_USAGE; }
     else if (strcmp(argv[i], "--tokens-npy") == 0) { if (!(tok = cli_value("logits", argc, argv, &i))) return CLI_USAGE; }
     else if (strcmp(argv[i], "--out") == 0) { if (!(out = cli_value("logits", argc, argv, &i))) return CLI_USAGE; }
     else if (strcmp(argv[i], "--dtype") == 0) { if (!(dts = cli_value("logits", argc, argv, &i))) return CLI_USAGE; }
-    else if (strcmp(argv[i], "--profile") == 0) { if (!(prof = cli_value("logits", argc, argv, &i))) return CLI_USAGE; }
     else if (strcmp(argv[i], "--threads") == 0) {
       if (!(v = cli_value("logits", argc, argv, &i))) return CLI_USAGE;
       if (cli_parse_long("logits", "--threads", v, 1, 1024, &threads)) return CLI_USAGE;
@@ -224,14 +248,14 @@ int cmd_logits(int argc, char **argv) {
   gm_dtype dt;
   if (gm_dtype_parse(dts, &dt)) return cli_usage_error("logits", "%s", gm_errmsg());
   gm_profile p;
-  if (gm_profile_get(prof, dt, &p)) return cli_fail("%s", gm_errmsg());
+  if (cli_profile_build(&po, dt, &p)) return cli_fail("%s", gm_errmsg());
   int32_t *tokens;
   int B = 0, T = 0;
   if (npy_read_tokens(tok, &tokens, &B, &T)) return cli_fail("%s", gm_errmsg());
   gm_gpt2 m;
   if (gm_gpt2_load(&m, dir)) { free(tokens); return cli_fail("%s", gm_errmsg()); }
-  int rc = 0;
-  if (T > m.cfg.n_positions) rc = gm_fail("%s: sequence length %d exceeds n_positions %d", tok, T, m.cfg.n_positions);
+  int rc = gm_gpt2_to_dtype(&m, dt);
+  if (rc == 0 && T > m.cfg.n_positions) rc = gm_fail("%s: sequence length %d exceeds n_positions %d", tok, T, m.cfg.n_positions);
   for (long i = 0; rc == 0 && i < (long)B * T; i++)
     if (tokens[i] < 0 || tokens[i] >= m.cfg.vocab_size)
       rc = gm_fail("%s: token id %d at [%ld, %ld] is outside the vocabulary [0, %d)", tok, tokens[i], i / T, i % T, m.cfg.vocab_size);

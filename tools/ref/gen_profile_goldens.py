@@ -65,6 +65,13 @@ def main():
             top1 = (ref["hf"].argmax(-1) == ref["meg"].argmax(-1)).float().mean().item()
             index[name][dn] = dict(hf_vs_meg_max_abs=d, hf_vs_meg_top1_equal=top1)
             print(f"{name} {dn}: |hf - meg| max {d:.4g}, top-1 equal {top1:.3f}")
+    # A bf16 checkpoint (save_pretrained of model.to(bfloat16)) for the dtype-conversion rules.
+    ck = os.path.join(OUT, "base_bf16_checkpoint")
+    m = gm_profiles.GPT2LMHeadModel.from_pretrained(os.path.join(SRC, "base")).to(torch.bfloat16)
+    m.save_pretrained(ck, safe_serialization=True)
+    gc = os.path.join(ck, "generation_config.json")
+    if os.path.exists(gc):
+        os.remove(gc)
     with open(os.path.join(OUT, "index.json"), "w") as f:
         json.dump(dict(torch=torch.__version__, profiles=PROFILES, configs=index), f, indent=1)
         f.write("\n")
