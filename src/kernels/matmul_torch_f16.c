@@ -24,6 +24,9 @@ enum { STRIP = 16 }; // columns per work item (the AVX-512 strip kernel's width)
 void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
 float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
+float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
+void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
+                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K);
 
 // C[:, strip] for the columns of Bs [K, STRIP] (row stride STRIP; only ncols valid).
 static void dot4_strip_scalar(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
@@ -50,17 +53,10 @@ static float fold8(float *v) {
   return v[0];
 }
 
-static float dot_f32arith_scalar(const float *x, const float *y, int K) {
-  float reg[8][8];
-  memset(reg, 0, sizeof reg);
+// The part after the 64-element blocks: main_sum is the folded sum of the blocks.
+float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum) {
   int main_end = K & ~63, vec_end = K & ~15;
-  for (int j = 0; j < main_end; j += 64)
-    for (int r = 0; r < 8; r++)
-      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + x[j + 8 * r + k] * y[j + 8 * r + k];
-  for (int h = 4; h >= 1; h /= 2)
-    for (int r = 0; r < h; r++)
-      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + reg[r + h][k];
-  float sum = fold8(reg[0]);
+  float sum = main_sum;
   float tail[8] = {0};
   for (int j = main_end; j < vec_end; j += 16)
     for (int half = 0; half < 2; half++)
@@ -70,17 +66,47 @@ static float dot_f32arith_scalar(const float *x, const float *y, int K) {
   return sum;
 }
 
+static float dot_f32arith_scalar(const float *x, const float *y, int K) {
+  float reg[8][8];
+  memset(reg, 0, sizeof reg);
+  int main_end = K & ~63;
+  for (int j = 0; j < main_end; j += 64)
+    for (int r = 0; r < 8; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + x[j + 8 * r + k] * y[j + 8 * r + k];
+  for (int h = 4; h >= 1; h /= 2)
+    for (int r = 0; r < h; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + reg[r + h][k];
+  return gm_dot_f32arith_tail(x, y, K, fold8(reg[0]));
+}
+
+// Highest ISA allowed: the CPU's, capped by GPTMEG_SIMD=avx512|avx2|scalar (as the GELU kernels).
+// 2 = AVX-512, 1 = AVX2+FMA, 0 = scalar.
+static int isa_level(void) {
+  const char *cap = getenv("GPTMEG_SIMD");
+  int lvl = cap && !strcmp(cap, "scalar") ? 0 : cap && !strcmp(cap, "avx2") ? 1 : 2;
+  if (lvl == 2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) lvl = 1;
+  if (lvl >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) lvl = 0;
+  return lvl;
+}
+
 typedef void (*strip_fn)(const float *, int, const float *, int, int, int, float, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                               int ldc, int M, int N, int K, int threads) {
-  dot_fn dot = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
+  int isa = isa_level();
+  dot_fn dot = isa >= 1 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
+  bool avx512 = isa == 2;
   int n_strips = (N + STRIP - 1) / STRIP;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
   for (int s = 0; s < n_strips; s++) {
     int j1 = (s + 1) * STRIP < N ? (s + 1) * STRIP : N;
+    if (avx512) { // rows in blocks of 64 so the strip of B stays in L1
+      for (int i = 0; i < M; i += 64)
+        gm_matmul_trans_block_avx512(A, lda, B, ldb, bias, alpha, C, ldc, i, i + 64 < M ? i + 64 : M, s * STRIP, j1, K);
+      continue;
+    }
     for (int i = 0; i < M; i++)
       for (int j = s * STRIP; j < j1; j++) {
         float v = alpha * dot(A + (size_t)i * lda, B + (size_t)j * ldb, K);
@@ -94,7 +120,7 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
-  strip_fn fn = __builtin_cpu_supports("avx512f") ? gm_dot4_strip_avx512 : dot4_strip_scalar;
+  strip_fn fn = isa_level() == 2 ? gm_dot4_strip_avx512 : dot4_strip_scalar;
   int n_strips = (N + STRIP - 1) / STRIP;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads)

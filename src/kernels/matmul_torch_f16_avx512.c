@@ -57,3 +57,53 @@ void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K
     _mm512_mask_storeu_ps(C + (size_t)i * ldc, mask, finish(p0, p1, p2, p3, va, vb, bias != NULL));
   }
 }
+
+// The transposed-B order of matmul_torch_f16.c with AVX-512: ATen's eight 8-lane registers of a
+// 64-element block sit pairwise in four 16-lane registers (register q holds r = 2q and 2q + 1),
+// so the same sums come out. Computes C[i, j] = alpha * dot(A row i, B row j) (+ bias[j]) for
+// rows i0..i1 and columns j0..j1, two rows of A against two rows of B at a time.
+float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
+
+static float fold_main(__m512 q0, __m512 q1, __m512 q2, __m512 q3) {
+  __m512 a = _mm512_add_ps(_mm512_add_ps(q0, q2), _mm512_add_ps(q1, q3)); // (r0+r4)+(r2+r6) | (r1+r5)+(r3+r7)
+  __m256 r = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));  // r0 + r1
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(r), _mm256_extractf128_ps(r, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
+                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K);
+void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
+                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K) {
+  int main_end = K & ~63;
+  for (int i = i0; i < i1; i += 2) {
+    int ni = i + 1 < i1 ? 2 : 1;
+    for (int j = j0; j < j1; j += 2) {
+      int nj = j + 1 < j1 ? 2 : 1;
+      __m512 acc[2][2][4];
+      for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++)
+          for (int q = 0; q < 4; q++) acc[a][b][q] = _mm512_setzero_ps();
+      const float *x0 = A + (size_t)i * lda, *x1 = A + (size_t)(i + ni - 1) * lda;
+      const float *y0 = B + (size_t)j * ldb, *y1 = B + (size_t)(j + nj - 1) * ldb;
+      for (int l = 0; l < main_end; l += 64)
+        for (int q = 0; q < 4; q++) {
+          __m512 xa = _mm512_loadu_ps(x0 + l + 16 * q), xb = _mm512_loadu_ps(x1 + l + 16 * q);
+          __m512 ya = _mm512_loadu_ps(y0 + l + 16 * q), yb = _mm512_loadu_ps(y1 + l + 16 * q);
+          acc[0][0][q] = _mm512_fmadd_ps(xa, ya, acc[0][0][q]);
+          acc[0][1][q] = _mm512_fmadd_ps(xa, yb, acc[0][1][q]);
+          acc[1][0][q] = _mm512_fmadd_ps(xb, ya, acc[1][0][q]);
+          acc[1][1][q] = _mm512_fmadd_ps(xb, yb, acc[1][1][q]);
+        }
+      for (int a = 0; a < ni; a++)
+        for (int b = 0; b < nj; b++) {
+          const float *x = a ? x1 : x0, *y = b ? y1 : y0;
+          float s = fold_main(acc[a][b][0], acc[a][b][1], acc[a][b][2], acc[a][b][3]);
+          float v = alpha * gm_dot_f32arith_tail(x, y, K, s);
+          C[(size_t)(i + a) * ldc + j + b] = bias ? bias[j + b] + v : v;
+        }
+    }
+  }
+}

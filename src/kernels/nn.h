@@ -11,6 +11,9 @@
 
 // x[i] = round_to_dt(x[i]) in place (RNE; the identity for f32). dt is F32, F16 or BF16.
 void gm_round_inplace(gm_dtype dt, float *x, size_t n);
+// y[i] = bits of x[i] rounded to dt (F16 or BF16, RNE); and back, exactly.
+void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n);
+void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
 
 // C[M, N] (row stride ldc) = A[M, K] (stride lda) @ op(B) [+ bias[N]], f32 in, f32 out.
 // op(B) = B [K, N] (stride ldb) or, with trans_b, B^T for B [N, K] (stride ldb).

@@ -27,9 +27,9 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
     if (dt == GM_F32 || n == 0) return gm_gelu_fwd(s, GM_F32, x, y, n, threads);
     uint16_t *bx = malloc(n * sizeof(uint16_t)), *by = malloc(n * sizeof(uint16_t));
     if (!bx || !by) { free(bx); free(by); return gm_fail("out of memory for the activation (%zu values)", n); }
-    for (size_t i = 0; i < n; i++) bx[i] = dt == GM_F16 ? gm_f32_to_f16(x[i]) : gm_f32_to_bf16(x[i]);
+    gm_f32_to_dtype_buf(dt, x, bx, n);
     int rc = gm_gelu_fwd(s, dt, bx, by, n, mode == MODE_TORCH_CPU ? 1 : threads);
-    for (size_t i = 0; !rc && i < n; i++) y[i] = dt == GM_F16 ? gm_f16_to_f32(by[i]) : gm_bf16_to_f32(by[i]);
+    if (!rc) gm_dtype_to_f32_buf(dt, by, y, n);
     free(bx);
     free(by);
     return rc;

@@ -1,5 +1,6 @@
 // GPT-2 weights: layout, load from safetensors (validated names and shapes), random init, save.
 #include "gptmeg/model.h"
+#include "kernels/nn.h"
 #include "gptmeg/safetensors.h"
 
 #include <errno.h>
@@ -241,7 +242,7 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
     return gm_fail("the checkpoint is %s and cannot run in %s: %s", gm_dtype_name(m->file_dtype), gm_dtype_name(dt),
                    m->file_dtype == GM_BF16 ? "f16 has 5 exponent bits, so bf16 weights would overflow or lose range"
                                             : "bf16 has 8 significand bits, so f16 weights would be rounded again");
-  for (uint64_t i = 0; i < m->n_params; i++) m->storage[i] = gm_round_f32(dt, m->storage[i]);
+  gm_round_inplace(dt, m->storage, (size_t)m->n_params);
   m->dtype = dt;
   return 0;
 }

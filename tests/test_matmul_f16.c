@@ -1,0 +1,81 @@
+// gm_matmul_f16_torch against PyTorch 2.15 CPU (tools/ref/gen_matmul_goldens.py), bit for bit, in
+// both summation orders (B as stored, B transposed), with bias and alpha, for K below, at and above
+// the 64-element blocks; and 1 vs 2 threads.
+#include "gptmeg/safetensors.h"
+#include "harness.h"
+#include "kernels/nn.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GOLDEN GPTMEG_SOURCE_DIR "/tests/golden/matmul/f16.safetensors"
+
+static float *get(const gm_safetensors *st, int s, const char *what, int64_t *d0, int64_t *d1) {
+  char name[64];
+  snprintf(name, sizeof name, "s%d.%s", s, what);
+  const gm_st_tensor *t = gm_st_find(st, name);
+  if (!t) return NULL;
+  float *x = malloc(t->numel * sizeof(float));
+  gm_st_read_f32(t, x);
+  if (d0) *d0 = t->shape[0];
+  if (d1) *d1 = t->ndim > 1 ? t->shape[1] : 1;
+  return x;
+}
+
+static int count_diff(const float *a, const float *b, size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return bad;
+}
+
+static void run_all(const char *isa);
+
+int main(void) {
+  static const char *isas[] = {"avx512", "avx2", "scalar"};
+  for (int i = 0; i < 3; i++) {
+    setenv("GPTMEG_SIMD", isas[i], 1); // capped by what the CPU has
+    printf("  GPTMEG_SIMD=%s\n", isas[i]);
+    run_all(isas[i]);
+  }
+  unsetenv("GPTMEG_SIMD");
+  return test_done("test_matmul_f16");
+}
+
+static void run_all(const char *isa) {
+  gm_safetensors st;
+  if (gm_st_open(&st, GOLDEN)) { CHECK(0, "%s", gm_errmsg()); return; }
+  const float alpha = (float)0.35355339059327373;
+  int shapes = 0;
+  for (int s = 0;; s++) {
+    int64_t M, K, N, k2;
+    float *A = get(&st, s, "A", &M, &K);
+    if (!A) break;
+    shapes++;
+    float *B = get(&st, s, "B", &k2, &N), *Bt = get(&st, s, "Bt", NULL, NULL), *bias = get(&st, s, "bias", NULL, NULL);
+    size_t n = (size_t)M * N;
+    float *C = malloc(n * sizeof(float)), *C2 = malloc(n * sizeof(float));
+    struct { const char *name; bool trans; bool with_bias; float alpha; } cases[] = {
+        {"addmm", false, true, 1.0f}, {"matmul", false, false, 1.0f}, {"matmul_t", true, false, 1.0f},
+        {"linear", true, true, 1.0f}, {"baddbmm_t", true, false, alpha}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+      float *ref = get(&st, s, cases[c].name, NULL, NULL);
+      for (int threads = 1; threads <= 2; threads++) {
+        gm_matmul_f16_torch(A, (int)K, cases[c].trans ? Bt : B, cases[c].trans ? (int)K : (int)N, cases[c].trans,
+                            cases[c].with_bias ? bias : NULL, cases[c].alpha, C, (int)N, (int)M, (int)N, (int)K, threads);
+        gm_round_inplace(GM_F16, C, n);
+        int bad = count_diff(C, ref, n);
+        CHECK(bad == 0, "%s: shape %d (M %lld, K %lld, N %lld) %s, %d threads: %d of %zu differ from torch", isa, s, (long long)M,
+              (long long)K, (long long)N, cases[c].name, threads, bad, n);
+        if (threads == 1) memcpy(C2, C, n * sizeof(float));
+        else CHECK(memcmp(C, C2, n * sizeof(float)) == 0, "shape %d %s: threads change the bits", s, cases[c].name);
+      }
+      free(ref);
+    }
+    printf("  shape %d: M %lld K %lld N %lld, 5 products bit-identical to torch\n", s, (long long)M, (long long)K, (long long)N);
+    free(A); free(B); free(Bt); free(bias); free(C); free(C2);
+  }
+  CHECK(shapes >= 7, "only %d shapes in %s", shapes, GOLDEN);
+  gm_st_close(&st);
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""f16 matmul goldens from PyTorch CPU (one thread) for tests/test_matmul_f16.c.
+
+For each shape (M, K, N) the file holds random f16 operands and what torch returns for
+  addmm(bias, A, B), matmul(A, B)                    B as stored [K, N]
+  matmul(A, Bt.T), linear(A, Bt, bias),
+  baddbmm(empty, A[None], Bt.T[None], beta=0, alpha) B transposed (Bt is [N, K])
+so gm_matmul_f16_torch is checked bit for bit in both of its orders, with and without bias and
+alpha, for K below, at and above the 64-element blocks of the transposed order.
+Writes tests/golden/matmul/f16.safetensors. Run from the repo root.
+"""
+import json
+import os
+import sys
+
+import torch
+from safetensors.torch import save_file
+
+OUT = os.path.join("tests", "golden", "matmul")
+SHAPES = [(5, 8, 7), (9, 37, 20), (6, 64, 17), (7, 100, 33), (4, 768, 50), (3, 200, 3), (10, 130, 16)]
+ALPHA = 0.35355339059327373  # 1/sqrt(8), as transformers' scale_factor
+
+
+def main():
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(11)
+    t = {}
+    for i, (m, k, n) in enumerate(SHAPES):
+        a = torch.randn(m, k, generator=gen).half()
+        b = (torch.randn(k, n, generator=gen) / k ** 0.5).half()
+        bt = (torch.randn(n, k, generator=gen) / k ** 0.5).half()
+        bias = (0.1 * torch.randn(n, generator=gen)).half()
+        p = f"s{i}."
+        t[p + "A"], t[p + "B"], t[p + "Bt"], t[p + "bias"] = a, b, bt, bias
+        t[p + "addmm"] = torch.addmm(bias, a, b)
+        t[p + "matmul"] = torch.matmul(a, b)
+        t[p + "matmul_t"] = torch.matmul(a, bt.T)
+        t[p + "linear"] = torch.nn.functional.linear(a, bt, bias)
+        t[p + "baddbmm_t"] = torch.baddbmm(torch.empty(1, m, n, dtype=torch.half), a[None], bt.T[None], beta=0,
+                                           alpha=ALPHA)[0]
+    os.makedirs(OUT, exist_ok=True)
+    save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(OUT, "f16.safetensors"),
+              metadata={"torch": torch.__version__, "shapes": json.dumps(SHAPES), "alpha": repr(ALPHA)})
+    print(f"gen_matmul_goldens: {len(SHAPES)} shapes -> {OUT}/f16.safetensors")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
