@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { STRIP = 16 }; // columns per work item (the AVX-512 strip kernel's width)
+enum { STRIP = 32 }; // columns per work item (the AVX-512 strip kernel's width)
 
 void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
@@ -125,7 +125,7 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads)
   {
-    float *Bs = aligned_alloc(64, (size_t)(K > 0 ? K : 1) * STRIP * sizeof(float)); // STRIP floats = 64 bytes
+    float *Bs = aligned_alloc(64, (size_t)(K > 0 ? K : 1) * STRIP * sizeof(float)); // rows of 128 bytes
 #pragma omp for schedule(dynamic, 4)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;

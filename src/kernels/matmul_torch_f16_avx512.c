@@ -13,49 +13,59 @@ static inline __m512 finish(__m512 p0, __m512 p1, __m512 p2, __m512 p3, __m512 v
   return has_bias ? _mm512_add_ps(vb, v) : v;
 }
 
+// Rows r0..r0+R-1 (R <= 3) against the 32 columns of Bs [K, 32] (two 16-lane halves).
+static inline void dot4_rows32(const float *A, int lda, const float *Bs, int R, int K, __m512 va, __m512 vb0, __m512 vb1,
+                               __mmask16 m0, __mmask16 m1, int has_bias, float *C, int ldc) {
+  __m512 p[3][2][4];
+  #pragma GCC unroll 4
+  for (int r = 0; r < 3; r++)
+    #pragma GCC unroll 4
+    for (int h = 0; h < 2; h++)
+      #pragma GCC unroll 4
+      for (int k = 0; k < 4; k++) p[r][h][k] = _mm512_setzero_ps();
+  const float *a0 = A, *a1 = A + (R > 1 ? lda : 0), *a2 = A + (R > 2 ? 2 * (size_t)lda : 0);
+  int K4 = K & ~3;
+  for (int l = 0; l < K4; l += 4) {
+    #pragma GCC unroll 4
+    for (int k = 0; k < 4; k++) {
+      __m512 b0 = _mm512_load_ps(Bs + (size_t)(l + k) * 32), b1 = _mm512_load_ps(Bs + (size_t)(l + k) * 32 + 16);
+      __m512 x0 = _mm512_set1_ps(a0[l + k]), x1 = _mm512_set1_ps(a1[l + k]), x2 = _mm512_set1_ps(a2[l + k]);
+      p[0][0][k] = _mm512_fmadd_ps(x0, b0, p[0][0][k]);
+      p[0][1][k] = _mm512_fmadd_ps(x0, b1, p[0][1][k]);
+      p[1][0][k] = _mm512_fmadd_ps(x1, b0, p[1][0][k]);
+      p[1][1][k] = _mm512_fmadd_ps(x1, b1, p[1][1][k]);
+      p[2][0][k] = _mm512_fmadd_ps(x2, b0, p[2][0][k]);
+      p[2][1][k] = _mm512_fmadd_ps(x2, b1, p[2][1][k]);
+    }
+  }
+  for (int l = K4; l < K; l++) {
+    __m512 b0 = _mm512_load_ps(Bs + (size_t)l * 32), b1 = _mm512_load_ps(Bs + (size_t)l * 32 + 16);
+    __m512 x0 = _mm512_set1_ps(a0[l]), x1 = _mm512_set1_ps(a1[l]), x2 = _mm512_set1_ps(a2[l]);
+    p[0][0][0] = _mm512_fmadd_ps(x0, b0, p[0][0][0]);
+    p[0][1][0] = _mm512_fmadd_ps(x0, b1, p[0][1][0]);
+    p[1][0][0] = _mm512_fmadd_ps(x1, b0, p[1][0][0]);
+    p[1][1][0] = _mm512_fmadd_ps(x1, b1, p[1][1][0]);
+    p[2][0][0] = _mm512_fmadd_ps(x2, b0, p[2][0][0]);
+    p[2][1][0] = _mm512_fmadd_ps(x2, b1, p[2][1][0]);
+  }
+  #pragma GCC unroll 4
+  for (int r = 0; r < R; r++) {
+    _mm512_mask_storeu_ps(C + (size_t)r * ldc, m0, finish(p[r][0][0], p[r][0][1], p[r][0][2], p[r][0][3], va, vb0, has_bias));
+    if (m1) _mm512_mask_storeu_ps(C + (size_t)r * ldc + 16, m1, finish(p[r][1][0], p[r][1][1], p[r][1][2], p[r][1][3], va, vb1, has_bias));
+  }
+}
+
+// C[:, strip] = alpha * A @ Bs (+ bias) for the ncols (<= 32) valid columns of Bs [K, 32].
 void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc) {
-  __mmask16 mask = (__mmask16)((1u << ncols) - 1u);
+  int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
+  __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);
   __m512 va = _mm512_set1_ps(alpha);
-  __m512 vb = bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
-  int K4 = K & ~3;
-  int i = 0;
-  for (; i + 4 <= M; i += 4) {
-    const float *a0 = A + (size_t)i * lda, *a1 = a0 + lda, *a2 = a1 + lda, *a3 = a2 + lda;
-    __m512 p[4][4];
-    for (int r = 0; r < 4; r++)
-      for (int k = 0; k < 4; k++) p[r][k] = _mm512_setzero_ps();
-    for (int l = 0; l < K4; l += 4) {
-      for (int k = 0; k < 4; k++) {
-        __m512 b = _mm512_load_ps(Bs + (size_t)(l + k) * 16);
-        p[0][k] = _mm512_fmadd_ps(_mm512_set1_ps(a0[l + k]), b, p[0][k]);
-        p[1][k] = _mm512_fmadd_ps(_mm512_set1_ps(a1[l + k]), b, p[1][k]);
-        p[2][k] = _mm512_fmadd_ps(_mm512_set1_ps(a2[l + k]), b, p[2][k]);
-        p[3][k] = _mm512_fmadd_ps(_mm512_set1_ps(a3[l + k]), b, p[3][k]);
-      }
-    }
-    for (int l = K4; l < K; l++) {
-      __m512 b = _mm512_load_ps(Bs + (size_t)l * 16);
-      p[0][0] = _mm512_fmadd_ps(_mm512_set1_ps(a0[l]), b, p[0][0]);
-      p[1][0] = _mm512_fmadd_ps(_mm512_set1_ps(a1[l]), b, p[1][0]);
-      p[2][0] = _mm512_fmadd_ps(_mm512_set1_ps(a2[l]), b, p[2][0]);
-      p[3][0] = _mm512_fmadd_ps(_mm512_set1_ps(a3[l]), b, p[3][0]);
-    }
-    for (int r = 0; r < 4; r++)
-      _mm512_mask_storeu_ps(C + (size_t)(i + r) * ldc, mask, finish(p[r][0], p[r][1], p[r][2], p[r][3], va, vb, bias != NULL));
-  }
-  for (; i < M; i++) {
-    const float *a0 = A + (size_t)i * lda;
-    __m512 p0 = _mm512_setzero_ps(), p1 = p0, p2 = p0, p3 = p0;
-    for (int l = 0; l < K4; l += 4) {
-      p0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[l]), _mm512_load_ps(Bs + (size_t)l * 16), p0);
-      p1 = _mm512_fmadd_ps(_mm512_set1_ps(a0[l + 1]), _mm512_load_ps(Bs + (size_t)(l + 1) * 16), p1);
-      p2 = _mm512_fmadd_ps(_mm512_set1_ps(a0[l + 2]), _mm512_load_ps(Bs + (size_t)(l + 2) * 16), p2);
-      p3 = _mm512_fmadd_ps(_mm512_set1_ps(a0[l + 3]), _mm512_load_ps(Bs + (size_t)(l + 3) * 16), p3);
-    }
-    for (int l = K4; l < K; l++) p0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[l]), _mm512_load_ps(Bs + (size_t)l * 16), p0);
-    _mm512_mask_storeu_ps(C + (size_t)i * ldc, mask, finish(p0, p1, p2, p3, va, vb, bias != NULL));
-  }
+  __m512 vb0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
+  __m512 vb1 = bias && n1 ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+  for (int i = 0; i < M; i += 3)
+    dot4_rows32(A + (size_t)i * lda, lda, Bs, M - i < 3 ? M - i : 3, K, va, vb0, vb1, m0, m1, bias != NULL,
+                C + (size_t)i * ldc, ldc);
 }
 
 // The transposed-B order of matmul_torch_f16.c with AVX-512: ATen's eight 8-lane registers of a
@@ -78,30 +88,37 @@ void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int l
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
                                   float *C, int ldc, int i0, int i1, int j0, int j1, int K) {
   int main_end = K & ~63;
-  for (int i = i0; i < i1; i += 2) {
-    int ni = i + 1 < i1 ? 2 : 1;
-    for (int j = j0; j < j1; j += 2) {
-      int nj = j + 1 < j1 ? 2 : 1;
-      __m512 acc[2][2][4];
+  for (int j = j0; j < j1; j += 3) {
+    int nj = j1 - j < 3 ? j1 - j : 3;
+    const float *ys[3] = {B + (size_t)j * ldb, B + (size_t)(j + (nj > 1)) * ldb, B + (size_t)(j + (nj > 2) * 2) * ldb};
+    for (int i = i0; i < i1; i += 2) {
+      int ni = i + 1 < i1 ? 2 : 1;
+      const float *xs[2] = {A + (size_t)i * lda, A + (size_t)(i + ni - 1) * lda};
+      __m512 acc[2][3][4];
+#pragma GCC unroll 2
       for (int a = 0; a < 2; a++)
-        for (int b = 0; b < 2; b++)
+#pragma GCC unroll 3
+        for (int b = 0; b < 3; b++)
+#pragma GCC unroll 4
           for (int q = 0; q < 4; q++) acc[a][b][q] = _mm512_setzero_ps();
-      const float *x0 = A + (size_t)i * lda, *x1 = A + (size_t)(i + ni - 1) * lda;
-      const float *y0 = B + (size_t)j * ldb, *y1 = B + (size_t)(j + nj - 1) * ldb;
-      for (int l = 0; l < main_end; l += 64)
+      for (int l = 0; l < main_end; l += 64) {
+#pragma GCC unroll 4
         for (int q = 0; q < 4; q++) {
-          __m512 xa = _mm512_loadu_ps(x0 + l + 16 * q), xb = _mm512_loadu_ps(x1 + l + 16 * q);
-          __m512 ya = _mm512_loadu_ps(y0 + l + 16 * q), yb = _mm512_loadu_ps(y1 + l + 16 * q);
-          acc[0][0][q] = _mm512_fmadd_ps(xa, ya, acc[0][0][q]);
-          acc[0][1][q] = _mm512_fmadd_ps(xa, yb, acc[0][1][q]);
-          acc[1][0][q] = _mm512_fmadd_ps(xb, ya, acc[1][0][q]);
-          acc[1][1][q] = _mm512_fmadd_ps(xb, yb, acc[1][1][q]);
+          __m512 x0 = _mm512_loadu_ps(xs[0] + l + 16 * q), x1 = _mm512_loadu_ps(xs[1] + l + 16 * q);
+#pragma GCC unroll 3
+          for (int b = 0; b < 3; b++) {
+            __m512 y = _mm512_loadu_ps(ys[b] + l + 16 * q);
+            acc[0][b][q] = _mm512_fmadd_ps(x0, y, acc[0][b][q]);
+            acc[1][b][q] = _mm512_fmadd_ps(x1, y, acc[1][b][q]);
+          }
         }
+      }
       for (int a = 0; a < ni; a++)
         for (int b = 0; b < nj; b++) {
-          const float *x = a ? x1 : x0, *y = b ? y1 : y0;
-          float s = fold_main(acc[a][b][0], acc[a][b][1], acc[a][b][2], acc[a][b][3]);
-          float v = alpha * gm_dot_f32arith_tail(x, y, K, s);
+          float sum = fold_main(acc[a][b][0], acc[a][b][1], acc[a][b][2], acc[a][b][3]);
+          // no rest: ATen still adds the (zero) folded rest register, which turns -0 into +0
+          sum = main_end != K ? gm_dot_f32arith_tail(xs[a], ys[b], K, sum) : sum + 0.0f;
+          float v = alpha * sum;
           C[(size_t)(i + a) * ldc + j + b] = bias ? bias[j + b] + v : v;
         }
     }

@@ -26,3 +26,27 @@ void gm_round_f16_buf_f16c(float *x, size_t n) {
     _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT)));
   for (; i < n; i++) x[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
 }
+
+// bf16 rounding of f32 values in place (RNE on the bit pattern; NaN stays a quiet NaN with its
+// sign, as gm_f32_to_bf16), 8 lanes of integer arithmetic.
+void gm_round_bf16_buf_avx2(float *x, size_t n);
+void gm_round_bf16_buf_avx2(float *x, size_t n) {
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+  const __m256i half = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), hi = _mm256_set1_epi32((int)0xffff0000u);
+  const __m256i quiet = _mm256_set1_epi32(0x00400000);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256i u = _mm256_loadu_si256((const __m256i *)(x + i));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs_mask), inf);
+    __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    __m256i r = _mm256_and_si256(_mm256_add_epi32(_mm256_add_epi32(u, half), odd), hi);
+    __m256i q = _mm256_and_si256(_mm256_or_si256(u, quiet), hi);
+    _mm256_storeu_si256((__m256i *)(x + i), _mm256_blendv_epi8(r, q, nan));
+  }
+  for (; i < n; i++) {
+    uint32_t u;
+    __builtin_memcpy(&u, x + i, 4);
+    u = (u & 0x7fffffffu) > 0x7f800000u ? (u | 0x00400000u) & 0xffff0000u : (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    __builtin_memcpy(x + i, &u, 4);
+  }
+}
