@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CLI tests for gptmeg init / info / logits (and the generate / eval placeholders).
+# CLI tests for gptmeg init / info / logits (generate and eval: cli_generate.sh, cli_eval.sh).
 # Usage: bash tests/cli_model.sh path/to/gptmeg   (from the repo root)
 set -u
 G=${1:?usage: cli_model.sh path/to/gptmeg}
@@ -96,8 +96,8 @@ expect 2 "bad threads" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --ou
 expect 2 "missing --out" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy"
 ls "$T" | grep -qE '^o[0-9]|tmp\.' && bad "failed runs left files: $(ls "$T")" || ok "no half-written outputs"
 
-expect 1 "generate placeholder" "$G" generate
-expect 1 "eval placeholder" "$G" eval
+expect 2 "generate without arguments" "$G" generate
+expect 2 "eval without arguments" "$G" eval
 expect 0 "logits --help" "$G" logits --help
 
 echo "cli_model: $fails failed"

@@ -167,6 +167,78 @@ int gm_gpt2_forward_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *k
 int gm_gpt2_forward(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens, int B, int T, float *logits,
                     int threads);
 
+// ---- generation and evaluation ----------------------------------------------------------------
+// Sampling of the next token from one row of logits [V], in HF transformers' warper order:
+// temperature, then top-k, then top-p. temperature 0 is greedy: argmax, the lowest id on ties.
+typedef struct {
+  double temperature; // 0: greedy; > 0: logits / temperature
+  int top_k;          // 0: off; else keep the k largest (exactly k: ties at the k-th value by lower id)
+  double top_p;       // 1: off; else keep the smallest set, largest first, whose probability sum >= top_p
+  uint64_t seed;      // gm_rng seed for the draws (greedy draws nothing)
+} gm_sample_params;
+
+typedef struct {
+  gm_sample_params p;
+  gm_rng rng;
+  int V;
+  double *prob;       // scratch [2V]
+  int32_t *idx;       // scratch [V]
+} gm_sampler;
+
+// Checks p (temperature >= 0 and finite, top_k >= 0, 0 < top_p <= 1) and allocates scratch for V.
+int gm_sampler_init(gm_sampler *s, const gm_sample_params *p, int V);
+// The next token id for logits [V] (f32; NaN logits are an error). Advances the sampler's rng by
+// one draw when temperature > 0. Returns 0 and sets *token, or fails.
+int gm_sampler_next(gm_sampler *s, const float *logits, int32_t *token);
+void gm_sampler_free(gm_sampler *s);
+
+typedef enum {
+  GM_STOP_MAX_NEW = 0, // max_new tokens produced
+  GM_STOP_POSITIONS,   // the sequence reached n_positions
+  GM_STOP_EOT,         // the end-of-text token was drawn (not passed to the callback)
+  GM_STOP_CALLBACK,    // the callback returned non-zero
+} gm_stop_reason;
+
+typedef struct {
+  int n_prompt, n_new;         // prompt tokens, tokens produced (passed to the callback)
+  gm_stop_reason stop;
+  double prefill_s, decode_s;  // wall time of the prompt's forward, of the decode steps
+} gm_generate_stats;
+
+// Called with each new token as soon as it is drawn; non-zero stops the generation (no error).
+typedef int (*gm_token_fn)(void *ctx, int32_t token);
+
+// Runs prompt [n_prompt] (1 <= n_prompt <= n_positions) through a KV cache, then draws up to
+// max_new (>= 0) tokens one at a time with the sampler, feeding each back through the cache.
+// Stops at max_new, when the sequence holds n_positions tokens, or when eot_id (< 0: none) is
+// drawn. The weights must be in p->dtype. Bits do not depend on threads.
+int gm_gpt2_generate(const gm_gpt2 *m, const gm_profile *p, const int32_t *prompt, int n_prompt, int max_new,
+                     gm_sampler *s, int32_t eot_id, int threads, gm_token_fn on_token, void *ctx,
+                     gm_generate_stats *stats);
+
+// Perplexity by transformers' sliding-window recipe (docs "Perplexity of fixed-length models"):
+// windows [begin, min(begin + ctx, n)) for begin = 0, stride, 2*stride, ... up to the window that
+// reaches n. Each window's targets are its last trg_len = end - prev_end tokens; the model's label
+// shift then scores the positions j >= max(1, len - trg_len) of the window, and the window's nll is
+// the mean of -log_softmax(logits[j-1])[x_j] over them. Like the recipe, the window counts
+// trg_len - 1 tokens (one fewer than it scores, except in the first window):
+// nll = sum(nll_w * (trg_len_w - 1)) / sum(trg_len_w - 1), ppl = exp(nll). Log-softmax in double
+// over the f32 logits, sums in double.
+typedef struct {
+  double ppl, nll;
+  int64_t n_tokens;  // sum of trg_len - 1: the recipe's token count (the divisor of nll)
+  int64_t n_scored;  // positions whose log-probability was computed
+  int n_windows, ctx, stride;
+} gm_ppl_result;
+
+// Called after each window with the tokens covered so far (end of the window) and the total.
+typedef void (*gm_progress_fn)(void *ctx, int64_t done, int64_t total);
+
+// tokens [n] (each in [0, V)), 2 <= ctx <= n_positions, 1 <= stride <= ctx, n >= 2. progress may
+// be NULL. The weights must be in p->dtype. Bits do not depend on threads.
+int gm_gpt2_perplexity(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens, int64_t n, int ctx, int stride,
+                       int threads, gm_progress_fn progress, void *progress_ctx, gm_ppl_result *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,6 @@
-// gptmeg init / info / logits (and placeholders for generate / eval until the tokenizer lands).
+// gptmeg init / info / logits (generate: cmd_generate.c, eval: cmd_eval.c).
 #include "cli/cli.h"
+#include "cli/cli_model.h"
 #include "gptmeg/config.h"
 #include "gptmeg/core.h"
 #include "gptmeg/model.h"
@@ -10,9 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-int cmd_generate(int argc, char **argv) { (void)argc; return cli_fail("'%s' is not implemented yet", argv[0]); }
-int cmd_eval(int argc, char **argv) { (void)argc; return cli_fail("'%s' is not implemented yet", argv[0]); }
 
 // ---- minimal .npy (private until include/gptmeg/npy.h exists) ---------------------------------
 // Reads a C-order little-endian int32/int64 2-D array [B, T] into int32 (values must fit).
@@ -102,21 +100,23 @@ static int npy_write_f32_3d(const char *path, const float *x, long d0, long d1, 
 // ---- init ------------------------------------------------------------------------------------
 static void init_help(FILE *f) {
   fprintf(f,
-          "usage: gptmeg init --config tiny|gpt2|FILE.json --seed S --out DIR\n"
+          "usage: gptmeg init --config tiny|gpt2|FILE.json --seed S --out DIR [--tokenizer TDIR]\n"
           "  Writes DIR/config.json + DIR/model.safetensors, initialised as transformers does\n"
           "  (N(0, 0.02) weights, c_proj N(0, 0.02/sqrt(2*n_layer)), biases 0, LayerNorm 1/0).\n"
-          "  tiny: 2 layers, n_embd 64, 4 heads, n_positions 128, vocab 50257; gpt2: the 124M shape.\n");
+          "  tiny: 2 layers, n_embd 64, 4 heads, n_positions 128, vocab 50257; gpt2: the 124M shape.\n"
+          "  --tokenizer TDIR copies TDIR/vocab.json and TDIR/merges.txt into DIR (for generate / eval).\n");
 }
 
 int cmd_init(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) { init_help(stdout); return CLI_OK; }
-  const char *cfg_s = NULL, *out = NULL;
+  const char *cfg_s = NULL, *out = NULL, *tokdir = NULL;
   long seed = 0;
   bool have_seed = false;
   for (int i = 1; i < argc; i++) {
     const char *v;
     if (strcmp(argv[i], "--config") == 0) { if (!(v = cli_value("init", argc, argv, &i))) return CLI_USAGE; cfg_s = v; }
     else if (strcmp(argv[i], "--out") == 0) { if (!(v = cli_value("init", argc, argv, &i))) return CLI_USAGE; out = v; }
+    else if (strcmp(argv[i], "--tokenizer") == 0) { if (!(tokdir = cli_value("init", argc, argv, &i))) return CLI_USAGE; }
     else if (strcmp(argv[i], "--seed") == 0) {
       if (!(v = cli_value("init", argc, argv, &i))) return CLI_USAGE;
       if (cli_parse_long("init", "--seed", v, 0, 0x7fffffffffffffffL, &seed)) return CLI_USAGE;
@@ -129,13 +129,23 @@ int cmd_init(int argc, char **argv) {
   if (strcmp(cfg_s, "tiny") == 0) gm_config_tiny(&cfg);
   else if (strcmp(cfg_s, "gpt2") == 0) gm_config_defaults(&cfg);
   else if (gm_config_load(cfg_s, &cfg)) return cli_fail("%s", gm_errmsg());
+  if (tokdir) { // check the tokenizer before writing anything
+    gm_tokenizer *t;
+    if (cli_load_tokenizer(NULL, tokdir, &t)) return cli_fail("%s", gm_errmsg());
+    int32_t tv = gm_tok_vocab_size(t);
+    gm_tok_free(t);
+    if (tv > cfg.vocab_size)
+      return cli_fail("the tokenizer in %s has %d tokens, more than the config's vocab_size %d", tokdir, tv, cfg.vocab_size);
+  }
   gm_gpt2 m;
   if (gm_gpt2_init_random(&m, &cfg, (uint64_t)seed)) return cli_fail("%s", gm_errmsg());
   int rc = gm_gpt2_save(&m, out);
+  if (!rc && tokdir) rc = cli_copy_tokenizer(tokdir, out);
   uint64_t np = m.n_params;
   gm_gpt2_free(&m);
   if (rc) return cli_fail("%s", gm_errmsg());
-  printf("wrote %s/config.json and %s/model.safetensors (%llu parameters, seed %ld)\n", out, out, (unsigned long long)np, seed);
+  printf("wrote %s/config.json and %s/model.safetensors (%llu parameters, seed %ld)%s\n", out, out, (unsigned long long)np, seed,
+         tokdir ? ", vocab.json and merges.txt" : "");
   return CLI_OK;
 }
 
