@@ -1,0 +1,99 @@
+"""Times transformers' GPT2LMHeadModel (eager attention, f32, PyTorch CPU) on the shape `gptmeg
+bench model` uses, runs `gptmeg bench model --json` in the same run, and prints both side by side
+for each thread count: GEMM GFLOP/s (torch.mm vs gptmeg's matmul), prefill tokens/s (one forward
+of --prefill tokens, best of 2), decode tokens/s (greedy steps through past_key_values after a
+--prompt-token prefill), and the ratio gptmeg / torch.
+
+  python3 bench/model_vs_torch.py --gptmeg build/gptmeg [--threads 1 2] [--config gpt2]
+"""
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--gptmeg", default="build/gptmeg")
+ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+ap.add_argument("--config", default="gpt2", choices=["gpt2", "tiny"])
+ap.add_argument("--prefill", type=int, default=512)
+ap.add_argument("--prompt", type=int, default=128)
+ap.add_argument("--decode", type=int, default=64)
+ap.add_argument("--gemm", type=int, default=2048)
+args = ap.parse_args()
+try:
+    import torch
+    import transformers
+    from transformers import GPT2Config, GPT2LMHeadModel
+except ImportError:
+    print("bench/model_vs_torch.py: PyTorch / transformers are not installed (pip install -r tools/ref/requirements.txt); skipped")
+    sys.exit(0)
+
+if args.config == "gpt2":
+    cfg = GPT2Config()
+else:  # gptmeg's tiny: 2 layers, n_embd 64, 4 heads, n_positions 128
+    cfg = GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=128)
+cfg._attn_implementation = "eager"
+torch.manual_seed(1)
+model = GPT2LMHeadModel(cfg).eval()
+assert model.config._attn_implementation == "eager"
+V = cfg.vocab_size
+ids = torch.randint(0, V, (1, max(args.prefill, args.prompt)))
+
+
+def torch_gemm(n):
+    a, b = torch.rand(n, n) - 0.5, torch.rand(n, n) - 0.5
+    best = 1e30
+    for _ in range(3):
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n ** 3 / best * 1e-9
+
+
+@torch.no_grad()
+def torch_prefill(T):
+    best = 1e30
+    for _ in range(2):
+        t0 = time.perf_counter()
+        model(ids[:, :T])
+        best = min(best, time.perf_counter() - t0)
+    return T / best
+
+
+@torch.no_grad()
+def torch_decode(prompt, steps):
+    out = model(ids[:, :prompt], use_cache=True)
+    past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        out = model(nxt, past_key_values=past, use_cache=True)
+        past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
+    return steps / (time.perf_counter() - t0)
+
+
+print(f"config {args.config}: prefill {args.prefill} tokens, decode {args.decode} after {args.prompt}, gemm {args.gemm}^3 f32; "
+      f"torch {torch.__version__}, transformers {transformers.__version__}")
+print(f"{'threads':>7} {'':>8} {'gemm GF/s':>10} {'prefill tok/s':>14} {'prefill % gemm':>15} {'decode tok/s':>13} {'decode ms/tok':>14}")
+for th in args.threads:
+    cmd = [args.gptmeg, "bench", "model", "--json", "--config", args.config, "--threads", str(th), "--prefill",
+           str(args.prefill), "--prompt", str(args.prompt), "--decode", str(args.decode), "--gemm", str(args.gemm)]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        print(res.stderr, file=sys.stderr)
+        sys.exit(1)
+    g = json.loads(res.stdout)
+    torch.set_num_threads(th)
+    tg = torch_gemm(args.gemm)
+    tp = torch_prefill(args.prefill)
+    td = torch_decode(args.prompt, args.decode)
+    tp_gf = g["prefill_gflops"] / g["prefill_tokens_per_s"] * tp  # same FLOP count per token
+    print(f"{th:7d} {'gptmeg':>8} {g['gemm_gflops']:10.1f} {g['prefill_tokens_per_s']:14.1f} {g['prefill_pct_of_gemm']:14.0f}% "
+          f"{g['decode_tokens_per_s']:13.1f} {g['decode_ms_per_token']:14.2f}")
+    print(f"{'':7} {'torch':>8} {tg:10.1f} {tp:14.1f} {100 * tp_gf / tg:14.0f}% {td:13.1f} {1e3 / td:14.2f}")
+    print(f"{'':7} {'ratio':>8} {g['gemm_gflops'] / tg:10.2f} {g['prefill_tokens_per_s'] / tp:14.2f} {'':>15} "
+          f"{g['decode_tokens_per_s'] / td:13.2f}")
+    sys.stdout.flush()
+print("ratio = gptmeg / torch (above 1: gptmeg faster). gptmeg memory (last run): VmHWM %.0f MiB, weights %.0f MiB, "
+      "KV %.0f MiB, logits %.0f MiB" % (g["vm_hwm_bytes"] / 2**20, g["weights_bytes"] / 2**20, g["kv_bytes_prefill"] / 2**20,
+                                        g["logits_bytes"] / 2**20))

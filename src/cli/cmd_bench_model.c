@@ -1,0 +1,200 @@
+// gptmeg bench model: GPT-2 prefill and KV-cache decode throughput on a random model built in
+// memory, against the f32 GEMM rate the forward's matmul reaches on this machine in the same run,
+// and resident memory against weights + KV cache. (Overrides the weak stub in cmd_bench.c.)
+#include "cli/cli.h"
+#include "gptmeg/config.h"
+#include "gptmeg/model.h"
+#include "kernels/nn.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *bench_model_help =
+    "usage: gptmeg bench model [--config gpt2|tiny|FILE.json] [--threads T] [--dtype f32|f16|bf16] [--json]\n"
+    "                          [--prefill N] [--prompt N] [--decode N] [--gemm N]\n"
+    "\n"
+    "Builds a random model of the config's shape in memory (default gpt2, the 124M shape; no files),\n"
+    "then times, in one run:\n"
+    "  gemm     the f32 matmul the forward uses (OpenBLAS sgemm single-threaded per tile, OpenMP over\n"
+    "           tiles) on square N x N x N (default 2048): GFLOP/s, the machine's reachable rate\n"
+    "  prefill  one forward of N tokens (default 512, B=1; best of 2): tokens/s, GFLOP/s, % of gemm\n"
+    "  decode   after a --prompt-token prefill (default 128), --decode single-token steps through the\n"
+    "           KV cache (default 64, greedy): tokens/s, ms/token\n"
+    "and reports VmHWM (peak resident memory) against weights + KV cache + logits bytes.\n"
+    "FLOPs count every multiply-add twice: the linear layers, q@k^T and p@v over the causal\n"
+    "triangle, and the lm_head over every position (the forward computes all logits).\n";
+
+// Peak resident set (VmHWM) of this process in bytes; -1 if /proc is unreadable.
+static long long vm_hwm(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  long long kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
+  fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+// FLOPs of a forward over T new positions after t0 cached ones (B=1).
+static double forward_flops(const gm_gpt2_config *c, int t0, int T) {
+  double D = c->n_embd, I = c->n_inner, V = c->vocab_size, L = c->n_layer;
+  double lin = 2.0 * T * (D * 3 * D + D * D + D * I + I * D);
+  double keys = 0; // sum over new positions of the keys each attends to
+  for (int t = 0; t < T; t++) keys += t0 + t + 1;
+  double att = 2.0 * 2.0 * keys * D; // q@k^T and p@v over all heads
+  return L * (lin + att) + 2.0 * T * D * V;
+}
+
+int cmd_bench_model(int argc, char **argv) {
+  if (cli_wants_help(argc, argv)) { fputs(bench_model_help, stdout); return CLI_OK; }
+  const char *cfg_s = "gpt2", *dts = "f32";
+  long threads = gm_threads_default(), prefill = 512, prompt = 128, decode = 64, gemm_n = 2048;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v;
+    if (!strcmp(a, "--json")) json = true;
+    else if (!strcmp(a, "--config")) { if (!(cfg_s = cli_value("bench model", argc, argv, &i))) return CLI_USAGE; }
+    else if (!strcmp(a, "--dtype")) { if (!(dts = cli_value("bench model", argc, argv, &i))) return CLI_USAGE; }
+    else if (!strcmp(a, "--threads")) {
+      if (!(v = cli_value("bench model", argc, argv, &i)) || cli_parse_long("bench model", a, v, 1, 1024, &threads)) return CLI_USAGE;
+    } else if (!strcmp(a, "--prefill")) {
+      if (!(v = cli_value("bench model", argc, argv, &i)) || cli_parse_long("bench model", a, v, 1, 1 << 20, &prefill)) return CLI_USAGE;
+    } else if (!strcmp(a, "--prompt")) {
+      if (!(v = cli_value("bench model", argc, argv, &i)) || cli_parse_long("bench model", a, v, 1, 1 << 20, &prompt)) return CLI_USAGE;
+    } else if (!strcmp(a, "--decode")) {
+      if (!(v = cli_value("bench model", argc, argv, &i)) || cli_parse_long("bench model", a, v, 1, 1 << 20, &decode)) return CLI_USAGE;
+    } else if (!strcmp(a, "--gemm")) {
+      if (!(v = cli_value("bench model", argc, argv, &i)) || cli_parse_long("bench model", a, v, 64, 8192, &gemm_n)) return CLI_USAGE;
+    } else return cli_usage_error("bench model", "unknown option '%s'", a);
+  }
+  gm_dtype dt;
+  if (gm_dtype_parse(dts, &dt) || dt == GM_F64 || dt == GM_I32 || dt == GM_I64)
+    return cli_usage_error("bench model", "--dtype must be f32, f16 or bf16");
+  gm_gpt2_config cfg;
+  if (!strcmp(cfg_s, "tiny")) gm_config_tiny(&cfg);
+  else if (!strcmp(cfg_s, "gpt2")) gm_config_defaults(&cfg);
+  else if (gm_config_load(cfg_s, &cfg)) return cli_fail("%s", gm_errmsg());
+  const int P = cfg.n_positions, V = cfg.vocab_size;
+  if (prefill > P) return cli_fail("--prefill %ld exceeds n_positions %d", prefill, P);
+  if (prompt + decode > P) return cli_fail("--prompt %ld + --decode %ld exceeds n_positions %d", prompt, decode, P);
+  gm_profile prof;
+  if (gm_profile_get("hf", dt, &prof)) return cli_fail("%s", gm_errmsg());
+
+  // 1. GEMM rate of the forward's f32 matmul (square, tiles over threads).
+  size_t nn = (size_t)gemm_n * gemm_n;
+  float *A = malloc(nn * sizeof(float)), *Bm = malloc(nn * sizeof(float)), *C = malloc(nn * sizeof(float));
+  if (!A || !Bm || !C) { free(A); free(Bm); free(C); return cli_fail("out of memory for %ld^2 matrices", gemm_n); }
+  gm_rng r;
+  gm_rng_seed(&r, 1);
+  for (size_t i = 0; i < nn; i++) { A[i] = (float)gm_rng_uniform(&r) - 0.5f; Bm[i] = (float)gm_rng_uniform(&r) - 0.5f; }
+  double t_gemm = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = gm_now_s();
+    gm_matmul_f32(A, (int)gemm_n, Bm, (int)gemm_n, false, NULL, 1.0f, C, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)threads);
+    double t = gm_now_s() - t0;
+    if (t < t_gemm) t_gemm = t;
+  }
+  double gemm_gflops = 2.0 * (double)gemm_n * gemm_n * gemm_n / t_gemm * 1e-9;
+  free(A); free(Bm); free(C);
+
+  // 2. The model, random, in memory.
+  double t0 = gm_now_s();
+  gm_gpt2 m;
+  if (gm_gpt2_init_random(&m, &cfg, 1)) return cli_fail("%s", gm_errmsg());
+  if (gm_gpt2_to_dtype(&m, dt)) { gm_gpt2_free(&m); return cli_fail("%s", gm_errmsg()); }
+  double t_init = gm_now_s() - t0;
+  int rc = 0;
+  int maxT = prefill > prompt ? (int)prefill : (int)prompt;
+  int32_t *tok = malloc((size_t)P * sizeof(int32_t));
+  float *logits = malloc((size_t)maxT * V * sizeof(float));
+  if (!tok || !logits) { rc = gm_fail("out of memory for logits [%d, %d]", maxT, V); goto done; }
+  for (int i = 0; i < P; i++) tok[i] = (int32_t)(gm_rng_u64(&r) % (uint64_t)V);
+
+  // 3. Prefill: best of 2 full forwards.
+  double t_prefill = 1e30;
+  for (int rep = 0; rep < 2 && !rc; rep++) {
+    t0 = gm_now_s();
+    rc = gm_gpt2_forward(&m, &prof, tok, 1, (int)prefill, logits, (int)threads);
+    double t = gm_now_s() - t0;
+    if (t < t_prefill) t_prefill = t;
+  }
+  if (rc) goto done;
+  double pf_flops = forward_flops(&cfg, 0, (int)prefill);
+
+  // 4. Decode: prompt through the cache, then single-token greedy steps.
+  gm_kv_cache kv;
+  if ((rc = gm_kv_init(&kv, &m, 1, (int)(prompt + decode)))) goto done;
+  rc = gm_gpt2_forward_cached(&m, &prof, &kv, tok, 1, (int)prompt, logits, (int)threads);
+  const float *last = logits + (size_t)(prompt - 1) * V;
+  double dec_flops = 0;
+  t0 = gm_now_s();
+  for (long s = 0; s < decode && !rc; s++) {
+    int32_t next = 0;
+    for (int i = 1; i < V; i++)
+      if (last[i] > last[next]) next = i;
+    dec_flops += forward_flops(&cfg, kv.len, 1);
+    rc = gm_gpt2_forward_cached(&m, &prof, &kv, &next, 1, 1, logits, (int)threads);
+    last = logits;
+  }
+  double t_decode = gm_now_s() - t0;
+  gm_kv_free(&kv);
+  if (rc) goto done;
+
+  long long hwm = vm_hwm();
+  double w_bytes = (double)m.n_params * 4;
+  double kv_prefill = 2.0 * cfg.n_layer * prefill * cfg.n_embd * 4, kv_decode = 2.0 * cfg.n_layer * (prompt + decode) * cfg.n_embd * 4;
+  double logit_bytes = (double)maxT * V * 4;
+  double pf_tps = prefill / t_prefill, pf_gf = pf_flops / t_prefill * 1e-9;
+  double dec_tps = decode / t_decode, dec_gf = dec_flops / t_decode * 1e-9;
+  double dec_gbs = w_bytes * decode / t_decode * 1e-9; // weights streamed once per token
+  if (json) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "config", cfg_s);
+    cJSON_AddStringToObject(o, "dtype", gm_dtype_name(dt));
+    cJSON_AddNumberToObject(o, "threads", (double)threads);
+    cJSON_AddNumberToObject(o, "params", (double)m.n_params);
+    cJSON_AddNumberToObject(o, "init_s", t_init);
+    cJSON_AddNumberToObject(o, "gemm_n", (double)gemm_n);
+    cJSON_AddNumberToObject(o, "gemm_gflops", gemm_gflops);
+    cJSON_AddNumberToObject(o, "prefill_tokens", (double)prefill);
+    cJSON_AddNumberToObject(o, "prefill_s", t_prefill);
+    cJSON_AddNumberToObject(o, "prefill_tokens_per_s", pf_tps);
+    cJSON_AddNumberToObject(o, "prefill_gflops", pf_gf);
+    cJSON_AddNumberToObject(o, "prefill_pct_of_gemm", 100 * pf_gf / gemm_gflops);
+    cJSON_AddNumberToObject(o, "decode_prompt", (double)prompt);
+    cJSON_AddNumberToObject(o, "decode_tokens", (double)decode);
+    cJSON_AddNumberToObject(o, "decode_s", t_decode);
+    cJSON_AddNumberToObject(o, "decode_tokens_per_s", dec_tps);
+    cJSON_AddNumberToObject(o, "decode_ms_per_token", 1e3 / dec_tps);
+    cJSON_AddNumberToObject(o, "decode_gflops", dec_gf);
+    cJSON_AddNumberToObject(o, "decode_weight_gb_per_s", dec_gbs);
+    cJSON_AddNumberToObject(o, "vm_hwm_bytes", (double)hwm);
+    cJSON_AddNumberToObject(o, "weights_bytes", w_bytes);
+    cJSON_AddNumberToObject(o, "kv_bytes_prefill", kv_prefill);
+    cJSON_AddNumberToObject(o, "kv_bytes_decode", kv_decode);
+    cJSON_AddNumberToObject(o, "logits_bytes", logit_bytes);
+    char *s = cJSON_PrintUnformatted(o);
+    printf("%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+  } else {
+    printf("model    %s, %s, %.1f M parameters (random, built in %.2f s), %ld thread(s)\n", cfg_s, gm_dtype_name(dt),
+           (double)m.n_params / 1e6, t_init, threads);
+    printf("gemm     %ldx%ldx%ld f32: %.1f GFLOP/s\n", gemm_n, gemm_n, gemm_n, gemm_gflops);
+    printf("prefill  %ld tokens: %.3f s, %.1f tokens/s, %.1f GFLOP/s = %.0f%% of gemm\n", prefill, t_prefill, pf_tps, pf_gf,
+           100 * pf_gf / gemm_gflops);
+    printf("decode   %ld tokens after a %ld-token prompt: %.1f tokens/s, %.2f ms/token, %.1f GFLOP/s, %.1f GB/s of weights\n",
+           decode, prompt, dec_tps, 1e3 / dec_tps, dec_gf, dec_gbs);
+    printf("memory   VmHWM %.1f MiB; weights %.1f MiB (f32) + KV %.1f MiB (prefill) + logits %.1f MiB = %.1f MiB\n",
+           hwm / 1048576.0, w_bytes / 1048576.0, kv_prefill / 1048576.0, logit_bytes / 1048576.0,
+           (w_bytes + kv_prefill + logit_bytes) / 1048576.0);
+  }
+done:
+  free(tok);
+  free(logits);
+  gm_gpt2_free(&m);
+  return rc ? cli_fail("%s", gm_errmsg()) : CLI_OK;
+}
