@@ -6,6 +6,23 @@
 #include <omp.h>
 #include <stdlib.h>
 
+enum { TORCH_CHUNK = 16384 }; // a multiple of every vector step of ATen's GELU loops (at most 64)
+
+// torch-cpu GELU as PyTorch computes it on one thread (one contiguous run: vector steps, then the
+// scalar tail), evaluated in chunks on `threads` threads. Every chunk but the last is a whole number
+// of vector steps, so each element takes the path it takes in the one-thread run: same bits
+// (tests/test_profile.c checks chunked against one call).
+static int gelu_torch_one_thread(gm_gelu_spec s, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n, int threads) {
+  long chunks = (long)((n + TORCH_CHUNK - 1) / TORCH_CHUNK);
+  int rc = 0;
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(| : rc)
+  for (long c = 0; c < chunks; c++) {
+    size_t at = (size_t)c * TORCH_CHUNK, len = n - at < TORCH_CHUNK ? n - at : TORCH_CHUNK;
+    rc |= gm_gelu_fwd(s, dt, x + at, y + at, len, 1) != 0;
+  }
+  return rc ? gm_fail("GELU %s failed: %s", gm_gelu_variant_info(s.variant)->name, gm_errmsg()) : 0;
+}
+
 // y = act(x) for n values of dtype dt held in f32 buffers; GELU family through gm_gelu_fwd in
 // `mode` (f16/bf16 go through 16-bit buffers), relu and silu as torch computes them (silu in f32
 // opmath, one rounding).
@@ -28,7 +45,7 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
     uint16_t *bx = malloc(n * sizeof(uint16_t)), *by = malloc(n * sizeof(uint16_t));
     if (!bx || !by) { free(bx); free(by); return gm_fail("out of memory for the activation (%zu values)", n); }
     gm_f32_to_dtype_buf(dt, x, bx, n);
-    int rc = gm_gelu_fwd(s, dt, bx, by, n, mode == MODE_TORCH_CPU ? 1 : threads);
+    int rc = mode == MODE_TORCH_CPU ? gelu_torch_one_thread(s, dt, bx, by, n, threads) : gm_gelu_fwd(s, dt, bx, by, n, threads);
     if (!rc) gm_dtype_to_f32_buf(dt, by, y, n);
     free(bx);
     free(by);
