@@ -28,6 +28,11 @@ void gm_matmul_f32(const float *A, int lda, const float *B, int ldb, bool trans_
 // through the model goldens (tests/test_profile.c).
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads);
+// bf16 product in the order of AVX512-BF16 dot products (matmul_bf16.c: pairs of K, odd element
+// first, DAZ/FTZ), f32 accumulation, alpha * acc (+ bias); A and B hold bf16 values. The same bits
+// with or without the instructions, for any thread count.
+void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                    float *C, int ldc, int M, int N, int K, int threads);
 // Single sgemm on the calling thread (for callers that parallelise themselves).
 void gm_sgemm1(const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha, float beta, float *C,
                int ldc, int M, int N, int K);

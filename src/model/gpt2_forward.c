@@ -58,6 +58,7 @@ int gpt2_probe2(const gpt2_run *r, int layer, gm_point pt, float *data, int64_t 
 void gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                  float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (dt == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
+  else if (dt == GM_BF16) gm_matmul_bf16(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
   else if (threads == 1 && !bias) gm_sgemm1(A, lda, B, ldb, trans_b, alpha, 0.0f, C, ldc, M, N, K);
   else gm_matmul_f32(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
 }

@@ -17,7 +17,8 @@ typedef struct {
 } gpt2_run;
 
 // C[M, N] = alpha * A[M, K] @ op(B) (+ bias), f32 accumulation, not rounded: in PyTorch's
-// order for f16 (gm_matmul_f16_torch), OpenBLAS sgemm tiles otherwise (see nn.h).
+// order for f16 (gm_matmul_f16_torch), AVX512-BF16 pair order for bf16 (gm_matmul_bf16), OpenBLAS
+// sgemm tiles for f32 (see nn.h).
 void gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                  float alpha, float *C, int ldc, int M, int N, int K, int threads);
 
