@@ -31,7 +31,9 @@ report: all
 
 bench: all
 	$(BUILD)/gptmeg bench act
+	$(BUILD)/gptmeg bench model
 	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg
+	-$(PYTHON) bench/model_vs_torch.py --gptmeg $(BUILD)/gptmeg
 
 goldens: all
 	$(PYTHON) tools/ref/check_versions.py
