@@ -90,7 +90,7 @@ expect 1 "1-D tokens" "$G" logits --model "$M" --tokens-npy "$T/rank1.npy" --out
 cp -r "$M" "$T/badmodel"; head -c 5000 "$M/model.safetensors" >"$T/badmodel/model.safetensors"
 expect 1 "truncated checkpoint" "$G" logits --model "$T/badmodel" --tokens-npy "$T/tok32.npy" --out "$T/o8.npy"
 grep -q 'model.safetensors' "$T/err" && ok "checkpoint message names the file" || bad "checkpoint message: $(cat "$T/err")"
-expect 1 "f16 not built" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --out "$T/o9.npy" --dtype f16
+expect 1 "f64 refused (f16/bf16: cli_profile.sh)" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --out "$T/o9.npy" --dtype f64
 expect 1 "unknown profile" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --out "$T/o9.npy" --profile nope
 expect 2 "bad threads" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy" --out "$T/o9.npy" --threads 0
 expect 2 "missing --out" "$G" logits --model "$M" --tokens-npy "$T/tok32.npy"
