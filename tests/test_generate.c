@@ -56,6 +56,29 @@ static void test_sampler(void) {
   draw(lg, V, (gm_sample_params){0.5, 0, 0.6, 8}, 1000, c);
   CHECK(c[0] == 1000, "temperature then top-p: %d %d", c[0], c[1]);
 
+  // top-p over a large vocabulary (the nucleus spans more than the first ranked prefix of 256):
+  // every draw lies in the nucleus computed here by brute force, and its far end is reached
+  {
+    enum { BV = 3000 };
+    static float big[BV];
+    static int cnt[BV];
+    for (int i = 0; i < BV; i++) big[(i * 7) % BV] = -0.002f * (float)i; // rank i at id 7i mod BV
+    double z = 0, cum = 0;
+    for (int i = 0; i < BV; i++) z += exp((double)big[(i * 7) % BV]);
+    int nucleus = 0;
+    while (nucleus < BV && (cum += exp((double)big[(nucleus * 7) % BV]) / z) < 0.8) nucleus++;
+    nucleus++; // the token that reaches 0.8 is kept
+    draw(big, BV, (gm_sample_params){1.0, 0, 0.8, 12}, 20000, cnt);
+    int outside = 0, tail = 0;
+    for (int i = 0; i < BV; i++) {
+      int id = (i * 7) % BV;
+      if (i >= nucleus) outside += cnt[id];
+      else if (i >= nucleus - 50) tail += cnt[id];
+    }
+    CHECK(nucleus > 256 && outside == 0 && tail > 0, "top-p 0.8 over %d ids: nucleus %d, %d draws outside, %d in its last 50",
+          BV, nucleus, outside, tail);
+  }
+
   // greedy: the lowest id among equal maxima; top-k 1 is greedy
   float tie[6] = {0.5f, 2.0f, -1.0f, 2.0f, 2.0f, 1.9f};
   draw(tie, 6, (gm_sample_params){0.0, 0, 1.0, 9}, 10, c);

@@ -75,21 +75,33 @@ int gm_sampler_next(gm_sampler *s, const float *logits, int32_t *token) {
     if (z[i] > zmax) zmax = z[i];
   }
   if (isinf(zmax)) return gm_fail("logits are %s: nothing to sample", zmax > 0 ? "+inf" : "all -inf");
+  // Candidates: all V ids (w indexed by id), or the top-k ids best first (w indexed by rank).
   int n = V;
-  bool ranked = false;
-  if (s->p.top_k > 0 && s->p.top_k < V) { n = s->p.top_k; select_top(z, s->idx, V, n); ranked = true; }
-  if (s->p.top_p < 1 && !ranked) { select_top(z, s->idx, V, V); ranked = true; }
+  bool ranked = false, w_by_id = true;
+  if (s->p.top_k > 0 && s->p.top_k < V) { n = s->p.top_k; select_top(z, s->idx, V, n); ranked = true; w_by_id = false; }
   double sum = 0;
   for (int j = 0; j < n; j++) {
     w[j] = exp(z[ranked ? s->idx[j] : j] - zmax);
     sum += w[j];
   }
+#define W(j) (w_by_id ? w[s->idx[j]] : w[j])
   if (s->p.top_p < 1) { // smallest head whose probability reaches top_p; at least one token
+    if (!ranked) {      // rank a prefix only: 256, 4096, ... ids, until it holds the nucleus
+      for (int kk = V < 256 ? V : 256;; kk = kk * 16 < V ? kk * 16 : V) {
+        select_top(z, s->idx, V, kk);
+        double cum = 0;
+        int j = 0;
+        while (j < kk && (cum += W(j) / sum) < s->p.top_p) j++;
+        n = kk;
+        if (j < kk || kk == V) break;
+      }
+      ranked = true;
+    }
     double cum = 0, head = 0;
     int keep = 0;
     while (keep < n) {
-      cum += w[keep] / sum;
-      head += w[keep];
+      cum += W(keep) / sum;
+      head += W(keep);
       keep++;
       if (cum >= s->p.top_p) break;
     }
@@ -99,9 +111,10 @@ int gm_sampler_next(gm_sampler *s, const float *logits, int32_t *token) {
   double u = gm_rng_uniform(&s->rng) * sum, acc = 0;
   int pick = n - 1;
   for (int j = 0; j < n; j++) {
-    acc += w[j];
+    acc += ranked ? W(j) : w[j];
     if (u < acc) { pick = j; break; }
   }
+#undef W
   *token = ranked ? s->idx[pick] : pick;
   return 0;
 }
