@@ -31,7 +31,7 @@ static void test_sampler(void) {
   const int V = 5, N = 40000;
   // p = 0.5, 0.3, 0.2, 0, 0 (the last two -inf)
   float lg[5] = {logf(0.5f), logf(0.3f), logf(0.2f), -INFINITY, -INFINITY};
-  int c[5];
+  int c[8];
   draw(lg, V, (gm_sample_params){1.0, 0, 1.0, 1}, N, c);
   CHECK(freq_ok(c[0], N, 0.5) && freq_ok(c[1], N, 0.3) && freq_ok(c[2], N, 0.2) && c[3] == 0 && c[4] == 0,
         "T=1 counts %d %d %d %d %d", c[0], c[1], c[2], c[3], c[4]);
@@ -68,7 +68,7 @@ static void test_sampler(void) {
     int nucleus = 0;
     while (nucleus < BV && (cum += exp((double)big[(nucleus * 7) % BV]) / z) < 0.8) nucleus++;
     nucleus++; // the token that reaches 0.8 is kept
-    draw(big, BV, (gm_sample_params){1.0, 0, 0.8, 12}, 20000, cnt);
+    draw(big, BV, (gm_sample_params){1.0, 0, 0.8, 12}, 2000, cnt); // ~2% of the mass in the last 50
     int outside = 0, tail = 0;
     for (int i = 0; i < BV; i++) {
       int id = (i * 7) % BV;
