@@ -135,26 +135,29 @@ static void test_fidelity(void) {
 }
 
 // The model evaluates torch-cpu GELUs in chunks of whole vector steps on several threads; that must
-// equal one call over the whole tensor on one thread (PyTorch's one-thread run), for every variant.
+// equal one call over the whole tensor on one thread (PyTorch's one-thread run), for every variant
+// and dtype.
 static void test_chunked_gelu_equals_one_call(void) {
   const size_t n = 3 * 16384 + 1000 + 7;
-  uint16_t *x = malloc(n * 2), *y1 = malloc(n * 2), *y2 = malloc(n * 2);
+  uint16_t *x = malloc(n * 4), *y1 = malloc(n * 4), *y2 = malloc(n * 4); // room for f32
   gm_rng r;
   gm_rng_seed(&r, 5);
-  for (int d = 0; d < 2; d++) {
-    gm_dtype dt = d ? GM_BF16 : GM_F16;
+  for (int d = 0; d < 3; d++) {
+    gm_dtype dt = d == 0 ? GM_F16 : d == 1 ? GM_BF16 : GM_F32;
+    size_t es = gm_dtype_size(dt);
     for (size_t i = 0; i < n; i++) {
       float v = (float)(4.0 * gm_rng_normal(&r));
-      x[i] = dt == GM_F16 ? gm_f32_to_f16(v) : gm_f32_to_bf16(v);
+      if (dt == GM_F32) memcpy((char *)x + 4 * i, &v, 4);
+      else x[i] = dt == GM_F16 ? gm_f32_to_f16(v) : gm_f32_to_bf16(v);
     }
     for (int v = 0; v < GELU_N_VARIANTS; v++) {
       gm_gelu_spec s = {(gm_gelu_variant)v, MODE_TORCH_CPU};
       if (gm_gelu_fwd(s, dt, x, y1, n, 1)) continue; // not every variant has a torch-cpu form in every dtype
       for (size_t at = 0; at < n; at += 16384) {
         size_t len = n - at < 16384 ? n - at : 16384;
-        CHECK(gm_gelu_fwd(s, dt, x + at, y2 + at, len, 1) == 0, "%s", gm_errmsg());
+        CHECK(gm_gelu_fwd(s, dt, (char *)x + at * es, (char *)y2 + at * es, len, 1) == 0, "%s", gm_errmsg());
       }
-      CHECK(memcmp(y1, y2, n * 2) == 0, "%s %s: chunked torch-cpu GELU differs from one call",
+      CHECK(memcmp(y1, y2, n * es) == 0, "%s %s: chunked torch-cpu GELU differs from one call",
             gm_gelu_variant_info(s.variant)->name, gm_dtype_name(dt));
     }
   }

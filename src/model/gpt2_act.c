@@ -12,13 +12,14 @@ enum { TORCH_CHUNK = 16384 }; // a multiple of every vector step of ATen's GELU 
 // scalar tail), evaluated in chunks on `threads` threads. Every chunk but the last is a whole number
 // of vector steps, so each element takes the path it takes in the one-thread run: same bits
 // (tests/test_profile.c checks chunked against one call).
-static int gelu_torch_one_thread(gm_gelu_spec s, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n, int threads) {
+static int gelu_torch_one_thread(gm_gelu_spec s, gm_dtype dt, const void *x, void *y, size_t n, int threads) {
   long chunks = (long)((n + TORCH_CHUNK - 1) / TORCH_CHUNK);
+  size_t es = gm_dtype_size(dt);
   int rc = 0;
 #pragma omp parallel for schedule(static) num_threads(threads) reduction(| : rc)
   for (long c = 0; c < chunks; c++) {
     size_t at = (size_t)c * TORCH_CHUNK, len = n - at < TORCH_CHUNK ? n - at : TORCH_CHUNK;
-    rc |= gm_gelu_fwd(s, dt, x + at, y + at, len, 1) != 0;
+    rc |= gm_gelu_fwd(s, dt, (const char *)x + at * es, (char *)y + at * es, len, 1) != 0;
   }
   return rc ? gm_fail("GELU %s failed: %s", gm_gelu_variant_info(s.variant)->name, gm_errmsg()) : 0;
 }
@@ -41,7 +42,8 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
     return 0;
   case GM_ACT_GELU_FAMILY: {
     gm_gelu_spec s = {a.gelu, mode};
-    if (dt == GM_F32 || n == 0) return gm_gelu_fwd(s, GM_F32, x, y, n, threads);
+    if (dt == GM_F32 || n == 0)
+      return mode == MODE_TORCH_CPU ? gelu_torch_one_thread(s, GM_F32, x, y, n, threads) : gm_gelu_fwd(s, GM_F32, x, y, n, threads);
     uint16_t *bx = malloc(n * sizeof(uint16_t)), *by = malloc(n * sizeof(uint16_t));
     if (!bx || !by) { free(bx); free(by); return gm_fail("out of memory for the activation (%zu values)", n); }
     gm_f32_to_dtype_buf(dt, x, bx, n);

@@ -11,16 +11,16 @@ int gm_profile_get(const char *name, gm_dtype dt, gm_profile *out) {
   memset(out, 0, sizeof *out);
   if (dt != GM_F32 && dt != GM_F16 && dt != GM_BF16)
     return gm_fail("a model runs in f32, f16 or bf16, not %s", gm_dtype_name(dt));
-  // hf: current transformers, eager attention; the GELU formulas op by op, rounded to the dtype
-  // after each op as eager PyTorch does (eager mode: every op correctly rounded from opmath, so
-  // the bits do not depend on length or thread count).
+  // hf: current transformers, eager attention; the GELU formulas op by op as eager PyTorch runs
+  // them (the GELU library's torch-cpu mode, evaluated with PyTorch's one-thread split, so the
+  // bits do not depend on gptmeg's thread count).
   out->dtype = dt;
   out->layer_norm = GM_LN_NATIVE;
   out->scores = GM_SCORES_MATMUL_DIV;
   out->mask = GM_MASK_FINFO;
   out->softmax = GM_SOFTMAX_DTYPE;
   out->act_from_config = true;
-  out->gelu_mode = dt == GM_F32 ? MODE_EAGER : MODE_TORCH_CPU;
+  out->gelu_mode = MODE_TORCH_CPU;
   out->act_override = (gm_gelu_spec){GELU_MEGATRON, out->gelu_mode};
   out->honor_upcast_option = true;
   if (!strcmp(name, "hf")) {
