@@ -19,8 +19,8 @@ void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
 // op(B) = B [K, N] (stride ldb) or, with trans_b, B^T for B [N, K] (stride ldb).
 // Accumulation is OpenBLAS cblas_sgemm's (f32, its own K blocking); with a bias, C is first set
 // to the bias and sgemm runs with beta = 1, as torch.addmm(bias, x, w) does. alpha scales A@B.
-// Pieces: tiles of 256 rows x 256 columns, one sgemm each (sgemv for M = 1), so each call packs
-// only its own block of B and a one-row decode still splits across threads.
+// Pieces: tiles of 256 rows x 256 columns, one sgemm each, so each call packs only its own block of
+// B; a one-row product (decode) runs sgemv over slices of 1152 columns.
 void gm_matmul_f32(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                    float *C, int ldc, int M, int N, int K, int threads);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
