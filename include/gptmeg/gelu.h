@@ -61,6 +61,11 @@ int gm_gelu_fwd(gm_gelu_spec s, gm_dtype dt, const void *x, void *y, size_t n, i
 int gm_gelu_bwd(gm_gelu_spec s, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n,
                 int threads);
 
+// torch-cpu, op-by-op variants in f32: true when MKL's VML was loaded from GPTMEG_TORCH_MKL, so
+// torch.tanh/erf/exp (and with them gelu_new, gelu_python, ...) are bit for bit PyTorch's; false:
+// those three ops are computed in double and rounded to f32 (not promised bit exact).
+bool gm_gelu_torch_mkl_loaded(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,5 +1,5 @@
 // torch-cpu mode: routes each variant to the emulation of the PyTorch code path it takes.
-#include "kernels/gelu_impl.h"
+#include "kernels/gelu_ops.h"
 
 static bool is_aten_kernel(gm_gelu_variant v) {
   return v == GELU_ERF || v == GELU_PYTORCH_TANH || v == GELU_10;
@@ -14,3 +14,5 @@ int gelu_torch_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy
   return is_aten_kernel(v) ? gelu_torch_aten_bwd(v, dt, x, dy, dx, n, threads)
                            : gelu_torch_ops_bwd(v, dt, x, dy, dx, n, threads);
 }
+
+bool gm_gelu_torch_mkl_loaded(void) { return gelu_torch_ops_have_mkl(); }
