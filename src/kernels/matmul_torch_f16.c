@@ -21,15 +21,15 @@
 
 enum { STRIP = 32 }; // columns per work item (the AVX-512 strip kernel's width)
 
-void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
+void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
 float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
 float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
                                   float *C, int ldc, int i0, int i1, int j0, int j1, int K);
 
-// C[:, strip] for the columns of Bs [K, STRIP] (row stride STRIP; only ncols valid).
-static void dot4_strip_scalar(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
+// C[:, strip] for the ncols (<= STRIP) columns at B (row stride ldb).
+static void dot4_strip_scalar(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                               const float *bias, float *C, int ldc) {
   for (int i = 0; i < M; i++) {
     const float *a = A + (size_t)i * lda;
@@ -37,8 +37,8 @@ static void dot4_strip_scalar(const float *A, int lda, const float *Bs, int M, i
       float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       int l = 0;
       for (; l + 4 <= K; l += 4)
-        for (int k = 0; k < 4; k++) p[k] = p[k] + a[l + k] * Bs[(size_t)(l + k) * STRIP + j];
-      for (; l < K; l++) p[0] = p[0] + a[l] * Bs[(size_t)l * STRIP + j];
+        for (int k = 0; k < 4; k++) p[k] = p[k] + a[l + k] * B[(size_t)(l + k) * ldb + j];
+      for (; l < K; l++) p[0] = p[0] + a[l] * B[(size_t)l * ldb + j];
       float dot = ((p[0] + p[1]) + p[2]) + p[3];
       float v = alpha * dot;
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
@@ -89,7 +89,7 @@ static int isa_level(void) {
   return lvl;
 }
 
-typedef void (*strip_fn)(const float *, int, const float *, int, int, int, float, const float *, float *, int);
+typedef void (*strip_fn)(const float *, int, const float *, int, int, int, int, float, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
@@ -99,7 +99,7 @@ static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, 
   bool avx512 = isa == 2;
   int n_strips = (N + STRIP - 1) / STRIP;
   if (threads > n_strips) threads = n_strips;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
   for (int s = 0; s < n_strips; s++) {
     int j1 = (s + 1) * STRIP < N ? (s + 1) * STRIP : N;
     if (avx512) { // rows in blocks of 64 so the strip of B stays in L1
@@ -123,19 +123,9 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   strip_fn fn = isa_level() == 2 ? gm_dot4_strip_avx512 : dot4_strip_scalar;
   int n_strips = (N + STRIP - 1) / STRIP;
   if (threads > n_strips) threads = n_strips;
-#pragma omp parallel num_threads(threads)
-  {
-    float *Bs = aligned_alloc(64, (size_t)(K > 0 ? K : 1) * STRIP * sizeof(float)); // rows of 128 bytes
-#pragma omp for schedule(dynamic, 4)
-    for (int s = 0; s < n_strips; s++) {
-      int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-      for (int l = 0; l < K; l++) { // the strip of B as a contiguous [K, STRIP] block, zero-padded
-        float *dst = Bs + (size_t)l * STRIP;
-        memcpy(dst, B + (size_t)l * ldb + j0, (size_t)nc * sizeof(float));
-        for (int j = nc; j < STRIP; j++) dst[j] = 0.0f;
-      }
-      fn(A, lda, Bs, M, K, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
-    }
-    free(Bs);
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
+  for (int s = 0; s < n_strips; s++) {
+    int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+    fn(A, lda, B + j0, ldb, M, K, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
   }
 }

@@ -1,10 +1,10 @@
-// AVX-512 body of gm_matmul_f16_torch, B not transposed (order and contract in matmul_torch_f16.c): 16 columns per vector,
-// four rows at a time, four partial-sum vectors per row. FMA is exact-equivalent here because the
+// AVX-512 bodies of gm_matmul_f16_torch (order and contract in matmul_torch_f16.c). B as stored:
+// 32 columns (two vectors) by three rows at a time, four partial-sum vectors per row and half. FMA is exact-equivalent here because the
 // products of f16/bf16 values are exact in f32.
 #include <immintrin.h>
 #include <stddef.h>
 
-void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
+void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
 
 static inline __m512 finish(__m512 p0, __m512 p1, __m512 p2, __m512 p3, __m512 va, __m512 vb, int has_bias) {
@@ -13,9 +13,10 @@ static inline __m512 finish(__m512 p0, __m512 p1, __m512 p2, __m512 p3, __m512 v
   return has_bias ? _mm512_add_ps(vb, v) : v;
 }
 
-// Rows r0..r0+R-1 (R <= 3) against the 32 columns of Bs [K, 32] (two 16-lane halves).
-static inline void dot4_rows32(const float *A, int lda, const float *Bs, int R, int K, __m512 va, __m512 vb0, __m512 vb1,
-                               __mmask16 m0, __mmask16 m1, int has_bias, float *C, int ldc) {
+// Rows r0..r0+R-1 (R <= 3) against up to 32 columns of B (row stride ldb; two 16-lane halves whose
+// valid lanes are m0, m1).
+static inline void dot4_rows32(const float *A, int lda, const float *B, int ldb, int R, int K, __m512 va, __m512 vb0,
+                               __m512 vb1, __mmask16 m0, __mmask16 m1, int has_bias, float *C, int ldc) {
   __m512 p[3][2][4];
   #pragma GCC unroll 4
   for (int r = 0; r < 3; r++)
@@ -28,7 +29,8 @@ static inline void dot4_rows32(const float *A, int lda, const float *Bs, int R, 
   for (int l = 0; l < K4; l += 4) {
     #pragma GCC unroll 4
     for (int k = 0; k < 4; k++) {
-      __m512 b0 = _mm512_load_ps(Bs + (size_t)(l + k) * 32), b1 = _mm512_load_ps(Bs + (size_t)(l + k) * 32 + 16);
+      const float *b = B + (size_t)(l + k) * ldb;
+      __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
       __m512 x0 = _mm512_set1_ps(a0[l + k]), x1 = _mm512_set1_ps(a1[l + k]), x2 = _mm512_set1_ps(a2[l + k]);
       p[0][0][k] = _mm512_fmadd_ps(x0, b0, p[0][0][k]);
       p[0][1][k] = _mm512_fmadd_ps(x0, b1, p[0][1][k]);
@@ -39,7 +41,8 @@ static inline void dot4_rows32(const float *A, int lda, const float *Bs, int R, 
     }
   }
   for (int l = K4; l < K; l++) {
-    __m512 b0 = _mm512_load_ps(Bs + (size_t)l * 32), b1 = _mm512_load_ps(Bs + (size_t)l * 32 + 16);
+    const float *b = B + (size_t)l * ldb;
+    __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
     __m512 x0 = _mm512_set1_ps(a0[l]), x1 = _mm512_set1_ps(a1[l]), x2 = _mm512_set1_ps(a2[l]);
     p[0][0][0] = _mm512_fmadd_ps(x0, b0, p[0][0][0]);
     p[0][1][0] = _mm512_fmadd_ps(x0, b1, p[0][1][0]);
@@ -55,8 +58,8 @@ static inline void dot4_rows32(const float *A, int lda, const float *Bs, int R, 
   }
 }
 
-// C[:, strip] = alpha * A @ Bs (+ bias) for the ncols (<= 32) valid columns of Bs [K, 32].
-void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K, int ncols, float alpha,
+// C[:, strip] = alpha * A @ B[:, strip] (+ bias) for the ncols (<= 32) columns at B (row stride ldb).
+void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc) {
   int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
   __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);
@@ -64,7 +67,7 @@ void gm_dot4_strip_avx512(const float *A, int lda, const float *Bs, int M, int K
   __m512 vb0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
   __m512 vb1 = bias && n1 ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
   for (int i = 0; i < M; i += 3)
-    dot4_rows32(A + (size_t)i * lda, lda, Bs, M - i < 3 ? M - i : 3, K, va, vb0, vb1, m0, m1, bias != NULL,
+    dot4_rows32(A + (size_t)i * lda, lda, B, ldb, M - i < 3 ? M - i : 3, K, va, vb0, vb1, m0, m1, bias != NULL,
                 C + (size_t)i * ldc, ldc);
 }
 
