@@ -1,10 +1,13 @@
-"""Times transformers' GPT2LMHeadModel (eager attention, f32, PyTorch CPU) on the shape `gptmeg
-bench model` uses, runs `gptmeg bench model --json` in the same run, and prints both side by side
+"""Times transformers' GPT2LMHeadModel (eager attention, PyTorch CPU, model.to(dtype)) on the shape
+`gptmeg bench model` uses, runs `gptmeg bench model --json` in the same run, and prints both side by side
 for each thread count: GEMM GFLOP/s (torch.mm vs gptmeg's matmul), prefill tokens/s (one forward
 of --prefill tokens, best of 2), decode tokens/s (greedy steps through past_key_values after a
 --prompt-token prefill), and the ratio gptmeg / torch.
 
-  python3 bench/model_vs_torch.py --gptmeg build/gptmeg [--threads 1 2] [--config gpt2]
+  python3 bench/model_vs_torch.py --gptmeg build/gptmeg [--threads 1 2] [--config gpt2] [--dtypes f32 bf16 f16]
+
+PyTorch's f16 CPU kernels are slow (minutes for a 512-token prefill), so for f16 the prefill, prompt
+and decode lengths are cut by --f16-scale (default 8) on both sides.
 """
 import argparse
 import json
@@ -20,6 +23,8 @@ ap.add_argument("--prefill", type=int, default=512)
 ap.add_argument("--prompt", type=int, default=128)
 ap.add_argument("--decode", type=int, default=64)
 ap.add_argument("--gemm", type=int, default=2048)
+ap.add_argument("--dtypes", nargs="+", default=["f32"], choices=["f32", "f16", "bf16"])
+ap.add_argument("--f16-scale", type=int, default=8)
 args = ap.parse_args()
 try:
     import torch
@@ -35,14 +40,15 @@ else:  # gptmeg's tiny: 2 layers, n_embd 64, 4 heads, n_positions 128
     cfg = GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=128)
 cfg._attn_implementation = "eager"
 torch.manual_seed(1)
-model = GPT2LMHeadModel(cfg).eval()
-assert model.config._attn_implementation == "eager"
+model32 = GPT2LMHeadModel(cfg).eval()
+assert model32.config._attn_implementation == "eager"
+TORCH_DTYPE = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 V = cfg.vocab_size
 ids = torch.randint(0, V, (1, max(args.prefill, args.prompt)))
 
 
-def torch_gemm(n):
-    a, b = torch.rand(n, n) - 0.5, torch.rand(n, n) - 0.5
+def torch_gemm(n, dt):
+    a, b = (torch.rand(n, n) - 0.5).to(dt), (torch.rand(n, n) - 0.5).to(dt)
     best = 1e30
     for _ in range(3):
         t0 = time.perf_counter()
@@ -52,7 +58,7 @@ def torch_gemm(n):
 
 
 @torch.no_grad()
-def torch_prefill(T):
+def torch_prefill(model, T):
     best = 1e30
     for _ in range(2):
         t0 = time.perf_counter()
@@ -62,7 +68,7 @@ def torch_prefill(T):
 
 
 @torch.no_grad()
-def torch_decode(prompt, steps):
+def torch_decode(model, prompt, steps):
     out = model(ids[:, :prompt], use_cache=True)
     past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
     t0 = time.perf_counter()
@@ -72,21 +78,25 @@ def torch_decode(prompt, steps):
     return steps / (time.perf_counter() - t0)
 
 
-print(f"config {args.config}: prefill {args.prefill} tokens, decode {args.decode} after {args.prompt}, gemm {args.gemm}^3 f32; "
-      f"torch {torch.__version__}, transformers {transformers.__version__}")
-print(f"{'threads':>7} {'':>8} {'gemm GF/s':>10} {'prefill tok/s':>14} {'prefill % gemm':>15} {'decode tok/s':>13} {'decode ms/tok':>14}")
-for th in args.threads:
+print(f"config {args.config}: torch {torch.__version__}, transformers {transformers.__version__}")
+for dts, th in [(d, t) for d in args.dtypes for t in args.threads]:
+    k = args.f16_scale if dts == "f16" else 1
+    prefill, prompt, decode, gemm = args.prefill // k, args.prompt // k, max(args.decode // k, 1), args.gemm // (2 if k > 1 else 1)
+    model = model32.to(TORCH_DTYPE[dts])
+    if th == args.threads[0]:
+        print(f"\n{dts}: prefill {prefill} tokens, decode {decode} after {prompt}, gemm {gemm}^3 {dts}")
+        print(f"{'threads':>7} {'':>8} {'gemm GF/s':>10} {'prefill tok/s':>14} {'prefill % gemm':>15} {'decode tok/s':>13} {'decode ms/tok':>14}")
     cmd = [args.gptmeg, "bench", "model", "--json", "--config", args.config, "--threads", str(th), "--prefill",
-           str(args.prefill), "--prompt", str(args.prompt), "--decode", str(args.decode), "--gemm", str(args.gemm)]
+           str(prefill), "--prompt", str(prompt), "--decode", str(decode), "--gemm", str(gemm), "--dtype", dts]
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         print(res.stderr, file=sys.stderr)
         sys.exit(1)
     g = json.loads(res.stdout)
     torch.set_num_threads(th)
-    tg = torch_gemm(args.gemm)
-    tp = torch_prefill(args.prefill)
-    td = torch_decode(args.prompt, args.decode)
+    tg = torch_gemm(gemm, TORCH_DTYPE[dts])
+    tp = torch_prefill(model, prefill)
+    td = torch_decode(model, prompt, decode)
     tp_gf = g["prefill_gflops"] / g["prefill_tokens_per_s"] * tp  # same FLOP count per token
     print(f"{th:7d} {'gptmeg':>8} {g['gemm_gflops']:10.1f} {g['prefill_tokens_per_s']:14.1f} {g['prefill_pct_of_gemm']:14.0f}% "
           f"{g['decode_tokens_per_s']:13.1f} {g['decode_ms_per_token']:14.2f}")

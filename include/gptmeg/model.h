@@ -68,6 +68,8 @@ typedef struct {
   float *ln2_w, *ln2_b;     // [D]
   float *fc_w, *fc_b;       // mlp.c_fc: [D, I], [I]
   float *mproj_w, *mproj_b; // mlp.c_proj: [I, D], [D]
+  // bf16 runs only (gm_gpt2_to_dtype): the four matrices as AVX512-BF16 pairs (gm_bf16_pack layout)
+  const uint32_t *attn_wp, *aproj_wp, *fc_wp, *mproj_wp;
 } gm_gpt2_layer;
 
 typedef struct {
@@ -83,6 +85,8 @@ typedef struct {
   gm_dtype file_dtype;      // dtype of the checkpoint's tensors (the first one's, see mixed_dtypes)
   bool mixed_dtypes;
   gm_dtype dtype;           // dtype the weights are rounded to (their f32 storage holds such values)
+  const uint32_t *lm_head_p; // bf16 runs: lm_head^T as pairs (gm_bf16_pack layout)
+  uint32_t *packed;         // one allocation holding every pair table above (bf16 runs), else NULL
 } gm_gpt2;
 
 // Number of parameters of a config (unique; tied lm_head once).
@@ -102,7 +106,8 @@ int gm_gpt2_init_random(gm_gpt2 *m, const gm_gpt2_config *cfg, uint64_t seed);
 int gm_gpt2_save(const gm_gpt2 *m, const char *dir);
 void gm_gpt2_free(gm_gpt2 *m);
 // Rounds every weight to dt (f16/bf16, RNE: what model.half() / .bfloat16() do); the f32 storage
-// then holds dt values exactly. f32 -> f16/bf16 is allowed; f16 <-> bf16 checkpoints are refused
+// then holds dt values exactly. For bf16 the matrices are also laid out once as bf16 pairs for
+// the AVX512-BF16 kernels (half the f32 size more memory). f32 -> f16/bf16 is allowed; f16 <-> bf16 checkpoints are refused
 // (either way would re-round the weights to a format with fewer exponent or fraction bits), as is
 // going back to f32 after rounding.
 int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt);

@@ -15,7 +15,7 @@
 
 enum { STRIP = 32 }; // columns per work item
 
-void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int M, int ncols, float alpha,
+void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                               const float *bias, float *C, int ldc);
 
 static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
@@ -35,13 +35,14 @@ static float from_bf16(uint32_t h) {
   return f;
 }
 
-static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int M, int ncols, float alpha,
+// C[:, strip] for ncols columns of pairs Bs (row p at Bs + p * ldbs).
+static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                          const float *bias, float *C, int ldc) {
   for (int i = 0; i < M; i++)
     for (int j = 0; j < ncols; j++) {
       float acc = 0.0f;
       for (int p = 0; p < P; p++) {
-        uint32_t a = Ap[(size_t)i * P + p], b = Bs[(size_t)p * STRIP + j];
+        uint32_t a = Ap[(size_t)i * P + p], b = Bs[(size_t)p * ldbs + j];
         acc = ftz(acc + ftz(from_bf16(a >> 16) * from_bf16(b >> 16)));
         acc = ftz(acc + ftz(from_bf16(a & 0xffff) * from_bf16(b & 0xffff)));
       }
@@ -56,39 +57,77 @@ static bool have_avx512bf16(void) {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
 }
 
-void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                    float *C, int ldc, int M, int N, int K, int threads) {
-  if (M <= 0 || N <= 0) return;
-  if (threads <= 0) threads = omp_get_max_threads();
-  int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
+// One bf16 pair (element k = 2p in the low half, 2p + 1 in the high half; zero past K).
+static uint32_t pair(float lo, float hi) { return (uint32_t)bf16_daz(lo) | (uint32_t)bf16_daz(hi) << 16; }
+
+// Pairs of op(B) [K, N] into rows of stride ldp.
+static void pack_cols(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp, int ldp) {
+  int P = (K + 1) / 2;
+  for (int p = 0; p < P; p++)
+    for (int j = 0; j < N; j++) {
+      float lo = trans_b ? B[(size_t)j * ldb + 2 * p] : B[(size_t)(2 * p) * ldb + j];
+      float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
+      Bp[(size_t)p * ldp + j] = pair(lo, hi);
+    }
+}
+
+size_t gm_bf16_packed_size(int K, int N) { return (size_t)((K + 1) / 2) * ((N + STRIP - 1) / STRIP) * STRIP; }
+
+void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp) {
+  int P = (K + 1) / 2;
+  for (int j0 = 0; j0 < N; j0 += STRIP) { // strip by strip, each [P, STRIP], zero-padded
+    int nc = N - j0 < STRIP ? N - j0 : STRIP;
+    uint32_t *strip = Bp + (size_t)(j0 / STRIP) * P * STRIP;
+    memset(strip, 0, (size_t)P * STRIP * sizeof(uint32_t));
+    pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, strip, STRIP);
+  }
+}
+
+// A [M, K] as rows of P = ceil(K/2) pairs (malloc'd; NULL when out of memory).
+static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
+  int P = (K + 1) / 2;
   uint32_t *Ap = malloc((size_t)M * (P > 0 ? P : 1) * sizeof(uint32_t));
-  if (!Ap) abort(); // callers pass activations that already fit; this is a few MB at most
+  if (!Ap) return NULL;
   for (int i = 0; i < M; i++)
     for (int p = 0; p < P; p++) {
       const float *a = A + (size_t)i * lda + 2 * p;
-      Ap[(size_t)i * P + p] = (uint32_t)bf16_daz(a[0]) | (uint32_t)(2 * p + 1 < K ? bf16_daz(a[1]) : 0) << 16;
+      Ap[(size_t)i * P + p] = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f);
     }
+  return Ap;
+}
+
+// B given as floats (packed here, a strip at a time) or as pairs Bp [P, N] (packed once).
+static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
+                float alpha, float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
+  uint32_t *Ap = pack_rows(A, lda, M, K);
+  if (!Ap) abort(); // a few MB of activations at most; the forward allocated larger buffers already
   bool simd = have_avx512bf16();
   if (threads > n_strips) threads = n_strips;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    uint32_t *Bs = aligned_alloc(64, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
+    uint32_t *Bs = Bp ? NULL : aligned_alloc(64, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
 #pragma omp for schedule(dynamic, 4)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-      for (int p = 0; p < P; p++) { // the strip of op(B) as bf16 pairs (k = 2p low, 2p+1 high)
-        uint32_t *dst = Bs + (size_t)p * STRIP;
-        for (int j = 0; j < nc; j++) {
-          float lo = trans_b ? B[(size_t)(j0 + j) * ldb + 2 * p] : B[(size_t)(2 * p) * ldb + j0 + j];
-          float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)(j0 + j) * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j0 + j];
-          dst[j] = (uint32_t)bf16_daz(lo) | (uint32_t)bf16_daz(hi) << 16;
-        }
-        for (int j = nc; j < STRIP; j++) dst[j] = 0;
-      }
-      if (simd) gm_bf16_strip_avx512bf16(Ap, P, Bs, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
-      else strip_scalar(Ap, P, Bs, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+      const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
+      if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
+      if (simd) gm_bf16_strip_avx512bf16(Ap, P, strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+      else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
     }
     free(Bs);
   }
   free(Ap);
+}
+
+void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                    float *C, int ldc, int M, int N, int K, int threads) {
+  run(A, lda, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads);
+}
+
+void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
+                           int M, int N, int K, int threads) {
+  run(A, lda, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads);
 }

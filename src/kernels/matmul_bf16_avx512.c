@@ -4,10 +4,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int M, int ncols, float alpha,
+void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                               const float *bias, float *C, int ldc);
 
-void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int M, int ncols, float alpha,
+// Rows of pairs at Bs + p * ldbs, ncols (<= 32) of them valid.
+void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                               const float *bias, float *C, int ldc) {
   int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
   __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);
@@ -16,6 +17,21 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int
   __m512 vb1 = bias && n1 ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
   for (int i = 0; i < M; i += 4) {
     int R = M - i < 4 ? M - i : 4;
+    if (R == 1) { // a single row (decode): one row of accumulators
+      const uint32_t *a0 = Ap + (size_t)i * P;
+      __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+      for (int p = 0; p < P; p++) {
+        const uint32_t *row = Bs + (size_t)p * ldbs;
+        __m512bh x = (__m512bh)_mm512_set1_epi32((int)a0[p]);
+        c0 = _mm512_dpbf16_ps(c0, x, (__m512bh)_mm512_maskz_loadu_epi32(m0, row));
+        c1 = _mm512_dpbf16_ps(c1, x, (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16));
+      }
+      __m512 v0 = _mm512_mul_ps(va, c0), v1 = _mm512_mul_ps(va, c1);
+      if (bias) { v0 = _mm512_add_ps(vb0, v0); v1 = _mm512_add_ps(vb1, v1); }
+      _mm512_mask_storeu_ps(C + (size_t)i * ldc, m0, v0);
+      if (m1) _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16, m1, v1);
+      continue;
+    }
     const uint32_t *a[4];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) a[r] = Ap + (size_t)(i + (r < R ? r : 0)) * P;
@@ -23,8 +39,9 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int p = 0; p < P; p++) {
-      __m512bh b0 = (__m512bh)_mm512_load_si512((const void *)(Bs + (size_t)p * 32));
-      __m512bh b1 = (__m512bh)_mm512_load_si512((const void *)(Bs + (size_t)p * 32 + 16));
+      const uint32_t *row = Bs + (size_t)p * ldbs;
+      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, row);
+      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; r++) {
         __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[r][p]);

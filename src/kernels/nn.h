@@ -34,6 +34,13 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
 // with or without the instructions, for any thread count.
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                     float *C, int ldc, int M, int N, int K, int threads);
+// op(B) [K, N] (B as stored [K, N] or, with trans_b, [N, K]) as bf16 pairs: element k = 2p in the
+// low 16 bits, 2p + 1 in the high (zero past K), in strips of 32 columns, each [ceil(K/2), 32]
+// (zero-padded): gm_bf16_packed_size(K, N) words. The same product from pre-packed B.
+size_t gm_bf16_packed_size(int K, int N);
+void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp);
+void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
+                           int M, int N, int K, int threads);
 // Single sgemm on the calling thread (for callers that parallelise themselves).
 void gm_sgemm1(const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha, float beta, float *C,
                int ldc, int M, int N, int K);

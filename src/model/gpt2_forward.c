@@ -69,9 +69,12 @@ static void residual_add(gm_dtype dt, float *h, const float *y, size_t n) {
   gm_round_inplace(dt, h, n);
 }
 
-// out[N, cols] = R(x[N, K] @ W[K, cols] + b): one rounding, bias included.
-static void linear(const gpt2_run *r, const float *x, int K, const float *W, const float *b, float *out, int cols) {
-  gpt2_matmul(r->dt, x, K, W, cols, false, b, 1.0f, out, cols, r->N, cols, K, r->threads);
+// out[N, cols] = R(x[N, K] @ W[K, cols] + b): one rounding, bias included. Wp: W as bf16 pairs
+// (bf16 runs), used instead of W by the AVX512-BF16 kernel (same bits either way).
+static void linear(const gpt2_run *r, const float *x, int K, const float *W, const uint32_t *Wp, const float *b,
+                   float *out, int cols) {
+  if (r->dt == GM_BF16 && Wp) gm_matmul_bf16_packed(x, K, Wp, b, 1.0f, out, cols, r->N, cols, K, r->threads);
+  else gpt2_matmul(r->dt, x, K, W, cols, false, b, 1.0f, out, cols, r->N, cols, K, r->threads);
   gm_round_inplace(r->dt, out, (size_t)r->N * cols);
 }
 
@@ -122,27 +125,28 @@ int gm_gpt2_forward_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *k
     const gm_gpt2_layer *y = &m->layers[l];
     layer_norm(&r, h, y->ln1_w, y->ln1_b, xn);
     if ((rc = gpt2_probe2(&r, l, GM_PT_LN1, xn, r.N, D))) goto done;
-    linear(&r, xn, D, y->attn_w, y->attn_b, qkv, 3 * D);
+    linear(&r, xn, D, y->attn_w, y->attn_wp, y->attn_b, qkv, 3 * D);
     if ((rc = gpt2_probe2(&r, l, GM_PT_QKV, qkv, r.N, 3 * D))) goto done;
     if ((rc = gpt2_attention(&r, l, qkv, scores, att))) goto done;
-    linear(&r, att, D, y->aproj_w, y->aproj_b, xn, D);
+    linear(&r, att, D, y->aproj_w, y->aproj_wp, y->aproj_b, xn, D);
     if ((rc = gpt2_probe2(&r, l, GM_PT_ATTN_OUT, xn, r.N, D))) goto done;
     residual_add(r.dt, h, xn, nd);
     if ((rc = gpt2_probe2(&r, l, GM_PT_RESID_ATTN, h, r.N, D))) goto done;
     layer_norm(&r, h, y->ln2_w, y->ln2_b, xn);
     if ((rc = gpt2_probe2(&r, l, GM_PT_LN2, xn, r.N, D))) goto done;
-    linear(&r, xn, D, y->fc_w, p->act_bias_fused ? NULL : y->fc_b, fc, I);
+    linear(&r, xn, D, y->fc_w, y->fc_wp, p->act_bias_fused ? NULL : y->fc_b, fc, I);
     if ((rc = gpt2_probe2(&r, l, GM_PT_FC, fc, r.N, I))) goto done;
     if ((rc = gpt2_mlp_act(&r, fc, p->act_bias_fused ? y->fc_b : NULL, ac))) goto done;
     if ((rc = gpt2_probe2(&r, l, GM_PT_ACT, ac, r.N, I))) goto done;
-    linear(&r, ac, I, y->mproj_w, y->mproj_b, xn, D);
+    linear(&r, ac, I, y->mproj_w, y->mproj_wp, y->mproj_b, xn, D);
     if ((rc = gpt2_probe2(&r, l, GM_PT_MLP, xn, r.N, D))) goto done;
     residual_add(r.dt, h, xn, nd);
     if ((rc = gpt2_probe2(&r, l, GM_PT_RESID, h, r.N, D))) goto done;
   }
   layer_norm(&r, h, m->lnf_w, m->lnf_b, xn);
   if ((rc = gpt2_probe2(&r, -1, GM_PT_LNF, xn, r.N, D))) goto done;
-  gpt2_matmul(r.dt, xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r.N, V, D, r.threads);
+  if (r.dt == GM_BF16 && m->lm_head_p) gm_matmul_bf16_packed(xn, D, m->lm_head_p, NULL, 1.0f, logits, V, r.N, V, D, r.threads);
+  else gpt2_matmul(r.dt, xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r.N, V, D, r.threads);
   gm_round_inplace(r.dt, logits, (size_t)r.N * V);
   if ((rc = gpt2_probe2(&r, -1, GM_PT_LOGITS, logits, r.N, V))) goto done;
   kv->len = r.len;

@@ -79,6 +79,7 @@ uint64_t gm_gpt2_param_count(const gm_gpt2_config *c) {
 void gm_gpt2_free(gm_gpt2 *m) {
   free(m->storage);
   free(m->layers);
+  free(m->packed);
   memset(m, 0, sizeof *m);
 }
 
@@ -231,6 +232,28 @@ int gm_gpt2_save(const gm_gpt2 *m_in, const char *dir) {
   return rc;
 }
 
+// Lays out the four matrices of every layer and lm_head^T as bf16 pairs (gm_bf16_pack).
+static int pack_bf16(gm_gpt2 *m) {
+  const gm_gpt2_config *c = &m->cfg;
+  int D = c->n_embd, I = c->n_inner, V = c->vocab_size;
+  size_t s_attn = gm_bf16_packed_size(D, 3 * D), s_aproj = gm_bf16_packed_size(D, D), s_fc = gm_bf16_packed_size(D, I),
+         s_mproj = gm_bf16_packed_size(I, D);
+  size_t total = (s_attn + s_aproj + s_fc + s_mproj) * c->n_layer + gm_bf16_packed_size(D, V);
+  m->packed = malloc(total * sizeof(uint32_t));
+  if (!m->packed) return gm_fail("out of memory for the bf16 weight layout (%zu MiB)", total * 4 >> 20);
+  uint32_t *at = m->packed;
+  for (int l = 0; l < c->n_layer; l++) {
+    gm_gpt2_layer *y = &m->layers[l];
+    gm_bf16_pack(y->attn_w, 3 * D, false, D, 3 * D, at); y->attn_wp = at; at += s_attn;
+    gm_bf16_pack(y->aproj_w, D, false, D, D, at); y->aproj_wp = at; at += s_aproj;
+    gm_bf16_pack(y->fc_w, I, false, D, I, at); y->fc_wp = at; at += s_fc;
+    gm_bf16_pack(y->mproj_w, D, false, I, D, at); y->mproj_wp = at; at += s_mproj;
+  }
+  gm_bf16_pack(m->lm_head, D, true, D, V, at);
+  m->lm_head_p = at;
+  return 0;
+}
+
 int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
   if (dt == m->dtype) return 0;
   if (dt != GM_F16 && dt != GM_BF16 && dt != GM_F32)
@@ -244,5 +267,5 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
                                             : "bf16 has 8 significand bits, so f16 weights would be rounded again");
   gm_round_inplace(dt, m->storage, (size_t)m->n_params);
   m->dtype = dt;
-  return 0;
+  return dt == GM_BF16 ? pack_bf16(m) : 0;
 }
