@@ -1,5 +1,6 @@
 // gptmeg report: the compatibility report of every GELU variant:mode (HTML + JSON).
 #include "cli/cli.h"
+#include "gptmeg/diverge.h"
 #include "gptmeg/lab.h"
 
 #include <cjson/cJSON.h>
@@ -7,18 +8,20 @@
 #include <string.h>
 
 static const char *help =
-    "usage: gptmeg report [--out DIR] [--n N] [--seed S] [--threads N] [--json]\n"
+    "usage: gptmeg report [--out DIR] [--n N] [--seed S] [--threads N] [--json] [--model DIR]\n"
     "\n"
     "Compares every GELU variant:mode with every other and with the exact (correctly rounded) result\n"
     "in f32, f16 and bf16: f16/bf16 on every finite input, f32 on N sampled inputs (default 200000,\n"
     "special values included). Writes DIR/index.html (default DIR: report) and DIR/report.json,\n"
     "atomically: a failed run leaves no half report. The page opens with the verdict on replacing\n"
-    "gelu_new by gelu_pytorch_tanh. Prints a short summary; --json prints the verdict (and the paths) as JSON.\n";
+    "gelu_new by gelu_pytorch_tanh. Prints a short summary; --json prints the verdict (and the paths) as JSON.\n"
+    "The section 'GPT-2 numerics divergence' compares the profiles hf, meg and megatron layer by layer\n"
+    "(gptmeg diverge) on the checkpoint --model DIR, or without it on a tiny random model (init --config tiny --seed 1).\n";
 
 int cmd_report(int argc, char **argv) {
   const char *cmd = "report";
   if (cli_wants_help(argc, argv)) { fputs(help, stdout); return CLI_OK; }
-  const char *dir = "report";
+  const char *dir = "report", *model = NULL;
   gm_report_opts o = {.n_f32 = 200000, .threads = 0, .seed = 1};
   bool json = false;
   for (int i = 1; i < argc; i++) {
@@ -26,6 +29,7 @@ int cmd_report(int argc, char **argv) {
     long t;
     if (!strcmp(a, "--json")) json = true;
     else if (!strcmp(a, "--out")) { if (!(dir = cli_value(cmd, argc, argv, &i))) return CLI_USAGE; }
+    else if (!strcmp(a, "--model")) { if (!(model = cli_value(cmd, argc, argv, &i))) return CLI_USAGE; }
     else if (!strcmp(a, "--n")) {
       if (!(v = cli_value(cmd, argc, argv, &i)) || cli_parse_long(cmd, a, v, 1, 50000000, &t)) return CLI_USAGE;
       o.n_f32 = (size_t)t;
@@ -41,14 +45,16 @@ int cmd_report(int argc, char **argv) {
   if (gm_report_check_dir(dir)) return cli_fail("%s", gm_errmsg());
   gm_report *r;
   if (gm_report_compute(&o, &r)) return cli_fail("%s", gm_errmsg());
-  int rc = gm_report_write(r, dir);
-  if (rc) { gm_report_free(r); return cli_fail("%s", gm_errmsg()); }
+  gm_dv_section *dv = NULL; // the divergence section (diverge.h), freed after the report
+  int rc = gm_report_add_diverge(r, model, o.threads, &dv);
+  if (!rc) rc = gm_report_write(r, dir);
+  if (rc) { gm_report_free(r); gm_report_diverge_free(dv); return cli_fail("%s", gm_errmsg()); }
   if (json) {
     // the verdict part of report.json, plus where the report is
     char *v = gm_report_verdict_json(r);
     cJSON *o = v ? cJSON_Parse(v) : NULL;
     free(v);
-    if (!o) { gm_report_free(r); return cli_fail("out of memory"); }
+    if (!o) { gm_report_free(r); gm_report_diverge_free(dv); return cli_fail("out of memory"); }
     char path[4200];
     snprintf(path, sizeof path, "%.4000s/index.html", dir);
     cJSON_AddStringToObject(o, "report", path);
@@ -63,5 +69,6 @@ int cmd_report(int argc, char **argv) {
     printf("report: %s/index.html\n", dir);
   }
   gm_report_free(r);
+  gm_report_diverge_free(dv);
   return CLI_OK;
 }
