@@ -134,5 +134,13 @@ if [ -f $BPE/vocab.json ]; then
 else
   echo "SKIP --prompt: $BPE absent"
 fi
+
+# the report's divergence section: the embedded default (tiny, in memory) and --model
+expect 0 "report with the divergence section" "$G" report --n 1000 --out "$T/rep" --json
+grep -q 'GPT-2 numerics divergence' "$T/rep/index.html" && grep -q "hf and meg agree within PyTorch's f32 tolerance in f32" "$T/rep/index.html" \
+  && ok "report states the f32/f16 observation" || bad "report section: $(grep -o 'hf and meg[^<]*' "$T/rep/index.html" | head -1)"
+grep -q '"statement"' "$T/rep/report.json" && ok "report.json has the section" || bad "report.json lacks the section"
+expect 0 "report --model" "$G" report --n 1000 --out "$T/rep2" --model $M --json
+grep -q 'tests/golden/model/base' "$T/rep2/index.html" && ok "report --model uses the checkpoint" || bad "report --model"
 echo "cli_diverge: $fails failed"
 [ $fails -eq 0 ]
