@@ -151,5 +151,57 @@ expect 0 "compare --in" "$G" act compare gelu:exact gelu:accurate --dtype f32 --
 json_check "compare --in uses the file's 6 inputs" "j['n'] == 6"
 expect 1 "compare --in dtype mismatch" "$G" act compare gelu gelu --dtype bf16 --in "$T/x.npy"
 
+expect 2 "eval unknown mode" "$G" act eval gelu_new:turbo --dtype f32 --in "$T/x.npy" --out "$T/bad7.npy"
+err_has "eval: unknown mode lists the valid modes" "valid: exact, eager, fused, torch-cpu, accurate"
+expect 2 "certify unknown variant" "$G" act certify gelu_nu --dtype f16
+err_has "certify: unknown variant lists the valid names" "valid: gelu, gelu_python, gelu_new"
+expect 1 "eval grad dy dtype mismatch" "$G" act eval gelu --dtype bf16 --in "$T/xb.npy" --out "$T/bad8.npy" --grad --dy "$T/dy.npy"
+err_has "dy dtype mismatch message" "holds f32 ('<f4'), but --dtype is bf16"
+no_file "$T/bad8.npy"
+mkdir -p "$T/adir"
+expect 1 "eval input is a directory" "$G" act eval gelu --dtype f32 --in "$T/adir" --out "$T/bad9.npy"
+err_has "directory input named" "adir"
+no_file "$T/bad9.npy"
+# a header promising 10^11 f32 values: refused from the file size, before any allocation
+npy_raw '<f4' '(100000000000,)' "$T/huge.npy" 0000803f
+expect 1 "eval header larger than the file" "$G" act eval gelu --dtype f32 --in "$T/huge.npy" --out "$T/bad10.npy"
+err_has "huge header: truncated" "truncated data"
+no_file "$T/bad10.npy"
+# the same header over a sparse 400 GB file: the data is all there, memory is not
+head -c 128 "$T/huge.npy" >"$T/sparse.npy"
+if truncate -s $((128 + 400000000000)) "$T/sparse.npy" 2>/dev/null; then
+  expect 1 "eval too large for memory" "$G" act eval gelu --dtype f32 --in "$T/sparse.npy" --out "$T/bad11.npy"
+  err_has "too large: memory message" "out of memory"
+  no_file "$T/bad11.npy"
+  expect 1 "compare --in too large for memory" "$G" act compare gelu gelu:exact --dtype f32 --in "$T/sparse.npy"
+  err_has "compare too large: memory message" "out of memory"
+else echo "SKIP: sparse-file memory check (truncate failed)"; fi
+rm -f "$T/sparse.npy"
+expect 2 "compare --len x --trials overflow" "$G" act compare gelu gelu --dtype f32 --len 1e10 --trials 1e10
+err_has "overflow message" "more elements than a size_t can count"
+
+# ---- the 3x3 experiment against the real PyTorch (tools/ref/gen_gelu_3x3_goldens.py) ----
+# The same 1000 tensors of 9 N(0,1) f32 values; torch.equal(F.gelu(x, 'tanh'), gelu_new(x)) held
+# for golden tensors_equal of them on the machine that wrote the golden.
+GX=tests/golden/gelu_ops/experiment_3x3.json
+if [ -f "$GX" ] && command -v base64 >/dev/null; then
+  sed -n 's/.*"normal_seed0_inputs_f32_b64": "\([^"]*\)".*/\1/p' "$GX" | base64 -d >"$T/x3.raw"
+  npy_raw '<f4' '(9000,)' "$T/x3.npy"
+  cat "$T/x3.raw" >>"$T/x3.npy"
+  want_t=$(tr -d ' \n' <"$GX" | sed -n 's/.*"normal_seed0":{"tensors_equal":\([0-9]*\),"elements_equal":\([0-9]*\)}.*/\1/p')
+  want_e=$(tr -d ' \n' <"$GX" | sed -n 's/.*"normal_seed0":{"tensors_equal":\([0-9]*\),"elements_equal":\([0-9]*\)}.*/\2/p')
+  if expect 0 "3x3 experiment on torch's inputs" "$G" act compare gelu_pytorch_tanh:torch-cpu gelu_new:torch-cpu --dtype f32 \
+      --in "$T/x3.npy" --len 9 --trials 1000 --threads 1 --json; then
+    got_t=$(tr -d ' \n\t' <"$T/out" | sed -n 's/.*"tensor_equal_fraction":\([0-9.e-]*\).*/\1/p')
+    got_e=$(tr -d ' \n\t' <"$T/out" | sed 's/"a_vs_exact".*//' | sed -n 's/.*"equal_fraction":\([0-9.e-]*\),.*/\1/p')
+    awk -v g="$got_t" -v w="$want_t" 'BEGIN { exit !(g * 1000 + 0.5 >= w && g * 1000 - 0.5 <= w) }' \
+      && ok "3x3: $want_t of 1000 tensors equal, as in torch" || bad "3x3: gptmeg tensor_equal_fraction $got_t, torch $want_t/1000"
+    # torch.tanh on f32 is MKL VML: bit for bit only with GPTMEG_TORCH_MKL; otherwise allow 2 elements
+    slack=2; [ -n "${GPTMEG_TORCH_MKL:-}" ] && slack=0
+    awk -v g="$got_e" -v w="$want_e" -v s=$slack 'BEGIN { d = g * 9000 - w; if (d < 0) d = -d; exit !(d <= s + 0.5) }' \
+      && ok "3x3: equal elements $want_e of 9000 (slack $slack)" || bad "3x3: gptmeg equal_fraction $got_e, torch $want_e/9000"
+  fi
+else echo "SKIP: 3x3 golden or base64 missing"; fi
+
 echo "cli_act: $fails failed"
 [ $fails -eq 0 ]

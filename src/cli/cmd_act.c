@@ -6,6 +6,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -260,6 +261,8 @@ static int act_compare(int argc, char **argv) {
   if (!have_dt) return cli_usage_error(cmd, "missing --dtype");
   int sources = (have_n ? 1 : 0) + (job.src == GM_SRC_EXHAUSTIVE ? 1 : 0) + (in ? 1 : 0);
   if (have_len != have_trials) return cli_usage_error(cmd, "--len and --trials go together");
+  if (have_trials && job.len > SIZE_MAX / job.trials)
+    return cli_usage_error(cmd, "--len %zu x --trials %zu is more elements than a size_t can count", job.len, job.trials);
   if (have_trials && !have_n && !in && job.src != GM_SRC_EXHAUSTIVE) { job.n = job.len * job.trials; have_n = true; sources = 1; }
   if (sources != 1) return cli_usage_error(cmd, "give exactly one input source: --n N, --exhaustive or --in X.npy");
   if (have_dist && !have_n) return cli_usage_error(cmd, "--dist goes with --n");

@@ -15,12 +15,9 @@ outputs in hex. tests/test_gelu_torch_ops.c rebuilds the inputs the same way:
             offset (n * 7919) % 65536 otherwise; tensor j starts at offset + j*n
   dy:       element i (over the concatenated tensors) = ((stream_u64(2, i) >> 40) - 2^23) * 2^-22,
             uniform on [-2, 2), rounded to the dtype (RNE); x.grad of the forward expression.
-Also records the '3x3 experiment': over 1000 f32 tensors of length 9, the fraction where
-torch.equal(F.gelu(x, approximate='tanh'), gelu_new(x)), for normal inputs (torch.manual_seed(0),
-randn; the inputs are stored, base64 little-endian f32) and for golden_f32_inputs(3, 9000).
+The '3x3 experiment' is recorded by tools/ref/gen_gelu_3x3_goldens.py.
 Run from the repo root: python3 tools/ref/gen_gelu_ops_goldens.py [--quick]
 """
-import base64
 import json
 import os
 import sys
@@ -137,23 +134,6 @@ def run_case(variant, dt, direction, n, count, threads):
             "hash": "%016x" % gi.hash64(b), "first": ["%x" % int(v) for v in b[:N_FIRST]]}
 
 
-def experiment_3x3():
-    torch.set_num_threads(1)
-    gelu_new = ACT2FN["gelu_new"]
-
-    def frac(x):
-        eq = sum(bool(torch.equal(F.gelu(x[j], approximate="tanh"), gelu_new(x[j]))) for j in range(1000))
-        return eq / 1000.0
-
-    torch.manual_seed(0)
-    xn = torch.randn(1000, 9)
-    xg = torch.from_numpy(gi.golden_f32_inputs(3, 9000).copy()).view(1000, 9)
-    return {"tensors": 1000, "length": 9, "threads": 1,
-            "normal_seed0_fraction_equal": frac(xn),
-            "normal_seed0_inputs_f32_b64": base64.b64encode(xn.numpy().astype("<f4").tobytes()).decode(),
-            "golden_f32_inputs_seed3_fraction_equal": frac(xg)}
-
-
 def main():
     quick = "--quick" in sys.argv
     os.makedirs(OUT_DIR, exist_ok=True)
@@ -175,8 +155,6 @@ def main():
                "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                "torch_lib": os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"),
                "variant": variant, "cases": cases}
-        if variant == "gelu_new":
-            doc["experiment_3x3"] = experiment_3x3()
         with open(os.path.join(OUT_DIR, variant + ".json"), "w") as f:
             json.dump(doc, f, indent=1)
         print("%s: %d cases, %.1fs" % (variant, len(cases), time.time() - t0))
