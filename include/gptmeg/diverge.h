@@ -30,7 +30,8 @@ int gm_dv_shape(const gm_gpt2_config *c, int B, int T, gm_point pt, int64_t shap
 
 // ---- metrics -----------------------------------------------------------------------------------
 // Difference of an actual tensor against an expected one (assert_close(actual, expected) order):
-// max |a-e|; max |a-e|/max(|e|, FLT_MIN) over pairs not both 0; sqrt(sum (a-e)^2 / sum e^2) (0 when
+// max |a-e|; max |a-e|/max(|e|, tiny) over pairs not both 0, tiny = the tolerance's atol (FLT_MIN
+// when atol is 0), so a reference that is exactly 0 does not make it 1e30; sqrt(sum (a-e)^2 / sum e^2) (0 when
 // both sums are 0, inf when only the expected is all 0); max ULP distance with both rounded to the
 // compare dtype; n_outside elements not within the tolerance (or more than `ulp` ULPs apart).
 // A NaN difference makes max_abs/max_rel/rms_rel NaN.

@@ -65,7 +65,7 @@ void dv_metrics_add(gm_dv_metrics *m, gm_dtype cmp, gm_tolerance tol, uint64_t u
     if (isnan(d) && !(isnan(a) && isnan(e))) { m->max_abs = m->max_rel = NAN; m->sum_d2 = NAN; }
     else if (a != e && !isnan(d)) { // equal values (inf == inf too) add nothing
       if (d > m->max_abs) m->max_abs = d;
-      double rel = d / fmax(fabs(e), (double)FLT_MIN);
+      double rel = d / fmax(fabs(e), tol.atol > 0 ? tol.atol : (double)FLT_MIN);
       if (rel > m->max_rel) m->max_rel = rel;
       m->sum_d2 += d * d;
     }
