@@ -4,6 +4,7 @@
 // quick 20000); GPTMEG_GELU_BENCH=1 also times accurate f32 fwd at 2^25 vs memcpy.
 #include "gptmeg/gelu.h"
 #include "harness.h"
+#include "kernels/gelu_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -127,6 +128,79 @@ static void check_bits(void) {
   free(x); free(dy); free(a); free(b);
 }
 
+// f16/bf16: the SIMD storage conversions (F16C / integer lanes, f64 -> f32 by round-to-odd) give
+// the bits of the scalar ones: every pattern through every variant, forward and backward, under
+// each ISA cap; and the narrowing alone on values built to sit on and next to rounding ties.
+static void check_u16_isa(void) {
+  size_t n = 65536;
+  uint16_t *x = malloc(n * 2), *dy = malloc(n * 2), *a = malloc(n * 2), *b = malloc(n * 2);
+  gm_dtype dts[] = {GM_F16, GM_BF16};
+  for (int k = 0; k < 2; k++) {
+    for (size_t i = 0; i < n; i++) { x[i] = (uint16_t)i; dy[i] = (uint16_t)((i * 40503u + 7) & 0xffff); }
+    for (int v = 0; v < GELU_N_VARIANTS; v++)
+      for (int bwd = 0; bwd < 2; bwd++) {
+        unsetenv("GPTMEG_SIMD");
+        run(v, MODE_ACCURATE, bwd, dts[k], x, dy, a, n, 1);
+        const char *caps[] = {"scalar", "avx2"};
+        for (int c = 0; c < 2; c++) {
+          setenv("GPTMEG_SIMD", caps[c], 1);
+          run(v, MODE_ACCURATE, bwd, dts[k], x, dy, b, n, 1);
+          CHECK(memcmp(a, b, n * 2) == 0, "%s %s %s: default and %s bits differ", gm_gelu_variant_info(v)->name,
+                gm_dtype_name(dts[k]), bwd ? "bwd" : "fwd", caps[c]);
+        }
+        unsetenv("GPTMEG_SIMD");
+      }
+  }
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    // Every f32 value of a wide sample, and its neighbours in f64 a few ulps apart, including the
+    // midpoints between f16/bf16 neighbours and values just off them.
+    size_t m = 1 << 18;
+    double *d = malloc(m * sizeof *d);
+    uint16_t *o1 = malloc(m * 2), *o2 = malloc(m * 2);
+    gm_rng r;
+    gm_rng_seed(&r, 11);
+    for (size_t i = 0; i < m; i++) {
+      uint64_t u = gm_rng_u64(&r);
+      double base;
+      if (i % 4 == 0) { // a 16-bit pattern's value +- half its ulp, exactly the tie or a hair off
+        uint16_t h = (uint16_t)u;
+        gm_dtype dt = (u >> 16) & 1 ? GM_F16 : GM_BF16;
+        base = gm_load_f64(dt, &h, 0);
+        uint16_t h2 = (uint16_t)(h + 1);
+        double nb = gm_load_f64(dt, &h2, 0);
+        base = isfinite(base) && isfinite(nb) ? 0.5 * (base + nb) : base;
+      } else {
+        float f;
+        uint32_t w = (uint32_t)(u >> 32);
+        memcpy(&f, &w, 4);
+        base = f;
+      }
+      int off = (int)((u >> 20) % 5) - 2; // -2 .. 2 f64 ulps
+      for (; off > 0; off--) base = nextafter(base, INFINITY);
+      for (; off < 0; off++) base = nextafter(base, -INFINITY);
+      d[i] = base;
+    }
+    d[0] = NAN; d[1] = -NAN; d[2] = INFINITY; d[3] = -INFINITY; d[4] = 1e300; d[5] = -1e-300; d[6] = 0x1p-1074; d[7] = -0.0;
+    for (int k = 0; k < 2; k++) {
+      gelu_acc_narrow_scalar(dts[k], d, o1, m);
+      gelu_acc_narrow_avx512(dts[k], d, o2, m);
+      size_t bad = 0, first = 0;
+      for (size_t i = 0; i < m; i++) if (o1[i] != o2[i] && bad++ == 0) first = i;
+      CHECK(bad == 0, "%s narrowing: %zu of %zu differ from the scalar rounding (first %a: %04x vs %04x)", gm_dtype_name(dts[k]),
+            bad, m, d[first], o1[first], o2[first]);
+      gelu_acc_widen_scalar(dts[k], x, (float *)(void *)d, n);
+      float *w2 = malloc(n * 4);
+      gelu_acc_widen_avx512(dts[k], x, w2, n);
+      CHECK(memcmp(d, w2, n * 4) == 0, "%s widening differs from the scalar one", gm_dtype_name(dts[k]));
+      free(w2);
+    }
+    free(d); free(o1); free(o2);
+  } else {
+    printf("SKIP: direct AVX-512 conversion check (no AVX-512BW/VL)\n");
+  }
+  free(x); free(dy); free(a); free(b);
+}
+
 static void bench(void) {
   size_t n = (size_t)1 << 25;
   float *x = malloc(n * 4), *y = malloc(n * 4), *dy = malloc(n * 4);
@@ -155,6 +229,7 @@ int main(void) {
   check_u16(GM_BF16);
   check_f32();
   check_bits();
+  check_u16_isa();
   if (getenv("GPTMEG_GELU_BENCH")) bench();
   return test_done("test_gelu_accurate");
 }

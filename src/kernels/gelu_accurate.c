@@ -124,15 +124,31 @@ void gelu_acc_kernel_scalar(const gelu_acc_params *p, int deriv, const float *x,
   }
 }
 
-typedef void (*acc_kernel)(const gelu_acc_params *, int, const float *, const float *, float *, double *, size_t);
+void gelu_acc_widen_scalar(gm_dtype dt, const uint16_t *in, float *out, size_t n) {
+  for (size_t i = 0; i < n; i++) out[i] = dt == GM_F16 ? gm_f16_to_f32(in[i]) : gm_bf16_to_f32(in[i]);
+}
 
-static acc_kernel pick_kernel(void) {
+void gelu_acc_narrow_scalar(gm_dtype dt, const double *in, uint16_t *out, size_t n) {
+  for (size_t i = 0; i < n; i++) out[i] = dt == GM_F16 ? gm_f64_to_f16(in[i]) : gm_f64_to_bf16(in[i]);
+}
+
+typedef void (*acc_kernel)(const gelu_acc_params *, int, const float *, const float *, float *, double *, size_t);
+typedef struct {
+  acc_kernel k;
+  void (*widen)(gm_dtype, const uint16_t *, float *, size_t);
+  void (*narrow)(gm_dtype, const double *, uint16_t *, size_t);
+} acc_isa;
+
+static acc_isa pick_isa(void) {
   const char *cap = getenv("GPTMEG_SIMD");
   bool allow512 = !cap || strcmp(cap, "avx512") == 0;
-  if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return gelu_acc_kernel_avx512;
+  if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return (acc_isa){gelu_acc_kernel_avx512, gelu_acc_widen_avx512, gelu_acc_narrow_avx512};
   bool allow2 = allow512 || strcmp(cap, "avx2") == 0;
-  if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return gelu_acc_kernel_avx2;
-  return gelu_acc_kernel_scalar;
+  if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    return (acc_isa){gelu_acc_kernel_avx2, gelu_acc_widen_scalar, gelu_acc_narrow_scalar};
+  return (acc_isa){gelu_acc_kernel_scalar, gelu_acc_widen_scalar, gelu_acc_narrow_scalar};
 }
 
 enum { BLOCK = 2048 };
@@ -140,7 +156,8 @@ enum { BLOCK = 2048 };
 static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, const void *dy, void *out,
                       size_t n, int threads) {
   gelu_acc_params p = params_of(v);
-  acc_kernel k = pick_kernel();
+  acc_isa isa = pick_isa();
+  acc_kernel k = isa.k;
   size_t nb = (n + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
   for (size_t b = 0; b < nb; b++) {
@@ -151,12 +168,10 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
     }
     float xb[BLOCK], gb[BLOCK];
     double ob[BLOCK];
-    for (size_t i = 0; i < m; i++) {
-      xb[i] = (float)gm_load_f64(dt, x, i0 + i);
-      gb[i] = deriv ? (float)gm_load_f64(dt, dy, i0 + i) : 0.0f;
-    }
-    k(&p, deriv, xb, gb, NULL, ob, m);
-    for (size_t i = 0; i < m; i++) gm_store_f64(dt, out, i0 + i, ob[i]);
+    isa.widen(dt, (const uint16_t *)x + i0, xb, m);
+    if (deriv) isa.widen(dt, (const uint16_t *)dy + i0, gb, m);
+    k(&p, deriv, xb, deriv ? gb : NULL, NULL, ob, m);
+    isa.narrow(dt, ob, (uint16_t *)out + i0, m);
   }
   return 0;
 }

@@ -107,3 +107,43 @@ void gelu_acc_kernel_avx512(const gelu_acc_params *p, int deriv, const float *x,
   }
   if (i < n) gelu_acc_kernel_scalar(p, deriv, x + i, deriv ? dy + i : NULL, of ? of + i : NULL, od ? od + i : NULL, n - i);
 }
+
+// ---- f16/bf16 storage (contract in gelu_math.h) ------------------------------------------------
+
+void gelu_acc_widen_avx512(gm_dtype dt, const uint16_t *in, float *out, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256i h = _mm256_loadu_si256((const __m256i *)(in + i));
+    __m512 f = dt == GM_F16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    _mm512_storeu_ps(out + i, f);
+  }
+  gelu_acc_widen_scalar(dt, in + i, out + i, n - i);
+}
+
+// 8 f64 -> f32 by round-to-odd (NaN: as (float)v).
+static __m256i round_odd8(__m512d v) {
+  __m256 t = _mm512_cvt_roundpd_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(t), v, _CMP_NEQ_OQ);
+  __m256i b = _mm256_castps_si256(t);
+  return _mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1));
+}
+
+void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(round_odd8(_mm512_loadu_pd(in + i))),
+                                   round_odd8(_mm512_loadu_pd(in + i + 8)), 1);
+    __m256i h;
+    if (dt == GM_F16) {
+      h = _mm512_cvtps_ph(_mm512_castsi512_ps(u), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    } else { // gm_f32_to_bf16: (u + 0x7fff + ((u >> 16) & 1)) >> 16; NaN: (u >> 16) | 0x40
+      __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+      __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+      __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+      r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+      h = _mm512_cvtepi32_epi16(r);
+    }
+    _mm256_storeu_si256((__m256i *)(out + i), h);
+  }
+  gelu_acc_narrow_scalar(dt, in + i, out + i, n - i);
+}

@@ -121,4 +121,14 @@ void gelu_acc_kernel_avx512(const gelu_acc_params *p, int deriv, const float *x,
 void gelu_acc_kernel_avx2(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
                           float *of, double *od, size_t n);
 
+// f16/bf16 storage around those kernels: widen n values of dt (bits) to f32 (exact), and round n
+// f64 kernel results ONCE to dt (round to nearest even; NaN as gm_f64_to_f16/bf16 give it), with
+// the bits of gm_store_f64. AVX-512: F16C/integer lanes, f64 -> f32 by round-to-odd (truncate,
+// then set the last bit if inexact: f32 keeps >= 13 more bits than f16/bf16, so the second
+// rounding is the correct single one). The scalar versions are the reference.
+void gelu_acc_widen_scalar(gm_dtype dt, const uint16_t *in, float *out, size_t n);
+void gelu_acc_narrow_scalar(gm_dtype dt, const double *in, uint16_t *out, size_t n);
+void gelu_acc_widen_avx512(gm_dtype dt, const uint16_t *in, float *out, size_t n);
+void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t n);
+
 #endif
