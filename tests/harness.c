@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -29,6 +30,22 @@ char *test_shared_data(const char *rel) {
     free(p);
   }
   return NULL;
+}
+
+int test_argmax(const float *x, int n) {
+  int k = 0;
+  for (int i = 1; i < n; i++)
+    if (x[i] > x[k]) k = i;
+  return k;
+}
+
+double test_max_abs_diff(const float *a, const float *b, size_t n) {
+  double m = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)a[i] - b[i]);
+    if (!(d <= m)) m = d; // NaN propagates
+  }
+  return m;
 }
 
 int test_done(const char *name) {

@@ -25,6 +25,10 @@ bool test_quick(void);
 void test_skip(const char *what, const char *why);
 // Path to ../shared/data/<rel> if present (caller frees), else NULL.
 char *test_shared_data(const char *rel);
+// Index of the largest of x[0..n) (the first one on ties).
+int test_argmax(const float *x, int n);
+// max |a[i] - b[i]| in f64; a NaN difference makes it NaN.
+double test_max_abs_diff(const float *a, const float *b, size_t n);
 // Prints the summary and returns the process exit code.
 int test_done(const char *name);
 

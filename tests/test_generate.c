@@ -130,13 +130,6 @@ static int on_tok(void *ctx, int32_t t) {
   return c->stop_after && c->n >= c->stop_after;
 }
 
-static int argmax(const float *x, int n) {
-  int k = 0;
-  for (int i = 1; i < n; i++)
-    if (x[i] > x[k]) k = i;
-  return k;
-}
-
 // Runs gm_gpt2_generate; returns its rc.
 static int gen(const gm_gpt2 *m, const int32_t *prompt, int np, int max_new, gm_sample_params sp, int32_t eot, int threads,
                collect *c, gm_generate_stats *st) {
@@ -172,7 +165,7 @@ static void test_generate(void) {
   for (int i = 0; i < c.n; i++) {
     int T = 5 + i;
     gm_gpt2_forward(&m, &p, seq, 1, T, lg, 1);
-    if (argmax(lg + (size_t)(T - 1) * V, V) != c.tok[i]) bad++;
+    if (test_argmax(lg + (size_t)(T - 1) * V, V) != c.tok[i]) bad++;
   }
   CHECK(bad == 0, "KV-cache greedy differs from the full forward's argmax at %d of %d steps", bad, c.n);
   // deterministic, thread-independent; top-k 1 with T > 0 is greedy

@@ -70,22 +70,6 @@ static bool golden_load(const char *name, golden *g) {
   return true;
 }
 
-static int argmax(const float *x, int n) {
-  int k = 0;
-  for (int i = 1; i < n; i++)
-    if (x[i] > x[k]) k = i;
-  return k;
-}
-
-static double max_abs_diff(const float *a, const float *b, size_t n) {
-  double m = 0;
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)a[i] - b[i]);
-    if (!(d <= m)) m = d; // NaN propagates
-  }
-  return m;
-}
-
 // Decodes the golden tokens through the KV cache (a prefix of 3, then one token per step) and
 // compares with the full forward.
 static void check_kv(const char *name, const gm_gpt2 *m, const gm_profile *p, const golden *g, const float *full) {
@@ -103,7 +87,7 @@ static void check_kv(const char *name, const gm_gpt2 *m, const gm_profile *p, co
     if (gm_gpt2_forward_cached(m, p, &kv, tok, g->B, n, step, 2)) { CHECK(0, "%s: cached step: %s", name, gm_errmsg()); break; }
     for (int b = 0; b < g->B; b++)
       for (int i = 0; i < n; i++) {
-        double d = max_abs_diff(step + ((size_t)b * n + i) * V, full + ((size_t)b * g->T + t + i) * V, V);
+        double d = test_max_abs_diff(step + ((size_t)b * n + i) * V, full + ((size_t)b * g->T + t + i) * V, V);
         if (!(d <= worst)) worst = d;
       }
     t += n;
@@ -137,10 +121,10 @@ static void test_goldens(void) {
     size_t n = (size_t)g.B * g.T * g.V;
     float *out = malloc(n * sizeof(float)), *out2 = malloc(n * sizeof(float));
     CHECK(gm_gpt2_forward(&m, &p, g.tokens, g.B, g.T, out, 1) == 0, "%s: forward: %s", names[c], gm_errmsg());
-    double d = max_abs_diff(out, g.logits, n);
+    double d = test_max_abs_diff(out, g.logits, n);
     int top1_bad = 0;
     for (int r = 0; r < g.B * g.T; r++)
-      if (argmax(out + (size_t)r * g.V, g.V) != argmax(g.logits + (size_t)r * g.V, g.V)) top1_bad++;
+      if (test_argmax(out + (size_t)r * g.V, g.V) != test_argmax(g.logits + (size_t)r * g.V, g.V)) top1_bad++;
     printf("  %-16s max |logit diff| %.3g vs transformers, top-1 mismatches %d/%d\n", names[c], d, top1_bad, g.B * g.T);
     CHECK(d <= 1e-4, "%s: max |logit diff| %.3g > 1e-4", names[c], d);
     CHECK(top1_bad == 0, "%s: top-1 differs at %d positions", names[c], top1_bad);
@@ -177,7 +161,7 @@ static void test_threads_bitwise(void) {
   gm_profile_get("hf", GM_F32, &p);
   CHECK(gm_gpt2_forward(&m, &p, tok, B, T, a, 1) == 0, "fwd1: %s", gm_errmsg());
   CHECK(gm_gpt2_forward(&m, &p, tok, B, T, b, 2) == 0, "fwd2: %s", gm_errmsg());
-  CHECK(memcmp(a, b, n * 4) == 0, "1 vs 2 threads: max diff %.3g", max_abs_diff(a, b, n));
+  CHECK(memcmp(a, b, n * 4) == 0, "1 vs 2 threads: max diff %.3g", test_max_abs_diff(a, b, n));
   CHECK(gm_gpt2_forward(&m, &p, tok, B, T, b, 3) == 0, "fwd3");
   CHECK(memcmp(a, b, n * 4) == 0, "1 vs 3 threads differ");
   // bad inputs

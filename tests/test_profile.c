@@ -60,22 +60,6 @@ static int32_t *read_tokens(const char *cfg, int *B, int *T) {
   return t;
 }
 
-static int argmax(const float *x, int n) {
-  int k = 0;
-  for (int i = 1; i < n; i++)
-    if (x[i] > x[k]) k = i;
-  return k;
-}
-
-static double max_abs_diff(const float *a, const float *b, size_t n) {
-  double m = 0.0;
-  for (size_t i = 0; i < n; i++) {
-    double d = fabs((double)a[i] - (double)b[i]);
-    if (!(d <= m)) m = d;
-  }
-  return m;
-}
-
 static void test_fidelity(void) {
   printf("  %-16s %-9s %-5s %9s %9s %11s %11s\n", "config", "profile", "dtype", "top1 bad", "bitwise", "max|ours-ref|",
          "ref hf-meg");
@@ -88,7 +72,7 @@ static void test_fidelity(void) {
       size_t n = 0, n2 = 0;
       float *ref_hf = read_logits(configs[c], "hf", dt, &n), *ref_meg = read_logits(configs[c], "meg", dt, &n2);
       if (!ref_hf || !ref_meg) { free(ref_hf); free(ref_meg); continue; }
-      double frame = max_abs_diff(ref_hf, ref_meg, n);
+      double frame = test_max_abs_diff(ref_hf, ref_meg, n);
       char dir[512];
       snprintf(dir, sizeof dir, "%s/%s", MODEL_DIR, configs[c]);
       gm_gpt2 m;
@@ -104,10 +88,10 @@ static void test_fidelity(void) {
         if (!ref || gm_gpt2_forward(&m, &p, tok, B, T, out, 2)) { CHECK(0, "%s %s: %s", configs[c], profiles[q], gm_errmsg()); free(ref); continue; }
         int top1_bad = 0;
         for (int r = 0; r < B * T; r++)
-          if (argmax(out + (size_t)r * V, V) != argmax(ref + (size_t)r * V, V)) top1_bad++;
+          if (test_argmax(out + (size_t)r * V, V) != test_argmax(ref + (size_t)r * V, V)) top1_bad++;
         size_t same = 0;
         for (size_t i = 0; i < n; i++) same += memcmp(&out[i], &ref[i], sizeof(float)) == 0;
-        double bitwise = (double)same / (double)n, dist = max_abs_diff(out, ref, n);
+        double bitwise = (double)same / (double)n, dist = test_max_abs_diff(out, ref, n);
         printf("  %-16s %-9s %-5s %9d %8.2f%% %11.3g %11.3g\n", configs[c], profiles[q], gm_dtype_name(dt), top1_bad,
                100.0 * bitwise, dist, frame);
         CHECK(top1_bad == 0, "%s %s %s: top-1 differs at %d positions", configs[c], profiles[q], gm_dtype_name(dt), top1_bad);
