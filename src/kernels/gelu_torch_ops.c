@@ -4,8 +4,9 @@
 // build) computes it on this CPU, measured against it op by op (tools/ref/gen_gelu_ops_goldens.py).
 //
 // What torch does, per op (f32 opmath for f16/bf16, result rounded to the dtype once per op):
-//  - +, -, *, / with tensors or Python scalars: IEEE f32; the scalar is read as f32 (not rounded
-//    to f16/bf16 first). Division by a scalar is a true division.
+//  - +, -, *, / with tensors or Python scalars: IEEE f32; a scalar factor, divisor or subtrahend
+//    is read as f32, but a scalar addend (tensor + s, s + tensor) is first rounded to the tensor's
+//    dtype (measured). Division by a scalar is a true division.
 //  - pow(x, 3) / pow(x, 3.0): f32 x*x*x rounded once; bf16 rounds after each multiply
 //    (bf16(bf16(x*x)*x)); f16 x*x*x in f32 rounded once. pow(x, 2) is x*x.
 //  - tanh, erf, exp on contiguous f32: MKL VML in high-accuracy mode (vmsTanh/vmsErf/vmsExp, mode
@@ -138,6 +139,17 @@ static void torch_erf(const gelu_op_set *o, size_t off, size_t n, const double *
   if (o->dt == GM_F32) {
     gelu_torch_ops_have_mkl();
     kernel_vml(n, a, out, vml_erf, double_erf);
+  } else if (o->dt == GM_F16) {
+    // Measured (torch 2.15.0): f16 erf gives the vector lambda's bits for every element, the
+    // scalar leftover included: erf(0.55517578125) is 0.56787109375 for n = 1 and n = 128 alike,
+    // where glibc erff rounds to 0.5673828125.
+    float in[PIECE], res[PIECE];
+    for (size_t i = 0; i < n; i += PIECE) {
+      size_t k = n - i < PIECE ? n - i : PIECE;
+      for (size_t j = 0; j < k; j++) in[j] = (float)a[i + j];
+      gelu_torch_vec_erf_avx512(in, res, k);
+      for (size_t j = 0; j < k; j++) out[i + j] = gelu_ops_round_f32(o->dt, res[j]);
+    }
   } else {
     kernel_vec(o, off, n, a, out, gelu_torch_vec_erf_avx512, libm_erff);
   }
@@ -187,7 +199,9 @@ static void torch_mul_scalar(const gelu_op_set *o, size_t off, size_t n, const d
 static void torch_add_scalar(const gelu_op_set *o, size_t off, size_t n, const double *a, double s,
                              double *out) {
   (void)off;
-  float sf = (float)s;
+  // Measured (torch 2.15.0): unlike mul, add reads a Python scalar in the tensor's dtype, so
+  // 0.79788456 + r (gelu_megatron's backward) adds bf16(0.79788456) = 0.796875 in bf16.
+  float sf = (float)rd(o, (float)s);
   for (size_t i = 0; i < n; i++) out[i] = rd(o, (float)a[i] + sf);
 }
 
