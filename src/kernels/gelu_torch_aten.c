@@ -137,7 +137,19 @@ static void aten_chunk(const aten_job *j, size_t b, size_t e, float *xb, float *
   }
   size_t step = j->dt == GM_F32 ? 32 : 64;
   size_t vec_end = b + (e - b) / step * step;
-  for (size_t s = b; s < vec_end; s += BLOCK) {
+  if (j->dt == GM_F32) { // the vector lambda on the arrays in place
+    const float *x = (const float *)j->x + b, *dy = j->backward ? (const float *)j->dy + b : NULL;
+    float *o = (float *)j->out + b;
+    size_t m = vec_end - b;
+    if (j->backward) {
+      if (j->tanh) gm_aten_vec_tanh_bwd(x, dy, o, m);
+      else gm_aten_vec_erf_bwd(x, dy, o, m);
+    } else {
+      if (j->tanh) gm_aten_vec_tanh_fwd(x, o, m);
+      else gm_aten_vec_erf_fwd(x, o, m);
+    }
+  }
+  for (size_t s = b; s < vec_end && j->dt != GM_F32; s += BLOCK) {
     size_t m = vec_end - s < BLOCK ? vec_end - s : BLOCK;
     for (size_t i = 0; i < m; i++) xb[i] = widen(j->dt, j->x, s + i);
     if (j->backward) {
@@ -196,23 +208,39 @@ static int run_aten(const aten_job *j, size_t n, int threads) {
 }
 
 // ---- oneDNN (approximate='none', n >= 2) ------------------------------------------------------
-static int run_onednn(const aten_job *j, size_t n) {
-  float *buf = malloc(3 * BLOCK * sizeof(float));
-  if (!buf) return gm_fail("torch-cpu gelu: out of memory for %zu-element work buffers", (size_t)BLOCK);
-  float *xb = buf, *db = buf + BLOCK, *ob = buf + 2 * BLOCK;
-  for (size_t s = 0; s < n; s += BLOCK) {
-    size_t m = n - s < BLOCK ? n - s : BLOCK;
-    for (size_t i = 0; i < m; i++) xb[i] = widen(j->dt, j->x, s + i);
-    if (j->backward) {
-      for (size_t i = 0; i < m; i++) db[i] = widen(j->dt, j->dy, s + i);
-      gm_onednn_gelu_erf_bwd(xb, db, ob, m);
-    } else {
-      gm_onednn_gelu_erf_fwd(xb, ob, m);
+// Lanes are independent, so blocks run on any number of threads with the same bits; f32 is read
+// and written in place, f16/bf16 are widened per block and stored with oneDNN's rounding.
+static int run_onednn(const aten_job *j, size_t n, int threads) {
+  size_t nblocks = (n + BLOCK - 1) / BLOCK;
+  int failed = 0;
+#pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(| : failed)
+  {
+    float *buf = j->dt == GM_F32 ? NULL : malloc(3 * BLOCK * sizeof(float));
+    if (j->dt != GM_F32 && !buf) failed = 1;
+#pragma omp for schedule(static)
+    for (size_t b = 0; b < nblocks; b++) {
+      if (j->dt != GM_F32 && !buf) continue;
+      size_t s = b * BLOCK, m = n - s < BLOCK ? n - s : BLOCK;
+      if (j->dt == GM_F32) {
+        const float *x = (const float *)j->x + s;
+        float *o = (float *)j->out + s;
+        if (j->backward) gm_onednn_gelu_erf_bwd(x, (const float *)j->dy + s, o, m);
+        else gm_onednn_gelu_erf_fwd(x, o, m);
+        continue;
+      }
+      float *xb = buf, *db = buf + BLOCK, *ob = buf + 2 * BLOCK;
+      for (size_t i = 0; i < m; i++) xb[i] = widen(j->dt, j->x, s + i);
+      if (j->backward) {
+        for (size_t i = 0; i < m; i++) db[i] = widen(j->dt, j->dy, s + i);
+        gm_onednn_gelu_erf_bwd(xb, db, ob, m);
+      } else {
+        gm_onednn_gelu_erf_fwd(xb, ob, m);
+      }
+      for (size_t i = 0; i < m; i++) store(j->dt, j->out, s + i, ob[i], ROUND_ONEDNN);
     }
-    for (size_t i = 0; i < m; i++) store(j->dt, j->out, s + i, ob[i], ROUND_ONEDNN);
+    free(buf);
   }
-  free(buf);
-  return 0;
+  return failed ? gm_fail("torch-cpu gelu: out of memory for %zu-element work buffers", (size_t)BLOCK) : 0;
 }
 
 // ---- entry points -----------------------------------------------------------------------------
@@ -234,7 +262,7 @@ static int gelu_kernel(gm_gelu_variant v, const aten_job *j, size_t n, int threa
   bool tanh = v == GELU_PYTORCH_TANH;
   aten_job k = *j;
   k.tanh = tanh;
-  if (!tanh && n >= 2 && k.dt != GM_F64) return run_onednn(&k, n); // use_mkldnn: f32/bf16/f16 only
+  if (!tanh && n >= 2 && k.dt != GM_F64) return run_onednn(&k, n, threads); // use_mkldnn: f32/bf16/f16 only
   return run_aten(&k, n, threads);
 }
 

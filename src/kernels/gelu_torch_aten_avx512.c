@@ -106,8 +106,9 @@ void gm_aten_vec_erf_bwd(const float *x, const float *dy, float *dx, size_t n) {
 // ---- oneDNN JIT eltwise gelu_erf (avx512_core and up) --------------------------------------
 
 // Minimax coefficients of oneDNN's piecewise erf(x/sqrt2) approximation, as f32 bit patterns:
-// row = degree 0..5, column = interval index 0..24 (index 23 saturates to 1, 24 is the identity).
-static const uint32_t kDnnErfPoly[6][25] = {
+// row = degree 0..5, column = interval index 0..24 (index 23 saturates to 1, 24 is the identity);
+// rows padded with zeros to 32 entries, the two registers a permute reads.
+static const uint32_t kDnnErfPoly[6][32] = {
     {0xa6f2cb94, 0x32827792, 0x3381cc0c, 0x34523d4a, 0x351ac44d, 0x35f36d88, 0x36ee8229, 0x37b8a3bb,
      0x3867a213, 0x3940033b, 0x3a2a5a1d, 0x3ae35863, 0x3b7828f2, 0x3c08b14b, 0x3c515ed3, 0xbb503236,
      0xbd8d8e5e, 0xbe8abcd9, 0xbf0c19a2, 0xbeccb328, 0x3e176ced, 0x3f470d99, 0x3f7abb28, 0x3f800000, 0},
@@ -130,9 +131,7 @@ static const uint32_t kDnnErfPoly[6][25] = {
 
 // Coefficient `deg` of each lane's polynomial (a two-register permute, like the JIT's vpermt2ps).
 static __m512 dnn_coeff(int deg, __m512i idx) {
-  uint32_t row[32] = {0};
-  for (int i = 0; i < 25; i++) row[i] = kDnnErfPoly[deg][i];
-  __m512i lo = _mm512_loadu_si512(row), hi = _mm512_loadu_si512(row + 16);
+  __m512i lo = _mm512_loadu_si512(kDnnErfPoly[deg]), hi = _mm512_loadu_si512(kDnnErfPoly[deg] + 16);
   return _mm512_castsi512_ps(_mm512_permutex2var_epi32(lo, idx, hi));
 }
 
