@@ -103,6 +103,22 @@ grep -q 'ulp histogram' "$T/out" && grep -q 'backward' "$T/out" && ok "compare t
 expect 0 "compare default mode is accurate" "$G" act compare gelu_new gelu_new:accurate --dtype f16 --n 3000 --json
 json_check "SPEC without mode = accurate" "j['a'] == 'gelu_new:accurate' and j['equal_fraction'] == 1"
 
+# --rtol/--atol reach user_close_fraction only; --threads does not change non-torch results
+if expect 0 "compare --rtol/--atol loose" "$G" act compare gelu_new:eager gelu_new:exact --dtype f16 --exhaustive --rtol 1 --atol 1 --json; then
+  json_check "loose user tolerance: everything close, default unchanged" \
+    "j['user_close_fraction'] == 1 and j['allclose_fraction'] < 1 and j['user_tolerance'] == {'rtol': 1, 'atol': 1}"
+fi
+if expect 0 "compare --rtol 0 --atol 0" "$G" act compare gelu_new:eager gelu_new:exact --dtype f16 --exhaustive --rtol 0 --atol 0 --json; then
+  json_check "zero user tolerance: close means equal" "abs(j['user_close_fraction'] - j['equal_fraction']) < 1e-4"
+fi
+"$G" act compare gelu_fast:eager gelu:accurate --dtype bf16 --n 20000 --dist uniform:-8:8 --seed 9 --threads 1 --json >"$T/t1.json" 2>&1
+"$G" act compare gelu_fast:eager gelu:accurate --dtype bf16 --n 20000 --dist uniform:-8:8 --seed 9 --threads 2 --json >"$T/t2.json" 2>&1
+[ "$(grep -v seconds "$T/t1.json")" = "$(grep -v seconds "$T/t2.json")" ] && ok "compare results independent of --threads" || bad "compare differs between --threads 1 and 2"
+"$G" act compare gelu_fast:eager gelu:accurate --dtype bf16 --n 20000 --dist uniform:-8:8 --seed 10 --threads 1 --json >"$T/t3.json" 2>&1
+[ "$(grep -v seconds "$T/t1.json")" != "$(grep -v seconds "$T/t3.json")" ] && ok "--seed changes the inputs" || bad "--seed has no effect"
+expect 2 "--really-all-f32 without --exhaustive" "$G" act compare gelu gelu_new --dtype f32 --n 10 --really-all-f32
+expect 2 "--exhaustive with --len/--trials" "$G" act compare gelu gelu_new --dtype f16 --exhaustive --len 9 --trials 10
+
 # ---- eval ----
 # X = [1, -2, 0.5, 3, -0.25, 10] f32, shape (2, 3)
 npy_raw '<f4' '(2, 3)' "$T/x.npy" 0000803f 000000c0 0000003f 00004040 000080be 00002041

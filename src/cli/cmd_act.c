@@ -261,6 +261,7 @@ static int act_compare(int argc, char **argv) {
   if (!have_dt) return cli_usage_error(cmd, "missing --dtype");
   int sources = (have_n ? 1 : 0) + (job.src == GM_SRC_EXHAUSTIVE ? 1 : 0) + (in ? 1 : 0);
   if (have_len != have_trials) return cli_usage_error(cmd, "--len and --trials go together");
+  if (have_trials && job.src == GM_SRC_EXHAUSTIVE) return cli_usage_error(cmd, "--exhaustive cannot be combined with --len/--trials");
   if (have_trials && job.len > SIZE_MAX / job.trials)
     return cli_usage_error(cmd, "--len %zu x --trials %zu is more elements than a size_t can count", job.len, job.trials);
   if (have_trials && !have_n && !in && job.src != GM_SRC_EXHAUSTIVE) { job.n = job.len * job.trials; have_n = true; sources = 1; }
