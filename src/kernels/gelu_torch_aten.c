@@ -27,6 +27,7 @@
 
 #include "gptmeg/core.h"
 #include "kernels/gelu_impl.h"
+#include "kernels/nn.h"
 
 // gelu_torch_aten_avx512.c
 void gm_aten_vec_tanh_fwd(const float *x, float *y, size_t n);
@@ -36,6 +37,7 @@ void gm_aten_vec_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
 void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, double *out, size_t n);
+void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
 
 #define BLOCK 4096 // elements widened at a time (a multiple of every vector step)
 
@@ -116,6 +118,19 @@ static void store(gm_dtype dt, void *p, size_t i, float f, round_kind k) {
   else ((uint16_t *)p)[i] = bf16_round(f, k);
 }
 
+// f16/bf16 block conversions: exact widening (F16C when present); f16 stores through F16C (RNE
+// with gm_f32_to_f16's bits, NaN included); bf16 stores in AVX-512 integer lanes with each path's
+// NaN and flush rules (the same bits as store()).
+static void widen_block(gm_dtype dt, const void *p, size_t s, float *dst, size_t m) {
+  gm_dtype_to_f32_buf(dt, (const uint16_t *)p + s, dst, m);
+}
+
+static void store_block(gm_dtype dt, void *p, size_t s, const float *src, size_t m, round_kind k) {
+  if (dt == GM_F16) gm_f32_to_dtype_buf(GM_F16, src, (uint16_t *)p + s, m);
+  else if (k != ROUND_ATEN_SCALAR) gm_aten_store_bf16(src, (uint16_t *)p + s, m, k == ROUND_ONEDNN);
+  else for (size_t i = 0; i < m; i++) store(dt, p, s + i, src[i], k);
+}
+
 // ---- one chunk of the ATen kernel -------------------------------------------------------------
 typedef struct {
   bool tanh;     // approximate='tanh' (else 'none')
@@ -151,16 +166,16 @@ static void aten_chunk(const aten_job *j, size_t b, size_t e, float *xb, float *
   }
   for (size_t s = b; s < vec_end && j->dt != GM_F32; s += BLOCK) {
     size_t m = vec_end - s < BLOCK ? vec_end - s : BLOCK;
-    for (size_t i = 0; i < m; i++) xb[i] = widen(j->dt, j->x, s + i);
+    widen_block(j->dt, j->x, s, xb, m);
     if (j->backward) {
-      for (size_t i = 0; i < m; i++) db[i] = widen(j->dt, j->dy, s + i);
+      widen_block(j->dt, j->dy, s, db, m);
       if (j->tanh) gm_aten_vec_tanh_bwd(xb, db, ob, m);
       else gm_aten_vec_erf_bwd(xb, db, ob, m);
     } else {
       if (j->tanh) gm_aten_vec_tanh_fwd(xb, ob, m);
       else gm_aten_vec_erf_fwd(xb, ob, m);
     }
-    for (size_t i = 0; i < m; i++) store(j->dt, j->out, s + i, ob[i], ROUND_ATEN_VEC);
+    store_block(j->dt, j->out, s, ob, m, ROUND_ATEN_VEC);
   }
   for (size_t i = vec_end; i < e; i++) {
     float xv = widen(j->dt, j->x, i), r;
@@ -229,14 +244,14 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
         continue;
       }
       float *xb = buf, *db = buf + BLOCK, *ob = buf + 2 * BLOCK;
-      for (size_t i = 0; i < m; i++) xb[i] = widen(j->dt, j->x, s + i);
+      widen_block(j->dt, j->x, s, xb, m);
       if (j->backward) {
-        for (size_t i = 0; i < m; i++) db[i] = widen(j->dt, j->dy, s + i);
+        widen_block(j->dt, j->dy, s, db, m);
         gm_onednn_gelu_erf_bwd(xb, db, ob, m);
       } else {
         gm_onednn_gelu_erf_fwd(xb, ob, m);
       }
-      for (size_t i = 0; i < m; i++) store(j->dt, j->out, s + i, ob[i], ROUND_ONEDNN);
+      store_block(j->dt, j->out, s, ob, m, ROUND_ONEDNN);
     }
     free(buf);
   }

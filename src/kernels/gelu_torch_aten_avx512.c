@@ -24,6 +24,7 @@ void gm_aten_vec_tanh_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_aten_vec_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
 void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
+void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
 
 static __m512 splat_bits(uint32_t u) { return _mm512_castsi512_ps(_mm512_set1_epi32((int)u)); }
 static __m512 splat(float f) { return _mm512_set1_ps(f); }
@@ -248,5 +249,29 @@ void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, 
       }
     }
     _mm512_storeu_pd(out + i, r);
+  }
+}
+
+// ---- bf16 stores of whole blocks ----------------------------------------------------------------
+// RNE on the f32 bits, (u + 0x7fff + ((u >> 16) & 1)) >> 16, with each path's special cases:
+// ATen's Vectorized<BFloat16> maps NaN to 0xffff; oneDNN's vcvtneps2bf16 keeps the NaN's payload
+// (quieted: (u >> 16) | 0x40) and flushes |x| < 2^-126 to a signed zero.
+void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+    __m512i u = _mm512_maskz_loadu_epi32(k, x + i);
+    __m512i a = _mm512_and_si512(u, abs_mask), hi = _mm512_srli_epi32(u, 16);
+    __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(a, inf);
+    if (onednn) {
+      __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(0x00800000));
+      r = _mm512_mask_and_epi32(r, tiny, hi, _mm512_set1_epi32(0x8000));
+      r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+    } else {
+      r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0xffff));
+    }
+    _mm512_mask_cvtepi32_storeu_epi16(y + i, k, r);
   }
 }
