@@ -6,8 +6,9 @@
 // paths and most others; differ for some tanh NaNs and for bf16 gelu_10, whose clamp re-rounds).
 //
 // Which code runs (measured against torch, see tools/ref/gen_gelu_aten_goldens.py):
-//  - approximate='none' with n >= 2 on f32, bf16 and f16: oneDNN's JIT gelu_erf (forward and
-//    backward). Independent of threads. f32 in/out; f16 via vcvtph2ps/vcvtps2ph (RNE); bf16 by
+//  - approximate='none' with n >= 2 on f32 and bf16, and on f16 where the CPU has AVX512-FP16
+//    (measured: an AMD EPYC without it runs f16 through ATen's kernel below): oneDNN's JIT
+//    gelu_erf (forward and backward). Independent of threads. f32 in/out; f16 via vcvtph2ps/vcvtps2ph (RNE); bf16 by
 //    widening and vcvtneps2bf16 (RNE, flushes results below 2^-126 to zero, NaN keeps payload).
 //  - everything else (tanh; erf with n == 1): ATen's GELU kernel. TensorIterator splits [0, n) into
 //    per-thread chunks (forward: when n > 16384 with grain n/threads; backward: when n > 32768 with
@@ -48,7 +49,7 @@ static const float kPdfF = (float)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
 
 // ---- ATen scalar lambdas (the leftover of each chunk) ---------------------------------------
 // GCC fused `x + kKappa*x_cube` (forward and backward), `1 - t*t` and `1 + 3kKappa*x_sq`; the
-// erf backward's final `cdf + x*pdf` is not fused in the scalar lambda (it is in the vector one).
+// erf backward's final `cdf + x*pdf` is not fused (scalar lambda, and the f16 vector lambda).
 static float scalar_tanh_fwd(float x) {
   float inner = kBetaF * fmaf(kKappaF, x * x * x, x);
   return 0.5f * x * (1.0f + tanhf(inner));
@@ -277,7 +278,10 @@ static int gelu_kernel(gm_gelu_variant v, const aten_job *j, size_t n, int threa
   bool tanh = v == GELU_PYTORCH_TANH;
   aten_job k = *j;
   k.tanh = tanh;
-  if (!tanh && n >= 2 && k.dt != GM_F64) return run_onednn(&k, n, threads); // use_mkldnn: f32/bf16/f16 only
+  // use_mkldnn: f32 and bf16 always; f16 only where the CPU has AVX512-FP16 (torch's
+  // mkldnn_fp16_device_check), otherwise f16 takes ATen's kernel like the tanh form.
+  bool dnn_dtype = k.dt == GM_F32 || k.dt == GM_BF16 || (k.dt == GM_F16 && __builtin_cpu_supports("avx512fp16"));
+  if (!tanh && n >= 2 && dnn_dtype) return run_onednn(&k, n, threads);
   return run_aten(&k, n, threads);
 }
 
