@@ -49,6 +49,13 @@ sys.exit(0 if a.shape == e.shape and (a == e).mean() >= 0.99 else 1)" && ok "CLI
   done
 else echo "skip numpy comparison (no numpy)"; fi
 
+# report: --profile adds hf against that profile to the divergence section
+expect 0 "report --profile megatron --dtype bf16" "$G" report --out "$T/rep" --n 2000 --model $M --profile megatron --dtype bf16 --scores matmul-div
+grep -q 'hf:bf16 vs megatron+scores=matmul-div:bf16' "$T/rep/index.html" && ok "report names the profile pair" || bad "report pair missing"
+grep -q '"b":[[:space:]]*"megatron+scores=matmul-div:bf16"' "$T/rep/report.json" && ok "report.json has the pair" || bad "report.json pair: $(grep -o '"b":[^,]*' "$T/rep/report.json" | tail -2)"
+expect 1 "report unknown profile" "$G" report --out "$T/rep2" --profile nope
+[ -e "$T/rep2" ] && bad "report left a directory behind" || ok "report wrote nothing on a bad profile"
+
 # bad input: one line naming the problem, exit 1 (usage 2), no output file
 expect 1 "unknown profile" "$G" logits --model $M --tokens-npy $M/tokens.npy --profile nope --out "$T/x1.npy"
 grep -q 'valid: hf, hf-legacy, meg, megatron' "$T/err" && ok "unknown profile lists the valid ones" || bad "message: $(cat "$T/err")"

@@ -114,7 +114,8 @@ int gm_dv_write_svg(const gm_dv_result *r, const char *path);
 // report is written; *section holds the results and is freed with gm_report_diverge_free after
 // gm_report_free.
 typedef struct gm_dv_section gm_dv_section;
-int gm_report_add_diverge(gm_report *r, const char *model_dir, int threads, gm_dv_section **section);
+int gm_report_add_diverge(gm_report *r, const char *model_dir, int threads, const gm_profile *user,
+                          gm_dv_section **section);
 void gm_report_diverge_free(gm_dv_section *s);
 
 #ifdef __cplusplus

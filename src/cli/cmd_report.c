@@ -9,6 +9,7 @@
 
 static const char *help =
     "usage: gptmeg report [--out DIR] [--n N] [--seed S] [--threads N] [--json] [--model DIR]\n"
+    "                     [--profile P [--dtype f32|f16|bf16] [KNOB OPTIONS]]\n"
     "\n"
     "Compares every GELU variant:mode with every other and with the exact (correctly rounded) result\n"
     "in f32, f16 and bf16: f16/bf16 on every finite input, f32 on N sampled inputs (default 200000,\n"
@@ -16,18 +17,24 @@ static const char *help =
     "atomically: a failed run leaves no half report. The page opens with the verdict on replacing\n"
     "gelu_new by gelu_pytorch_tanh. Prints a short summary; --json prints the verdict (and the paths) as JSON.\n"
     "The section 'GPT-2 numerics divergence' compares the profiles hf, meg and megatron layer by layer\n"
-    "(gptmeg diverge) on the checkpoint --model DIR, or without it on a tiny random model (init --config tiny --seed 1).\n";
+    "(gptmeg diverge) on the checkpoint --model DIR, or without it on a tiny random model (init --config tiny --seed 1);\n"
+    "with --profile (and knobs) it also compares hf against that profile in --dtype (default f16).\n";
 
 int cmd_report(int argc, char **argv) {
   const char *cmd = "report";
-  if (cli_wants_help(argc, argv)) { fputs(help, stdout); return CLI_OK; }
-  const char *dir = "report", *model = NULL;
+  if (cli_wants_help(argc, argv)) { fputs(help, stdout); fputs(cli_profile_help, stdout); return CLI_OK; }
+  const char *dir = "report", *model = NULL, *dts = "f16";
   gm_report_opts o = {.n_f32 = 200000, .threads = 0, .seed = 1};
   bool json = false;
+  cli_profile_opts po = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     long t;
+    int k = cli_profile_option(cmd, argc, argv, &i, &po);
+    if (k < 0) return CLI_USAGE;
+    if (k > 0) continue;
     if (!strcmp(a, "--json")) json = true;
+    else if (!strcmp(a, "--dtype")) { if (!(dts = cli_value(cmd, argc, argv, &i))) return CLI_USAGE; }
     else if (!strcmp(a, "--out")) { if (!(dir = cli_value(cmd, argc, argv, &i))) return CLI_USAGE; }
     else if (!strcmp(a, "--model")) { if (!(model = cli_value(cmd, argc, argv, &i))) return CLI_USAGE; }
     else if (!strcmp(a, "--n")) {
@@ -42,11 +49,18 @@ int cmd_report(int argc, char **argv) {
     } else return cli_usage_error(cmd, "unexpected argument '%s'", a);
   }
   o.quiet = json;
+  gm_profile user;
+  bool have_user = po.profile || po.n_knobs;
+  if (have_user) {
+    gm_dtype dt;
+    if (gm_dtype_parse(dts, &dt)) return cli_usage_error(cmd, "%s", gm_errmsg());
+    if (cli_profile_build(&po, dt, &user)) return cli_fail("%s", gm_errmsg());
+  }
   if (gm_report_check_dir(dir)) return cli_fail("%s", gm_errmsg());
   gm_report *r;
   if (gm_report_compute(&o, &r)) return cli_fail("%s", gm_errmsg());
   gm_dv_section *dv = NULL; // the divergence section (diverge.h), freed after the report
-  int rc = gm_report_add_diverge(r, model, o.threads, &dv);
+  int rc = gm_report_add_diverge(r, model, o.threads, have_user ? &user : NULL, &dv);
   if (!rc) rc = gm_report_write(r, dir);
   if (rc) { gm_report_free(r); gm_report_diverge_free(dv); return cli_fail("%s", gm_errmsg()); }
   if (json) {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { DV_NPAIR = 5, DV_T = 64 };
+enum { DV_NPAIR = 6, DV_T = 64 }; // five fixed pairs, and hf against the --profile of the report
 
 typedef struct {
   const char *a, *b; // profile names
@@ -24,6 +24,8 @@ typedef struct {
 struct gm_dv_section {
   char model[600];   // what model was used
   char tokens[200];  // what tokens were used
+  int npair;         // pairs used: 5, or 6 with a user profile
+  gm_profile user;   // the user's profile (pair 5)
   dv_pair pair[DV_NPAIR];
   char statement[700];
 };
@@ -108,7 +110,7 @@ static void html(const gm_dv_section *s, FILE *f) {
   fprintf(f, ". Each pair runs A recording every point, B forced onto A's values (the error each op <i>adds</i>), then B; "
              "tolerances are torch.testing.assert_close's defaults for the coarser dtype of the two runs. "
              "<code>gptmeg diverge</code> prints every point.</p>\n");
-  for (int k = 0; k < DV_NPAIR; k++) {
+  for (int k = 0; k < s->npair; k++) {
     const dv_pair *p = &s->pair[k];
     fprintf(f, "<h3>%s:%s vs %s:%s</h3>\n", p->a, gm_dtype_name(p->da), p->b, gm_dtype_name(p->db));
     if (!p->ok) { fprintf(f, "<p><span class=\"badge na\">"); esc(f, p->err); fprintf(f, "</span></p>\n"); continue; }
@@ -140,7 +142,7 @@ static void json(const gm_dv_section *s, cJSON *o) {
   cJSON_AddStringToObject(o, "model", s->model);
   cJSON_AddStringToObject(o, "tokens", s->tokens);
   cJSON *arr = cJSON_AddArrayToObject(o, "pairs");
-  for (int k = 0; k < DV_NPAIR; k++) {
+  for (int k = 0; k < s->npair; k++) {
     const dv_pair *p = &s->pair[k];
     cJSON *j;
     if (p->ok) j = gm_dv_json_obj(&p->res);
@@ -165,13 +167,21 @@ static int section(const gm_report *r, void *html_file, void *json_obj, void *us
   return 0;
 }
 
-int gm_report_add_diverge(gm_report *r, const char *model_dir, int threads, gm_dv_section **out) {
+int gm_report_add_diverge(gm_report *r, const char *model_dir, int threads, const gm_profile *user,
+                          gm_dv_section **out) {
   *out = NULL;
   gm_dv_section *s = calloc(1, sizeof *s);
   if (!s) return gm_fail("out of memory");
-  static const struct { const char *a, *b; gm_dtype da, db; } pairs[DV_NPAIR] = {
+  struct { const char *a, *b; gm_dtype da, db; } pairs[DV_NPAIR] = {
       {"hf", "meg", GM_F32, GM_F32}, {"hf", "meg", GM_F16, GM_F16}, {"hf", "meg", GM_BF16, GM_BF16},
-      {"hf", "megatron", GM_F16, GM_F16}, {"hf", "hf", GM_F32, GM_F16}};
+      {"hf", "megatron", GM_F16, GM_F16}, {"hf", "hf", GM_F32, GM_F16}, {"hf", NULL, GM_F32, GM_F32}};
+  s->npair = DV_NPAIR - 1;
+  if (user) {
+    s->user = *user;
+    pairs[DV_NPAIR - 1].b = s->user.name;
+    pairs[DV_NPAIR - 1].da = pairs[DV_NPAIR - 1].db = user->dtype;
+    s->npair = DV_NPAIR;
+  }
   gm_gpt2 m[3];
   bool have[3] = {false, false, false};
   char err[3][300];
@@ -191,13 +201,15 @@ int gm_report_add_diverge(gm_report *r, const char *model_dir, int threads, gm_d
   gm_rng_seed(&g, 1);
   for (int t = 0; t < T; t++) tok[t] = (int32_t)(gm_rng_u64(&g) % (uint64_t)c->vocab_size);
   snprintf(s->tokens, sizeof s->tokens, "one fixed sequence of %d token ids drawn uniformly from the vocabulary (gm_rng seed 1)", T);
-  for (int k = 0; k < DV_NPAIR; k++) {
+  for (int k = 0; k < s->npair; k++) {
     dv_pair *p = &s->pair[k];
     p->a = pairs[k].a; p->b = pairs[k].b; p->da = pairs[k].da; p->db = pairs[k].db;
     gm_profile pa, pb;
     gm_dv_opts o = {.threads = threads};
     if (!have[p->da] || !have[p->db]) { snprintf(p->err, sizeof p->err, "%s", err[have[p->da] ? p->db : p->da]); continue; }
-    if (gm_profile_get(p->a, p->da, &pa) || gm_profile_get(p->b, p->db, &pb) ||
+    bool user_pair = k == DV_NPAIR - 1;
+    if (user_pair) pb = s->user;
+    if (gm_profile_get(p->a, p->da, &pa) || (!user_pair && gm_profile_get(p->b, p->db, &pb)) ||
         gm_diverge_run(&m[p->da], &pa, &m[p->db], &pb, tok, 1, T, &o, &p->res)) {
       snprintf(p->err, sizeof p->err, "%s", gm_errmsg());
       continue;
@@ -216,6 +228,6 @@ done:
 
 void gm_report_diverge_free(gm_dv_section *s) {
   if (!s) return;
-  for (int k = 0; k < DV_NPAIR; k++) gm_dv_result_free(&s->pair[k].res);
+  for (int k = 0; k < s->npair; k++) gm_dv_result_free(&s->pair[k].res);
   free(s);
 }
