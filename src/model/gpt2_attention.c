@@ -51,9 +51,9 @@ static score_rule rule_of(const gpt2_run *r, int l) {
     s.alpha = (float)(scale / coeff);
   } else {
     if (c->scale_attn_weights) { // torch.full([], hd ** 0.5, dtype): the divisor itself is in the dtype
-      float d;
-      gm_store_f64(r->dt, &d, 0, sqrt((double)hd));
-      s.div1 = r->dt == GM_F32 ? d : (float)gm_load_f64(r->dt, &d, 0);
+      unsigned char one[4];      // one element of the dtype, rounded once from the double
+      gm_store_f64(r->dt, one, 0, sqrt((double)hd));
+      s.div1 = (float)gm_load_f64(r->dt, one, 0);
     }
     if (c->scale_attn_by_inverse_layer_idx) s.div2 = (float)(l + 1);
   }
