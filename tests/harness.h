@@ -29,6 +29,8 @@ char *test_shared_data(const char *rel);
 int test_argmax(const float *x, int n);
 // max |a[i] - b[i]| in f64; a NaN difference makes it NaN.
 double test_max_abs_diff(const float *a, const float *b, size_t n);
+// The whole file at path, NUL-terminated (caller frees), or NULL if it cannot be read.
+char *test_slurp(const char *path);
 // Prints the summary and returns the process exit code.
 int test_done(const char *name);
 

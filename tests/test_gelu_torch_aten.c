@@ -14,22 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
-
 static bool parse_dtype(const char *s, gm_dtype *dt) { return gm_dtype_parse(s, dt) == 0; }
 
 // Inputs exactly as the generator builds them.
@@ -107,7 +91,7 @@ typedef struct {
 static void run_file(const char *variant_name, gm_gelu_variant v, tally *t) {
   char path[256];
   snprintf(path, sizeof path, "tests/golden/gelu_aten/%s.json", variant_name);
-  char *txt = slurp(path);
+  char *txt = test_slurp(path);
   CHECK(txt != NULL, "%s missing (run tools/ref/gen_gelu_aten_goldens.py)", path);
   if (!txt) return;
   cJSON *doc = cJSON_Parse(txt);

@@ -20,22 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
-
 // x: tensor j of a case is elements j*n .. j*n+n-1 of the concatenated stream (generator's make_x).
 static void make_x(gm_dtype dt, size_t n, size_t total, void *x) {
   if (dt == GM_F32) {
@@ -107,7 +91,7 @@ static void run_file(const char *name, tally *t) {
   CHECK(gm_gelu_variant_parse(name, &spec.variant) == 0, "%s", gm_errmsg());
   char path[256];
   snprintf(path, sizeof path, "tests/golden/gelu_ops/%s.json", name);
-  char *txt = slurp(path);
+  char *txt = test_slurp(path);
   CHECK(txt != NULL, "%s missing (run tools/ref/gen_gelu_ops_goldens.py)", path);
   if (!txt) return;
   cJSON *doc = cJSON_Parse(txt);

@@ -14,7 +14,6 @@ Run from the repo root: python3 tools/ref/gen_gelu_3x3_goldens.py
 import base64
 import json
 import os
-import platform
 import sys
 
 import numpy as np
@@ -27,17 +26,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gm_inputs as gi  # noqa: E402
 
 OUT = os.path.join("tests", "golden", "gelu_ops", "experiment_3x3.json")
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def measure(x):
@@ -57,7 +45,7 @@ def main():
     xg = torch.from_numpy(gi.golden_f32_inputs(3, 9000).copy()).view(1000, 9)
     doc = {"generator": "tools/ref/gen_gelu_3x3_goldens.py", "torch": torch.__version__,
            "transformers": transformers.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-           "cpu": cpu_model(), "tensors": 1000, "length": 9, "threads": 1,
+           "cpu": gi.cpu_model(), "tensors": 1000, "length": 9, "threads": 1,
            "a": "F.gelu(x, approximate='tanh')", "b": "transformers ACT2FN['gelu_new']",
            "normal_seed0": measure(xn),
            "normal_seed0_inputs_f32_b64": base64.b64encode(xn.numpy().astype("<f4").tobytes()).decode(),

@@ -29,27 +29,6 @@ import gm_inputs as gi  # noqa: E402
 
 OUT_DIR = os.path.join("tests", "golden", "gelu_aten")
 
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def cpu_flag(name):
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return name in line.split(":", 1)[1].split()
-    except OSError:
-        pass
-    return False
 VARIANTS = ["gelu", "gelu_pytorch_tanh", "gelu_10"]
 F32_LENGTHS = [1, 2, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 1000, 4099, 16384, 16385, 20001,
                32768, 32769, 70001, 1000003]
@@ -134,9 +113,9 @@ def main():
                         cases.append(run_case(variant, dt, direction, n, th))
         doc = {"generator": "tools/ref/gen_gelu_aten_goldens.py",
                "torch_version": torch.__version__,
-               "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": cpu_model(),
+               "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": gi.cpu_model(),
                # F.gelu(approximate='none') on f16 runs oneDNN only where the CPU has AVX512-FP16
-               "avx512_fp16": cpu_flag("avx512_fp16"),
+               "avx512_fp16": gi.cpu_flag("avx512_fp16"),
                "onednn": torch.backends.mkldnn.is_available(),
                "variant": variant,
                "inputs": "f32: golden_f32_inputs(1, n); f16/bf16: all_u16 from offset (0 if n==65536 else n*7919%65536); "

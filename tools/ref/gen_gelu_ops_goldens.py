@@ -44,18 +44,6 @@ TORCH_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 CANON_NAN = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
 
 
-def cpu_model():
-    """f32 tanh/erf/exp go through MKL VML, whose code path (and bits) depend on the CPU."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
 # ---- Megatron-LM fused_bias_gelu.py, as plain ops ------------------------------------------------
 def bias_gelu(bias, y):
     x = bias + y
@@ -164,7 +152,7 @@ def main():
                         cases.append(run_case(variant, dt, direction, n, case_count(n), threads))
         doc = {"generator": "tools/ref/gen_gelu_ops_goldens.py", "torch": torch.__version__,
                "transformers": transformers.__version__,
-               "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": cpu_model(),
+               "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": gi.cpu_model(),
                "torch_lib": os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"),
                "variant": variant, "cases": cases}
         with open(os.path.join(OUT_DIR, variant + ".json"), "w") as f:

@@ -1,4 +1,5 @@
-"""Python twin of src/core/inputs.c: the golden input streams, bit for bit, and FNV-1a 64."""
+"""Python twin of src/core/inputs.c: the golden input streams, bit for bit, and FNV-1a 64; and
+the CPU facts the goldens record."""
 import numpy as np
 
 M64 = (1 << 64) - 1
@@ -66,3 +67,27 @@ def hash64(data):
         idx = np.arange(1, len(w) + 1, dtype=np.uint64) * np.uint64(0x9e3779b97f4a7c15)
         s = np.sum(_mix64(w + idx), dtype=np.uint64)
         return int(_mix64(np.uint64(n) + s))
+
+
+def cpu_model():
+    """/proc/cpuinfo's model name: goldens of MKL/oneDNN paths depend on the CPU that wrote them."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def cpu_flag(name):
+    """True if /proc/cpuinfo lists the CPU flag (e.g. avx512_fp16)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return name in line.split(":", 1)[1].split()
+    except OSError:
+        pass
+    return False
