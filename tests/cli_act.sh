@@ -1,27 +1,9 @@
 #!/usr/bin/env bash
 # CLI tests for gptmeg act list / eval / compare (and the certify dispatch).
 # Usage: bash tests/cli_act.sh path/to/gptmeg   (from the repo root)
-set -u
-G=${1:?usage: cli_act.sh path/to/gptmeg}
-T=$(mktemp -d /tmp/gptmeg_cli_act.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib_cli.sh"
 have_py=0; python3 -c 'import json' 2>/dev/null && have_py=1
 have_np=0; python3 -c 'import numpy' 2>/dev/null && have_np=1
-
-# expect CODE NAME CMD... : exit status CODE; for failures, exactly one stderr line "gptmeg: ...".
-expect() {
-  local code=$1 name=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return 1; fi
-  if [ "$code" -eq 1 ] && { [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q '^gptmeg: ' "$T/err"; }; then
-    bad "$name: wanted one 'gptmeg: ' line on stderr, got: $(cat "$T/err")"; return 1
-  fi
-  ok "$name"
-}
 err_has() { grep -q -- "$2" "$T/err" && ok "$1" || bad "$1: stderr lacks '$2': $(cat "$T/err")"; }
 no_file() { [ ! -e "$1" ] && ! ls "$1".tmp.* >/dev/null 2>&1 && ok "no output left: $(basename "$1")" || bad "output left behind: $1"; }
 # json_check NAME PYTHON-EXPR (over j = the parsed stdout); falls back to grepping the keys
@@ -219,5 +201,4 @@ if [ -f "$GX" ] && command -v base64 >/dev/null; then
   fi
 else echo "SKIP: 3x3 golden or base64 missing"; fi
 
-echo "cli_act: $fails failed"
-[ $fails -eq 0 ]
+finish cli_act

@@ -1,13 +1,7 @@
 #!/usr/bin/env bash
 # CLI test for gptmeg bench model on a small shape (fast): runs, prints every JSON field, and
 # refuses bad options. Usage: bash tests/cli_bench_model.sh path/to/gptmeg   (from the repo root)
-set -u
-G=${1:?usage: cli_bench_model.sh path/to/gptmeg}
-T=$(mktemp -d /tmp/gptmeg_cli_bench_model.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib_cli.sh"
 printf '{"vocab_size": 1000, "n_positions": 64, "n_embd": 32, "n_layer": 2, "n_head": 4}' >"$T/cfg.json"
 small=(--config "$T/cfg.json" --prefill 48 --prompt 16 --decode 8 --gemm 128 --threads 2)
 if "$G" bench model "${small[@]}" --json >"$T/out" 2>"$T/err"; then
@@ -25,5 +19,4 @@ else bad "bench model --json: $(cat "$T/err")"; fi
 "$G" bench model --threads 0 >/dev/null 2>&1; [ $? -eq 2 ] && ok "bad --threads is a usage error" || bad "bad --threads"
 "$G" bench model --dtype f64 >/dev/null 2>&1; [ $? -eq 2 ] && ok "bad --dtype is a usage error" || bad "bad --dtype"
 "$G" bench model --help | grep -q 'prefill' && ok "help" || bad "help"
-echo "cli_bench_model: $fails failed"
-[ $fails -eq 0 ]
+finish cli_bench_model

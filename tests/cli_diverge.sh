@@ -3,25 +3,7 @@
 # one 'gptmeg: ' line), the JSON keys, the SVG, --dump and --against (itself, and transformers'
 # golden dump of hf f16 on base: logits bit for bit), and no output left behind on failure.
 # Usage: bash tests/cli_diverge.sh path/to/gptmeg   (from the repo root)
-set -u
-G=${1:?usage: cli_diverge.sh path/to/gptmeg}
-T=$(mktemp -d /tmp/gptmeg_cli_diverge.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-
-# expect CODE NAME CMD... : exit status CODE; for failures, exactly one stderr line "gptmeg: ...".
-expect() {
-  local code=$1 name=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return; fi
-  if [ "$code" -eq 1 ] && { [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q '^gptmeg: ' "$T/err"; }; then
-    bad "$name: wanted one 'gptmeg: ' line on stderr, got: $(cat "$T/err")"; return
-  fi
-  ok "$name"
-}
+. "$(dirname "$0")/lib_cli.sh"
 # no temporary or partial outputs in $T/o
 no_outputs() { [ -z "$(ls -A "$T/o")" ] && ok "$1: nothing left behind" || bad "$1: left $(ls "$T/o")"; }
 
@@ -142,5 +124,4 @@ grep -q 'GPT-2 numerics divergence' "$T/rep/index.html" && grep -q "hf and meg a
 grep -q '"statement"' "$T/rep/report.json" && ok "report.json has the section" || bad "report.json lacks the section"
 expect 0 "report --model" "$G" report --n 1000 --out "$T/rep2" --model $M --json
 grep -q 'tests/golden/model/base' "$T/rep2/index.html" && ok "report --model uses the checkpoint" || bad "report --model"
-echo "cli_diverge: $fails failed"
-[ $fails -eq 0 ]
+finish cli_diverge

@@ -3,25 +3,7 @@
 # (tests/golden/eval/index.json), text through a model folder's tokenizer, thread independence,
 # and bad input (one 'gptmeg: ' line, exit 1; usage errors exit 2). No Python needed.
 # Usage: bash tests/cli_eval.sh path/to/gptmeg   (from the repo root)
-set -u
-G=${1:?usage: cli_eval.sh path/to/gptmeg}
-T=$(mktemp -d /tmp/gptmeg_cli_eval.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-
-# expect CODE NAME CMD... : exit status CODE; for failures, exactly one stderr line "gptmeg...".
-expect() {
-  local code=$1 name=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return; fi
-  if [ "$code" -eq 1 ] && { [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q '^gptmeg: ' "$T/err"; }; then
-    bad "$name: wanted one 'gptmeg: ' line on stderr, got: $(cat "$T/err")"; return
-  fi
-  ok "$name"
-}
+. "$(dirname "$0")/lib_cli.sh"
 # jfield KEY FILE: the number after "KEY": in a one-line JSON object
 jfield() { grep -o "\"$1\":[-0-9.e+]*" "$2" | head -1 | cut -d: -f2; }
 # golden CTX STRIDE FIELD: the field of the base case with that ctx and stride in index.json
@@ -92,5 +74,4 @@ expect 2 "bad --threads" "$G" eval --model "$B" --tokens-npy "$IDS" --threads 0
 expect 2 "unknown option" "$G" eval --model "$B" --tokens-npy "$IDS" --frobnicate
 expect 0 "eval --help" "$G" eval --help
 
-echo "cli_eval: $fails failed"
-[ $fails -eq 0 ]
+finish cli_eval

@@ -2,25 +2,7 @@
 # CLI tests for gptmeg generate (and init --tokenizer): determinism, seeds, top-k 1 = greedy,
 # the n_positions stop, and bad input (one 'gptmeg: ' line, exit 1; usage errors exit 2).
 # Usage: bash tests/cli_generate.sh path/to/gptmeg   (from the repo root)
-set -u
-G=${1:?usage: cli_generate.sh path/to/gptmeg}
-T=$(mktemp -d /tmp/gptmeg_cli_generate.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-
-# expect CODE NAME CMD... : exit status CODE; for failures, exactly one stderr line "gptmeg...".
-expect() {
-  local code=$1 name=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return; fi
-  if [ "$code" -eq 1 ] && { [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q '^gptmeg: ' "$T/err"; }; then
-    bad "$name: wanted one 'gptmeg: ' line on stderr, got: $(cat "$T/err")"; return
-  fi
-  ok "$name"
-}
+. "$(dirname "$0")/lib_cli.sh"
 same() { cmp -s "$1" "$2" && ok "$3" || bad "$3: '$(head -c 100 "$1")' vs '$(head -c 100 "$2")'"; }
 
 # A small model over the fixture tokenizer (557 tokens, '<|endoftext|>' = 556), n_positions 64.
@@ -91,5 +73,4 @@ else
   echo "SKIP gpt2 vocabulary tests: $BPE is absent"
 fi
 
-echo "cli_generate: $fails failed"
-[ $fails -eq 0 ]
+finish cli_generate

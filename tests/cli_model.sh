@@ -1,25 +1,7 @@
 #!/usr/bin/env bash
 # CLI tests for gptmeg init / info / logits (generate and eval: cli_generate.sh, cli_eval.sh).
 # Usage: bash tests/cli_model.sh path/to/gptmeg   (from the repo root)
-set -u
-G=${1:?usage: cli_model.sh path/to/gptmeg}
-T=$(mktemp -d /tmp/gptmeg_cli_model.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-
-# expect CODE NAME CMD... : exit status CODE; for failures, exactly one stderr line "gptmeg...".
-expect() {
-  local code=$1 name=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return; fi
-  if [ "$code" -eq 1 ] && { [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q '^gptmeg: ' "$T/err"; }; then
-    bad "$name: wanted one 'gptmeg: ' line on stderr, got: $(cat "$T/err")"; return
-  fi
-  ok "$name"
-}
+. "$(dirname "$0")/lib_cli.sh"
 
 # npy DESCR SHAPE OUT [int values...]: writes a v1 .npy of little-endian int32 ('<i4') or int64 ('<i8').
 npy() {
@@ -100,5 +82,4 @@ expect 2 "generate without arguments" "$G" generate
 expect 2 "eval without arguments" "$G" eval
 expect 0 "logits --help" "$G" logits --help
 
-echo "cli_model: $fails failed"
-[ $fails -eq 0 ]
+finish cli_model

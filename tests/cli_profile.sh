@@ -1,23 +1,7 @@
 #!/usr/bin/env bash
 # CLI tests for numerics profiles: logits --dtype/--profile/knobs, info --profile, bad profiles.
 # Usage: bash tests/cli_profile.sh path/to/gptmeg   (from the repo root)
-set -u
-G=${1:?usage: cli_profile.sh path/to/gptmeg}
-T=$(mktemp -d /tmp/gptmeg_cli_profile.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-expect() { # expect CODE NAME CMD...: exit status CODE; a failure prints exactly one "gptmeg: " line
-  local code=$1 name=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return; fi
-  if [ "$code" -eq 1 ] && { [ "$(wc -l <"$T/err")" -ne 1 ] || ! grep -q '^gptmeg: ' "$T/err"; }; then
-    bad "$name: wanted one 'gptmeg: ' line on stderr, got: $(cat "$T/err")"; return
-  fi
-  ok "$name"
-}
+. "$(dirname "$0")/lib_cli.sh"
 M=tests/golden/model/base
 P=tests/golden/profile/base
 
@@ -71,5 +55,4 @@ expect 1 "f64 is not a model dtype" "$G" logits --model $M --tokens-npy $M/token
 for f in x1 x2 x3 x4 x5 x8; do [ -e "$T/$f.npy" ] && bad "output left behind: $f"; done
 ls "$T" | grep -q '\.tmp\.' && bad "temporary left behind" || ok "no output left behind on failure"
 
-echo "cli_profile: $fails failure(s)"
-[ $fails -eq 0 ]
+finish cli_profile

@@ -2,21 +2,7 @@
 # CLI tests for gptmeg report: files written atomically, JSON content sane, page self-contained,
 # failures leave nothing behind. Uses a small f32 sample (f16/bf16 are always exhaustive).
 # Usage: bash tests/cli_report.sh path/to/gptmeg   (from the repo root)
-set -u
-G=${1:?usage: cli_report.sh path/to/gptmeg}
-T=$(mktemp -d /tmp/gptmeg_cli_report.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-fails=0
-ok() { echo "ok   $1"; }
-bad() { echo "FAIL $1"; fails=$((fails + 1)); }
-expect() {
-  local code=$1 name=$2; shift 2
-  "$@" >"$T/out" 2>"$T/err"
-  local rc=$?
-  if [ $rc -ne "$code" ]; then bad "$name (exit $rc, wanted $code): $(head -c 300 "$T/err")"; return 1; fi
-  if [ "$code" -eq 1 ] && ! grep -q '^gptmeg: ' "$T/err"; then bad "$name: no 'gptmeg: ' error line: $(cat "$T/err")"; return 1; fi
-  ok "$name"
-}
+. "$(dirname "$0")/lib_cli.sh"
 no_temps() { ls -d "$T"/*.tmp.* "$T"/*.old.* >/dev/null 2>&1 && bad "temporaries left: $(ls "$T")" || ok "no temporaries left"; }
 
 expect 0 "report --help" "$G" report --help
@@ -76,5 +62,4 @@ expect 1 "report refuses a directory that is not a report" "$G" report --n 500 -
 expect 1 "report into a missing parent" "$G" report --n 500 --out "$T/no/such/dir"
 [ ! -e "$T/no" ] && ok "nothing created for a missing parent" || bad "left $T/no"
 no_temps
-echo "cli_report: $fails failed"
-[ $fails -eq 0 ]
+finish cli_report
