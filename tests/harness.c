@@ -48,21 +48,26 @@ double test_max_abs_diff(const float *a, const float *b, size_t n) {
   return m;
 }
 
-char *test_slurp(const char *path) {
+char *test_slurp_len(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
+  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
   if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
     free(s);
     s = NULL;
   }
-  if (s) s[n] = 0;
+  if (s) {
+    s[n] = 0;
+    if (len) *len = (size_t)n;
+  }
   fclose(f);
   return s;
 }
+
+char *test_slurp(const char *path) { return test_slurp_len(path, NULL); }
 
 int test_done(const char *name) {
   printf("%s: %d checks, %d failed, %d skipped\n", name, test_checks, test_failures, skips);

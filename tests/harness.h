@@ -31,6 +31,8 @@ int test_argmax(const float *x, int n);
 double test_max_abs_diff(const float *a, const float *b, size_t n);
 // The whole file at path, NUL-terminated (caller frees), or NULL if it cannot be read.
 char *test_slurp(const char *path);
+// The same, also giving the length (len may be NULL).
+char *test_slurp_len(const char *path, size_t *len);
 // Prints the summary and returns the process exit code.
 int test_done(const char *name);
 

@@ -14,20 +14,6 @@
 
 #define GOLDEN GPTMEG_SOURCE_DIR "/tests/golden/eval"
 
-// Reads a whole file into a NUL-terminated malloc'd buffer (NULL on failure).
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-  fclose(f);
-  if (b) { b[n] = 0; if (len) *len = (size_t)n; }
-  return b;
-}
-
 // int64 .npy of ids -> malloc'd int32 (NULL on failure).
 static int32_t *load_ids(const char *path, size_t *n) {
   gm_npy a;
@@ -159,7 +145,7 @@ static void test_text(const cJSON *idx) {
     *strrchr(dir, '/') = 0;
     gm_tokenizer *tok;
     size_t len = 0;
-    char *s = slurp(GPTMEG_SOURCE_DIR "/tests/fixtures/eval/sample.txt", &len);
+    char *s = test_slurp_len(GPTMEG_SOURCE_DIR "/tests/fixtures/eval/sample.txt", &len);
     CHECK(s && gm_tok_load(dir, &tok) == 0, "tokenizer: %s", gm_errmsg());
     if (s && tok) {
       int32_t *got = NULL;
@@ -187,7 +173,7 @@ static void test_text(const cJSON *idx) {
 }
 
 int main(void) {
-  char *js = slurp(GOLDEN "/index.json", NULL);
+  char *js = test_slurp_len(GOLDEN "/index.json", NULL);
   cJSON *idx = js ? cJSON_Parse(js) : NULL;
   free(js);
   CHECK(idx != NULL, "cannot read %s/index.json", GOLDEN);

@@ -8,21 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) { free(s); s = NULL; }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
-
 int main(void) {
-  char *txt = slurp("tests/golden/inputs.json");
+  char *txt = test_slurp("tests/golden/inputs.json");
   CHECK(txt != NULL, "tests/golden/inputs.json missing");
   if (!txt) return test_done("test_inputs");
   cJSON *j = cJSON_Parse(txt);

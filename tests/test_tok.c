@@ -12,22 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
-  fclose(f);
-  if (b) b[n] = 0;
-  if (len) *len = (size_t)n;
-  return b;
-}
-
 static cJSON *load_json(const char *path) {
-  char *s = slurp(path, NULL);
+  char *s = test_slurp_len(path, NULL);
   cJSON *j = s ? cJSON_Parse(s) : NULL;
   free(s);
   return j;
@@ -260,12 +246,12 @@ static void test_gpt2(void) {
   if (tok && g) {
     CHECK(gm_tok_vocab_size(tok) == 50257 && gm_tok_eot_id(tok) == 50256, "gpt2 vocab %d eot %d", gm_tok_vocab_size(tok), gm_tok_eot_id(tok));
     size_t len;
-    char *stress = slurp("tests/golden/tok/stress.txt", &len);
+    char *stress = test_slurp_len("tests/golden/tok/stress.txt", &len);
     CHECK(stress != NULL, "cannot read stress.txt");
     if (stress) check_ids(tok, stress, len, cJSON_GetObjectItem(cJSON_GetObjectItem(g, "stress"), "ids"), "gpt2 stress.txt");
     free(stress);
 
-    char *text = slurp(shakes_path, &len);
+    char *text = test_slurp_len(shakes_path, &len);
     cJSON *gs = cJSON_GetObjectItem(g, "tinyshakespeare");
     int32_t *ids = NULL;
     size_t n = 0;
