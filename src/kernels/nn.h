@@ -55,9 +55,10 @@ void gm_blas_single_thread(void);
 void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, int R, int D, double eps, int width,
                       int threads);
 
-// In place softmax of s[0..n) followed by n_masked entries holding mask_value (not stored):
-// m = max, e = expf(s - m), sum in f64 rounded to f32, s = e * (1/sum) (f32). The masked entries
-// count in m and sum, as the masked scores of a causal row do in torch.
+// In place softmax of s[0..n) followed by n_masked entries holding mask_value (not stored), as
+// ATen's last-dimension softmax computes it on AVX2: m = max (masked entries included), e = expf(s - m),
+// sum in 8 lanes (element j in lane j % 8) folded as a tree (one by one below 8 elements),
+// s = e * (1/sum), all in f32.
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value);
 
 #endif

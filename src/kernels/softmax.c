@@ -1,19 +1,32 @@
-// f32 softmax of one score row with a masked tail (contract in nn.h).
+// f32 softmax of one score row with a masked tail, in ATen's CPU order (contract in nn.h).
 #include "kernels/nn.h"
 
 #include <math.h>
+
+// Sum of e[0..n) as ATen's vec::reduce_all adds on AVX2: below 8 elements one by one; else
+// element j into lane j % 8, then the lanes folded lane += lane+4, lane += lane+2, lane0 + lane1.
+// Elements past `stored` all equal `rest` (the masked tail's exp).
+static float lane_sum(const float *e, int stored, int total, float rest) {
+  if (total < 8) {
+    float s = 0.0f;
+    for (int j = 0; j < total; j++) s = s + (j < stored ? e[j] : rest);
+    return s;
+  }
+  float lane[8];
+  for (int k = 0; k < 8; k++) lane[k] = k < stored ? e[k] : rest;
+  for (int j = 8; j < total; j++) lane[j % 8] = lane[j % 8] + (j < stored ? e[j] : rest);
+  for (int h = 4; h >= 1; h /= 2)
+    for (int k = 0; k < h; k++) lane[k] = lane[k] + lane[k + h];
+  return lane[0];
+}
 
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value) {
   float m = -INFINITY;
   for (int j = 0; j < n; j++)
     if (s[j] > m) m = s[j];
   if (n_masked > 0 && mask_value > m) m = mask_value;
-  double sum = 0.0;
-  for (int j = 0; j < n; j++) {
-    s[j] = expf(s[j] - m);
-    sum += s[j];
-  }
-  if (n_masked > 0) sum += (double)n_masked * expf(mask_value - m);
-  float inv = 1.0f / (float)sum;
+  for (int j = 0; j < n; j++) s[j] = expf(s[j] - m);
+  float rest = n_masked > 0 ? expf(mask_value - m) : 0.0f;
+  float inv = 1.0f / lane_sum(s, n, n + n_masked, rest);
   for (int j = 0; j < n; j++) s[j] = s[j] * inv;
 }
