@@ -26,10 +26,7 @@ static void make_x(gm_dtype dt, size_t n, size_t total, void *x) {
     gm_golden_f32_inputs(1, total, x);
     return;
   }
-  static uint16_t all[65536];
-  gm_all_u16(all);
-  size_t off = n == 65536 ? 0 : (n * 7919) % 65536;
-  for (size_t i = 0; i < total; i++) ((uint16_t *)x)[i] = all[(off + i) % 65536];
+  gm_golden_u16_inputs(n, total, x);
 }
 
 // dy[i] = ((stream_u64(2, i) >> 40) - 2^23) * 2^-22, rounded to the dtype (generator's make_dy).

@@ -20,6 +20,9 @@ size_t gm_special_f32_count(void);
 void gm_golden_f32_inputs(uint64_t seed, size_t n, float *out);
 // All 65,536 bit patterns in order, as f16/bf16 storage.
 void gm_all_u16(uint16_t *out);
+// The f16/bf16 golden inputs of a case of length n: `total` consecutive bit patterns, wrapping
+// after 0xffff, from offset 0 when n == 65536 (the exhaustive case) else (n * 7919) % 65536.
+void gm_golden_u16_inputs(size_t n, size_t total, uint16_t *out);
 
 // Order-sensitive 64-bit hash of a byte buffer (zero-padded to 8-byte little-endian words w_i):
 // h = mix(nbytes + sum_i mix(w_i + (i+1)*0x9e3779b97f4a7c15)) with wrapping sums; mix is

@@ -71,3 +71,8 @@ uint64_t gm_hash64(const void *data, size_t nbytes) {
   }
   return mix64((uint64_t)nbytes + sum);
 }
+
+void gm_golden_u16_inputs(size_t n, size_t total, uint16_t *out) {
+  size_t off = n == 65536 ? 0 : (n * 7919) % 65536;
+  for (size_t i = 0; i < total; i++) out[i] = (uint16_t)((off + i) % 65536);
+}
