@@ -1,6 +1,6 @@
 // gm_matmul_bf16: the AVX512-BF16 kernel against the scalar definition of its order (pairs of K,
 // odd element first, DAZ/FTZ), bit for bit, with bias and alpha, both B layouts, odd and even K,
-// edge sizes, pre-packed B, and 1 vs 2 threads. Without the instructions both runs take the scalar path.
+// edge sizes, pre-packed B, the allocation-free fallback, and 1 vs 2 threads. Without the instructions both runs take the scalar path.
 #include "harness.h"
 #include "kernels/nn.h"
 
@@ -37,6 +37,10 @@ int main(void) {
       gm_bf16_pack(B, ldb, trans, K, N, Bp);
       gm_matmul_bf16_packed(A, K, Bp, bias, 0.25f, C3, N, M, N, K, 2);
       CHECK(memcmp(C2, C3, (size_t)M * N * 4) == 0, "shape %zu trans %d: pre-packed B differs", s, trans);
+      gm_matmul_bf16_unpacked(A, K, B, ldb, trans, NULL, bias, 0.25f, C3, N, M, N, K);
+      CHECK(memcmp(C2, C3, (size_t)M * N * 4) == 0, "shape %zu trans %d: the unpacked fallback differs", s, trans);
+      gm_matmul_bf16_unpacked(A, K, NULL, 0, false, Bp, bias, 0.25f, C3, N, M, N, K);
+      CHECK(memcmp(C2, C3, (size_t)M * N * 4) == 0, "shape %zu trans %d: the unpacked fallback on Bp differs", s, trans);
       free(Bp);
       double worst = 0; // and it is a matmul: close to the f64 product
       for (int i = 0; i < M; i++)

@@ -96,6 +96,31 @@ static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
   return Ap;
 }
 
+// The same order without any scratch memory (the fallback when the packing buffers cannot be
+// allocated, and the tests' reference): pairs are formed element by element from A and B or Bp.
+void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
+                         const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
+  int P = (K + 1) / 2;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float acc = 0.0f;
+      for (int p = 0; p < P; p++) {
+        const float *a = A + (size_t)i * lda + 2 * p;
+        uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f), bp;
+        if (Bp) bp = Bp[((size_t)(j / STRIP) * P + p) * STRIP + j % STRIP];
+        else {
+          float lo = trans_b ? B[(size_t)j * ldb + 2 * p] : B[(size_t)(2 * p) * ldb + j];
+          float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
+          bp = pair(lo, hi);
+        }
+        acc = ftz(acc + ftz(from_bf16(ap >> 16) * from_bf16(bp >> 16)));
+        acc = ftz(acc + ftz(from_bf16(ap & 0xffff) * from_bf16(bp & 0xffff)));
+      }
+      float v = alpha * acc;
+      C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+    }
+}
+
 // B given as floats (packed here, a strip at a time) or as pairs Bp [P, N] (packed once).
 static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
                 float alpha, float *C, int ldc, int M, int N, int K, int threads) {
@@ -103,7 +128,7 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   if (threads <= 0) threads = omp_get_max_threads();
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
   uint32_t *Ap = pack_rows(A, lda, M, K);
-  if (!Ap) abort(); // a few MB of activations at most; the forward allocated larger buffers already
+  if (!Ap) { gm_matmul_bf16_unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K); return; }
   bool simd = have_avx512bf16();
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -112,6 +137,11 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
 #pragma omp for schedule(dynamic, 4)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+      if (!Bp && !Bs) { // no scratch for this thread: the same order, unpacked
+        gm_matmul_bf16_unpacked(A, lda, B + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, trans_b, NULL, bias ? bias + j0 : NULL,
+                     alpha, C + j0, ldc, M, nc, K);
+        continue;
+      }
       const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
       if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
       if (simd) gm_bf16_strip_avx512bf16(Ap, P, strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);

@@ -38,6 +38,11 @@ void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans
 // low 16 bits, 2p + 1 in the high (zero past K), in strips of 32 columns, each [ceil(K/2), 32]
 // (zero-padded): gm_bf16_packed_size(K, N) words. The same product from pre-packed B.
 size_t gm_bf16_packed_size(int K, int N);
+// The same order computed element by element with no scratch memory (Bp, when not NULL, in the
+// packed layout; else B as for gm_matmul_bf16). Slow: the fallback on allocation failure and the
+// tests' reference.
+void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
+                             const float *bias, float alpha, float *C, int ldc, int M, int N, int K);
 void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp);
 void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
                            int M, int N, int K, int threads);
