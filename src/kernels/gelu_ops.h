@@ -71,4 +71,22 @@ double gelu_ops_round_f32(gm_dtype dt, float f);
 // bit exact; false: they are computed in double and rounded (gelu_torch_ops.c).
 bool gelu_torch_ops_have_mkl(void);
 
+// torch-cpu f32 torch.tanh / torch.erf / torch.exp on a contiguous array: out[i] = f(in[i]) through
+// MKL VML_HA when loaded (lane-independent: the same bits for any n and any split), else
+// (float)f((double)in[i]) with glibc's double function. Shared by the graph path and the fast path.
+typedef enum { GELU_VML_TANH, GELU_VML_ERF, GELU_VML_EXP } gelu_vml_op;
+void gelu_torch_ops_f32_vml(gelu_vml_op op, const float *in, float *out, size_t n);
+
+// torch-cpu through the op graph, op by op in doubles (the reference oracle of the fast path that
+// gelu_torch_ops_fwd/bwd run); same arguments and contract as those.
+int gelu_torch_ops_graph_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n,
+                             int threads);
+int gelu_torch_ops_graph_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy,
+                             void *dx, size_t n, int threads);
+
+// How ATen's cpu_kernel_vec cuts a tensor of numel elements on `threads` threads (at::parallel_for,
+// grain 32768): chunks of *chunk elements (the last one shorter); in each chunk the first
+// floor(len / *step) * *step elements take the vector lambda, the rest the scalar lambda.
+void gelu_torch_vec_split(gm_dtype dt, size_t numel, int threads, size_t *chunk, size_t *step);
+
 #endif

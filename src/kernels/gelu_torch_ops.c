@@ -24,11 +24,13 @@
 //    ops is rounded to f16 (Half arithmetic).
 // f64 is not emulated here.
 #include <dlfcn.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "kernels/gelu_ops.h"
+#include "kernels/gelu_torch_fast.h"
 #include "kernels/gelu_torch_ops_simd.h"
 
 // ---- MKL VML, loaded at run time -------------------------------------------------------------
@@ -61,15 +63,20 @@ bool gelu_torch_ops_have_mkl(void) {
 
 enum { TORCH_GRAIN = 32768 };
 
+void gelu_torch_vec_split(gm_dtype dt, size_t numel, int threads, size_t *chunk, size_t *step) {
+  size_t tasks = 1;
+  if (threads > 1 && numel >= TORCH_GRAIN) {
+    size_t by_grain = (numel + TORCH_GRAIN - 1) / TORCH_GRAIN;
+    tasks = (size_t)threads < by_grain ? (size_t)threads : by_grain;
+  }
+  *chunk = numel == 0 ? 1 : (numel + tasks - 1) / tasks;
+  *step = dt == GM_F32 ? 32 : 64;
+}
+
 // True when element i of the tensor takes the vector lambda, false for the scalar leftover.
 static bool in_vector_body(const gelu_op_set *o, size_t i) {
-  size_t n = o->numel, step = o->dt == GM_F32 ? 32 : 64;
-  size_t tasks = 1;
-  if (o->threads > 1 && n >= TORCH_GRAIN) {
-    size_t by_grain = (n + TORCH_GRAIN - 1) / TORCH_GRAIN;
-    tasks = (size_t)o->threads < by_grain ? (size_t)o->threads : by_grain;
-  }
-  size_t chunk = (n + tasks - 1) / tasks;
+  size_t n = o->numel, chunk, step;
+  gelu_torch_vec_split(o->dt, n, o->threads, &chunk, &step);
   size_t begin = i / chunk * chunk, len = n - begin < chunk ? n - begin : chunk;
   return i - begin < len / step * step;
 }
@@ -110,26 +117,35 @@ static void kernel_vec(const gelu_op_set *o, size_t off, size_t n, const double 
   }
 }
 
+void gelu_torch_ops_f32_vml(gelu_vml_op op, const float *in, float *out, size_t n) {
+  gelu_torch_ops_have_mkl();
+  vml_fn f = op == GELU_VML_TANH ? vml_tanh : op == GELU_VML_ERF ? vml_erf : vml_exp;
+  scalar_fn fallback = op == GELU_VML_TANH ? double_tanh : op == GELU_VML_ERF ? double_erf : double_exp;
+  if (!f) {
+    for (size_t i = 0; i < n; i++) out[i] = fallback(in[i]);
+    return;
+  }
+  long long mode = VML_HA;
+  for (size_t i = 0; i < n; i += (size_t)INT_MAX) {
+    int k = (int)(n - i < (size_t)INT_MAX ? n - i : (size_t)INT_MAX);
+    f(&k, in + i, out + i, &mode);
+  }
+}
+
 // Contiguous f32 through MKL VML_HA (or its double-libm stand-in).
-static void kernel_vml(size_t n, const double *a, double *out, vml_fn f, scalar_fn fallback) {
+static void kernel_vml(size_t n, const double *a, double *out, gelu_vml_op op) {
   float in[PIECE], res[PIECE];
   for (size_t i = 0; i < n; i += PIECE) {
-    int k = (int)(n - i < PIECE ? n - i : PIECE);
-    for (int j = 0; j < k; j++) in[j] = (float)a[i + (size_t)j];
-    if (f) {
-      long long mode = VML_HA;
-      f(&k, in, res, &mode);
-    } else {
-      for (int j = 0; j < k; j++) res[j] = fallback(in[j]);
-    }
-    for (int j = 0; j < k; j++) out[i + (size_t)j] = (double)res[j];
+    size_t k = n - i < PIECE ? n - i : PIECE;
+    for (size_t j = 0; j < k; j++) in[j] = (float)a[i + j];
+    gelu_torch_ops_f32_vml(op, in, res, k);
+    for (size_t j = 0; j < k; j++) out[i + j] = (double)res[j];
   }
 }
 
 static void torch_tanh(const gelu_op_set *o, size_t off, size_t n, const double *a, double *out) {
   if (o->dt == GM_F32) {
-    gelu_torch_ops_have_mkl();
-    kernel_vml(n, a, out, vml_tanh, double_tanh);
+    kernel_vml(n, a, out, GELU_VML_TANH);
   } else {
     kernel_vec(o, off, n, a, out, gelu_torch_vec_tanh_avx512, libm_tanhf);
   }
@@ -137,8 +153,7 @@ static void torch_tanh(const gelu_op_set *o, size_t off, size_t n, const double 
 
 static void torch_erf(const gelu_op_set *o, size_t off, size_t n, const double *a, double *out) {
   if (o->dt == GM_F32) {
-    gelu_torch_ops_have_mkl();
-    kernel_vml(n, a, out, vml_erf, double_erf);
+    kernel_vml(n, a, out, GELU_VML_ERF);
   } else if (o->dt == GM_F16) {
     // Measured (torch 2.15.0): f16 erf gives the vector lambda's bits for every element, the
     // scalar leftover included: erf(0.55517578125) is 0.56787109375 for n = 1 and n = 128 alike,
@@ -157,8 +172,7 @@ static void torch_erf(const gelu_op_set *o, size_t off, size_t n, const double *
 
 static void torch_exp(const gelu_op_set *o, size_t off, size_t n, const double *a, double *out) {
   if (o->dt == GM_F32) {
-    gelu_torch_ops_have_mkl();
-    kernel_vml(n, a, out, vml_exp, double_exp);
+    kernel_vml(n, a, out, GELU_VML_EXP);
   } else {
     kernel_vec(o, off, n, a, out, gelu_torch_vec_exp_avx512, libm_expf);
   }
@@ -277,14 +291,30 @@ static int torch_op_set(gm_gelu_variant v, gm_dtype dt, size_t n, int threads, g
   return 0;
 }
 
+// The entry points run the fast path (gelu_torch_fast.c: the same ops fused in f32 lanes, the same
+// bits); the graph path below stays as its reference oracle (tests/test_gelu_torch_fast.c).
 int gelu_torch_ops_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads) {
+  gelu_op_set o;
+  if (torch_op_set(v, dt, n, threads, &o)) return 1;
+  return gelu_torch_fast_run(v, dt, x, NULL, y, n, o.threads, gelu_fast_pick_isa());
+}
+
+int gelu_torch_ops_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx,
+                       size_t n, int threads) {
+  gelu_op_set o;
+  if (torch_op_set(v, dt, n, threads, &o)) return 1;
+  return gelu_torch_fast_run(v, dt, x, dy, dx, n, o.threads, gelu_fast_pick_isa());
+}
+
+int gelu_torch_ops_graph_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n,
+                             int threads) {
   gelu_op_set o;
   if (torch_op_set(v, dt, n, threads, &o)) return 1;
   return gelu_ops_run(v, &o, x, NULL, y, o.threads);
 }
 
-int gelu_torch_ops_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx,
-                       size_t n, int threads) {
+int gelu_torch_ops_graph_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy,
+                             void *dx, size_t n, int threads) {
   gelu_op_set o;
   if (torch_op_set(v, dt, n, threads, &o)) return 1;
   return gelu_ops_run(v, &o, x, dy, dx, o.threads);

@@ -1,0 +1,140 @@
+// Driver of the torch-cpu fast path (contract in gelu_torch_fast.h): blocks of BLOCK elements in
+// parallel, each widened to f32, run through its variant's pre stage, transcendental(s) and post
+// stage, and narrowed back. The transcendentals are where torch's bits depend on the position of
+// an element (ATen's vector body vs scalar leftover), so they run here, on the block's global
+// offsets, exactly as gelu_torch_ops.c's op set decides per element:
+//  - f32 tanh/erf/exp: gelu_torch_ops_f32_vml (MKL VML_HA, or double libm rounded), any position;
+//  - f16/bf16 tanh/erf/exp and every sigmoid: the vector lambda (gelu_torch_ops_avx512.c), then
+//    glibc's scalar lambda on the elements in a chunk's leftover (gelu_torch_vec_split), then the
+//    rounding to the dtype; f16 erf takes the vector lambda everywhere (measured, see there).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/gelu_ops.h"
+#include "kernels/gelu_torch_fast.h"
+#include "kernels/gelu_torch_ops_simd.h"
+#include "kernels/nn.h"
+
+enum { BLOCK = 1024 }; // elements per block: 7 f32 buffers of it stay in L1
+
+typedef enum { FN_NONE, FN_TANH, FN_ERF, FN_EXP, FN_SIGMOID } transcend_fn;
+
+// A variant in one direction: pre stage -> fn0 (and fn1) -> post stage.
+typedef struct {
+  gelu_fast_stage pre, post;
+  transcend_fn fn0, fn1;
+} recipe;
+
+typedef struct {
+  gm_dtype dt;
+  size_t numel;
+  size_t chunk, step; // cpu_kernel_vec's split (gelu_torch_vec_split)
+} transcend_ctx;
+
+static float scalar_lambda(transcend_fn fn, float a) {
+  switch (fn) {
+  case FN_TANH: return tanhf(a);
+  case FN_ERF: return erff(a);
+  case FN_EXP: return expf(a);
+  default: return 1.0f / (1.0f + expf(-a)); // sigmoid
+  }
+}
+
+// out[j] = fn(in[j]) for the tensor elements off .. off+m-1, as torch computes each, rounded to dt.
+static void transcend(const transcend_ctx *c, transcend_fn fn, size_t off, const float *in,
+                      float *out, size_t m) {
+  if (c->dt == GM_F32 && fn != FN_SIGMOID) {
+    gelu_vml_op op = fn == FN_TANH ? GELU_VML_TANH : fn == FN_ERF ? GELU_VML_ERF : GELU_VML_EXP;
+    gelu_torch_ops_f32_vml(op, in, out, m);
+    return;
+  }
+  switch (fn) {
+  case FN_TANH: gelu_torch_vec_tanh_avx512(in, out, m); break;
+  case FN_ERF: gelu_torch_vec_erf_avx512(in, out, m); break;
+  case FN_EXP: gelu_torch_vec_exp_avx512(in, out, m); break;
+  default: gelu_torch_vec_sigmoid_avx512(in, out, m); break;
+  }
+  if (!(c->dt == GM_F16 && fn == FN_ERF)) {
+    // The scalar leftover of every chunk that meets [off, off+m).
+    size_t end = off + m;
+    for (size_t ci = off / c->chunk; ci * c->chunk < end; ci++) {
+      size_t begin = ci * c->chunk;
+      size_t len = c->numel - begin < c->chunk ? c->numel - begin : c->chunk;
+      size_t lo = begin + len / c->step * c->step, hi = begin + len;
+      if (lo < off) lo = off;
+      if (hi > end) hi = end;
+      for (size_t i = lo; i < hi; i++) out[i - off] = scalar_lambda(fn, in[i - off]);
+    }
+  }
+  gm_round_inplace(c->dt, out, m);
+}
+
+static recipe recipe_of(const gelu_fast_kernels *k, gm_gelu_variant v, bool backward) {
+  switch (v) {
+  case GELU_NEW:
+  case GELU_ACCURATE: return (recipe){k->pow_arg, backward ? k->pow_bwd : k->pow_fwd, FN_TANH, FN_NONE};
+  case GELU_FAST:
+  case OPENAI_GELU:
+    return (recipe){k->product_arg, backward ? k->product_bwd : k->product_fwd, FN_TANH, FN_NONE};
+  case GELU_MEGATRON:
+    return (recipe){k->product_arg, backward ? k->megatron_bwd : k->product_fwd, FN_TANH, FN_NONE};
+  case GELU_PYTHON:
+    return (recipe){k->python_arg, backward ? k->python_bwd : k->python_fwd, FN_ERF,
+                    backward ? FN_EXP : FN_NONE};
+  default: return (recipe){k->quick_arg, backward ? k->quick_bwd : k->quick_fwd, FN_SIGMOID, FN_NONE};
+  }
+}
+
+static gelu_fast_params params_of(gm_gelu_variant v, gm_dtype dt) {
+  gelu_fast_params p = {.dt = dt, .c = 0.0f, .zero_add = false};
+  if (v == GELU_FAST) p.c = (float)0.7978845608;
+  else if (v == OPENAI_GELU) p.c = (float)0.7978845608028654;
+  else if (v == GELU_MEGATRON) {
+    p.c = (float)0.79788456;
+    p.zero_add = true;
+  }
+  p.megatron_addend = gelu_fast_round(dt, (float)0.79788456);
+  return p;
+}
+
+gelu_fast_isa gelu_fast_pick_isa(void) {
+  const char *cap = getenv("GPTMEG_SIMD");
+  bool allow512 = !cap || strcmp(cap, "avx512") == 0;
+  if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return GELU_FAST_ISA_AVX512;
+  return GELU_FAST_ISA_SCALAR;
+}
+
+int gelu_torch_fast_run(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *out,
+                        size_t n, int threads, gelu_fast_isa isa) {
+  if (!gelu_ops_has_graph(v))
+    return gm_fail("torch-cpu fast path: variant %d is not written as separate ops", (int)v);
+  if (dt != GM_F32 && dt != GM_F16 && dt != GM_BF16)
+    return gm_fail("torch-cpu fast path: dtype %s is not emulated (f32, f16, bf16)", gm_dtype_name(dt));
+  if (n == 0) return 0;
+  const gelu_fast_kernels *k =
+      isa == GELU_FAST_ISA_AVX512 ? &gelu_fast_avx512_kernels : &gelu_fast_scalar_kernels;
+  int nt = threads > 0 ? threads : 1;
+  bool backward = dy != NULL;
+  recipe r = recipe_of(k, v, backward);
+  gelu_fast_params p = params_of(v, dt);
+  transcend_ctx tc = {.dt = dt, .numel = n};
+  gelu_torch_vec_split(dt, n, nt, &tc.chunk, &tc.step);
+  size_t es = gm_dtype_size(dt), nblocks = (n + BLOCK - 1) / BLOCK;
+  if ((size_t)nt > nblocks) nt = (int)nblocks;
+#pragma omp parallel for num_threads(nt) schedule(static)
+  for (size_t b = 0; b < nblocks; b++) {
+    float xb[BLOCK], gb[BLOCK], a0[BLOCK], a1[BLOCK], r0[BLOCK], r1[BLOCK], ob[BLOCK];
+    size_t off = b * BLOCK, m = n - off < BLOCK ? n - off : BLOCK;
+    k->widen(dt, (const char *)x + off * es, xb, m);
+    if (backward) k->widen(dt, (const char *)dy + off * es, gb, m);
+    r.pre(&p, xb, NULL, NULL, NULL, a0, r.fn1 != FN_NONE ? a1 : NULL, m);
+    transcend(&tc, r.fn0, off, a0, r0, m);
+    if (r.fn1 != FN_NONE) transcend(&tc, r.fn1, off, a1, r1, m);
+    r.post(&p, xb, backward ? gb : NULL, r0, r1, ob, NULL, m);
+    k->narrow(dt, ob, (char *)out + off * es, m);
+  }
+  return 0;
+}

@@ -1,0 +1,286 @@
+// AVX-512 stages of the torch-cpu fast path (contract and stage shapes in gelu_torch_fast.h): 16
+// elements per vector, each lane computing exactly what gelu_torch_fast_scalar.c computes for its
+// element: the graph's ops in f32, same order and operand order, rounded to the dtype after every
+// op (f16 through vcvtps2ph/vcvtph2ps with RNE, which are gm_f32_to_f16's bits; bf16 by RNE on the
+// bit pattern in integer lanes, NaN made quiet as gm_f32_to_bf16). The last partial vector of a
+// stage runs masked (inactive lanes compute on zeros and are not stored).
+#include <immintrin.h>
+
+#include "kernels/gelu_torch_fast.h"
+
+static __m512 splat(float f) { return _mm512_set1_ps(f); }
+
+// v rounded to the dtype's grid, back in f32 lanes.
+static inline __m512 round_dt(gm_dtype dt, __m512 v) {
+  if (dt == GM_F16)
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  if (dt == GM_BF16) {
+    __m512i u = _mm512_castps_si512(v);
+    __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd);
+    __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                            _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x00400000));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, _mm512_set1_epi32((int)0xffff0000u)));
+  }
+  return v;
+}
+
+static inline __m512 mul_r(gm_dtype dt, __m512 a, __m512 b) { return round_dt(dt, _mm512_mul_ps(a, b)); }
+static inline __m512 add_r(gm_dtype dt, __m512 a, __m512 b) { return round_dt(dt, _mm512_add_ps(a, b)); }
+
+static const float kHalf = 0.5f;
+static const float kKappa = (float)0.044715;
+static const float kSqrt2OverPi = (float)0.7978845608028654;
+static const float kSqrt2 = (float)1.4142135623730951;
+static const float kTwoOverSqrtPi = (float)1.1283791670955126;
+static const float kQuick = (float)1.702;
+static const float kMegatronSq = (float)0.1070322243;
+
+static __mmask16 lanes(size_t i, size_t n) {
+  return n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+}
+static __m512 load(const float *p, size_t i, size_t n) { return _mm512_maskz_loadu_ps(lanes(i, n), p + i); }
+static void store(float *p, size_t i, size_t n, __m512 v) { _mm512_mask_storeu_ps(p + i, lanes(i, n), v); }
+
+// torch.pow(x, 3): x*x*x rounded once; bf16 rounds after each multiply.
+static inline __m512 pow3(gm_dtype dt, __m512 x) {
+  __m512 sq = _mm512_mul_ps(x, x);
+  if (dt == GM_BF16) sq = round_dt(dt, sq);
+  return mul_r(dt, sq, x);
+}
+
+// aten::tanh_backward(g, t) = g * fma(-t, t, 1), rounded once.
+static inline __m512 tanh_backward(gm_dtype dt, __m512 g, __m512 t) {
+  __m512 neg_t = _mm512_xor_ps(t, splat(-0.0f));
+  return mul_r(dt, g, _mm512_fmadd_ps(neg_t, t, splat(1.0f)));
+}
+
+// ---- gelu_new / gelu_accurate ------------------------------------------------------------------
+
+static void pow_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                    const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in0, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 xv = load(x, i, n);
+    __m512 q = mul_r(dt, pow3(dt, xv), splat(kKappa));
+    __m512 b = add_r(dt, xv, q);
+    store(out0, i, n, mul_r(dt, b, splat(kSqrt2OverPi)));
+  }
+}
+
+static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                    const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
+    __m512 d = add_r(dt, load(in0, i, n), splat(1.0f));
+    store(out0, i, n, mul_r(dt, a, d));
+  }
+}
+
+static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                    const float *in1, float *out0, float *out1, size_t n) {
+  (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 xv = load(x, i, n), g = load(dy, i, n), t = load(in0, i, n);
+    __m512 a = mul_r(dt, xv, splat(kHalf));
+    __m512 d = add_r(dt, t, splat(1.0f));
+    __m512 ga = mul_r(dt, g, d);
+    __m512 gd = mul_r(dt, g, a);
+    __m512 gu = tanh_backward(dt, gd, t);
+    __m512 gb = mul_r(dt, gu, splat(kSqrt2OverPi));
+    __m512 gp = mul_r(dt, gb, splat(kKappa));
+    __m512 w = mul_r(dt, mul_r(dt, xv, xv), splat(3.0f));
+    __m512 g2 = mul_r(dt, gp, w);
+    __m512 g3 = mul_r(dt, ga, splat(kHalf));
+    store(out0, i, n, add_r(dt, add_r(dt, gb, g2), g3));
+  }
+}
+
+// ---- product form (gelu_fast, openai_gelu, gelu_megatron) --------------------------------------
+
+static inline __m512 product_input(const gelu_fast_params *p, __m512 x) {
+  return p->zero_add ? add_r(p->dt, _mm512_setzero_ps(), x) : x;
+}
+
+static void product_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                        const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in0, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 xx = product_input(p, load(x, i, n));
+    __m512 m = mul_r(dt, xx, splat(p->c));
+    __m512 k1 = mul_r(dt, xx, splat(kKappa));
+    __m512 e = add_r(dt, mul_r(dt, k1, xx), splat(1.0f));
+    store(out0, i, n, mul_r(dt, m, e));
+  }
+}
+
+static void product_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                        const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 a = mul_r(dt, product_input(p, load(x, i, n)), splat(kHalf));
+    __m512 d = add_r(dt, load(in0, i, n), splat(1.0f));
+    store(out0, i, n, mul_r(dt, a, d));
+  }
+}
+
+static void product_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                        const float *in1, float *out0, float *out1, size_t n) {
+  (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 xv = load(x, i, n), g = load(dy, i, n), t = load(in0, i, n);
+    __m512 a = mul_r(dt, xv, splat(kHalf));
+    __m512 m = mul_r(dt, xv, splat(p->c));
+    __m512 k1 = mul_r(dt, xv, splat(kKappa));
+    __m512 e = add_r(dt, mul_r(dt, k1, xv), splat(1.0f));
+    __m512 d = add_r(dt, t, splat(1.0f));
+    __m512 ga = mul_r(dt, g, d);
+    __m512 gd = mul_r(dt, g, a);
+    __m512 gf = tanh_backward(dt, gd, t);
+    __m512 gm = mul_r(dt, gf, e);
+    __m512 ge = mul_r(dt, gf, m);
+    __m512 gk1 = mul_r(dt, ge, xv);
+    __m512 dx = mul_r(dt, ge, k1);
+    dx = add_r(dt, dx, mul_r(dt, gk1, splat(kKappa)));
+    dx = add_r(dt, dx, mul_r(dt, gm, splat(p->c)));
+    store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kHalf))));
+  }
+}
+
+static void megatron_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                         const float *in1, float *out0, float *out1, size_t n) {
+  (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 xx = product_input(p, load(x, i, n)), t = load(in0, i, n);
+    __m512 h = mul_r(dt, xx, splat(kHalf));
+    __m512 q = round_dt(dt, _mm512_sub_ps(splat(1.0f), mul_r(dt, t, t)));
+    __m512 r2 = mul_r(dt, mul_r(dt, xx, splat(kMegatronSq)), xx);
+    __m512 u = add_r(dt, r2, splat(p->megatron_addend));
+    __m512 hw = mul_r(dt, h, mul_r(dt, q, u));
+    __m512 m1 = mul_r(dt, add_r(dt, t, splat(1.0f)), splat(kHalf));
+    m1 = add_r(dt, hw, m1);
+    store(out0, i, n, mul_r(dt, m1, load(dy, i, n)));
+  }
+}
+
+// ---- gelu_python ---------------------------------------------------------------------------------
+
+static void python_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                       const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in0, (void)in1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 v = round_dt(dt, _mm512_div_ps(load(x, i, n), splat(kSqrt2)));
+    store(out0, i, n, v);
+    if (out1) store(out1, i, n, _mm512_xor_ps(mul_r(dt, v, v), splat(-0.0f)));
+  }
+}
+
+static void python_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                       const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
+    __m512 d = add_r(dt, load(in0, i, n), splat(1.0f));
+    store(out0, i, n, mul_r(dt, a, d));
+  }
+}
+
+static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                       const float *in1, float *out0, float *out1, size_t n) {
+  (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 g = load(dy, i, n);
+    __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
+    __m512 d = add_r(dt, load(in0, i, n), splat(1.0f));
+    __m512 ga = mul_r(dt, g, d);
+    __m512 gd = mul_r(dt, g, a);
+    __m512 e = mul_r(dt, load(in1, i, n), splat(kTwoOverSqrtPi));
+    __m512 gv = mul_r(dt, e, gd);
+    __m512 dx = round_dt(dt, _mm512_div_ps(gv, splat(kSqrt2)));
+    store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kHalf))));
+  }
+}
+
+// ---- quick_gelu ------------------------------------------------------------------------------------
+
+static void quick_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                      const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in0, (void)in1, (void)out1;
+  for (size_t i = 0; i < n; i += 16) store(out0, i, n, mul_r(p->dt, load(x, i, n), splat(kQuick)));
+}
+
+static void quick_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                      const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in1, (void)out1;
+  for (size_t i = 0; i < n; i += 16) store(out0, i, n, mul_r(p->dt, load(x, i, n), load(in0, i, n)));
+}
+
+static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                      const float *in1, float *out0, float *out1, size_t n) {
+  (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  const __m512 one = splat(1.0f);
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 s = load(in0, i, n), g = load(dy, i, n);
+    __m512 dx = mul_r(dt, g, s);
+    __m512 gs = mul_r(dt, g, load(x, i, n));
+    __m512 ga;
+    if (dt == GM_F16) ga = mul_r(dt, mul_r(dt, gs, round_dt(dt, _mm512_sub_ps(one, s))), s);
+    else ga = round_dt(dt, _mm512_mul_ps(_mm512_mul_ps(gs, _mm512_sub_ps(one, s)), s));
+    store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kQuick))));
+  }
+}
+
+// ---- storage -----------------------------------------------------------------------------------------
+
+static void widen(gm_dtype dt, const void *src, float *dst, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 k = lanes(i, n);
+    __m512 v;
+    if (dt == GM_F32) {
+      v = _mm512_maskz_loadu_ps(k, (const float *)src + i);
+    } else {
+      __m256i h = _mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i);
+      if (dt == GM_F16) v = _mm512_cvtph_ps(h);
+      else v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+    _mm512_mask_storeu_ps(dst + i, k, v);
+  }
+}
+
+// The values are on the dtype's grid: f16 conversion is exact, bf16 keeps the top half.
+static void narrow(gm_dtype dt, const float *src, void *dst, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 k = lanes(i, n);
+    __m512 v = _mm512_maskz_loadu_ps(k, src + i);
+    if (dt == GM_F32) {
+      _mm512_mask_storeu_ps((float *)dst + i, k, v);
+      continue;
+    }
+    __m256i h;
+    if (dt == GM_F16) h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    else h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+    _mm256_mask_storeu_epi16((uint16_t *)dst + i, k, h);
+  }
+}
+
+const gelu_fast_kernels gelu_fast_avx512_kernels = {
+    .pow_arg = pow_arg, .product_arg = product_arg, .python_arg = python_arg, .quick_arg = quick_arg,
+    .pow_fwd = pow_fwd, .pow_bwd = pow_bwd,
+    .product_fwd = product_fwd, .product_bwd = product_bwd, .megatron_bwd = megatron_bwd,
+    .python_fwd = python_fwd, .python_bwd = python_bwd,
+    .quick_fwd = quick_fwd, .quick_bwd = quick_bwd,
+    .widen = widen, .narrow = narrow,
+};

@@ -1,0 +1,265 @@
+// Scalar stages of the torch-cpu fast path (contract and stage shapes in gelu_torch_fast.h): each
+// element runs the graph's ops (gelu_ops_graph.c) in f32, in the graph's order and operand order,
+// rounded to the dtype after every op by R(). Factors and divisors are the Python literals read as
+// f32; addends of 1 are exact in every dtype. gelu_torch_fast_avx512.c computes the same per lane.
+#include <math.h>
+
+#include "kernels/gelu_torch_fast.h"
+
+static const float kHalf = 0.5f;
+static const float kKappa = (float)0.044715;
+static const float kSqrt2OverPi = (float)0.7978845608028654; // gelu_new's math.sqrt(2 / pi)
+static const float kSqrt2 = (float)1.4142135623730951;       // gelu_python's math.sqrt(2.0)
+static const float kTwoOverSqrtPi = (float)1.1283791670955126; // erf's backward
+static const float kQuick = (float)1.702;
+static const float kMegatronSq = (float)0.1070322243;
+
+float gelu_fast_round(gm_dtype dt, float f) {
+  if (dt == GM_F16) return gm_f16_to_f32(gm_f32_to_f16(f));
+  if (dt == GM_BF16) return gm_bf16_to_f32(gm_f32_to_bf16(f));
+  return f;
+}
+
+// torch.pow(x, 3): f32/f16 x*x*x rounded once; bf16 rounds after each multiply.
+static float pow3(gm_dtype dt, float x) {
+  float sq = x * x;
+  if (dt == GM_BF16) sq = gelu_fast_round(dt, sq);
+  return gelu_fast_round(dt, sq * x);
+}
+
+// aten::tanh_backward(g, t) = g * fma(-t, t, 1), rounded once.
+static float tanh_backward(gm_dtype dt, float g, float t) {
+  return gelu_fast_round(dt, g * fmaf(-t, t, 1.0f));
+}
+
+// ---- gelu_new / gelu_accurate: 0.5*x*(1 + tanh(c*(x + k*pow(x, 3)))) ---------------------------
+
+static void pow_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                    const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in0, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float q = gelu_fast_round(dt, pow3(dt, x[i]) * kKappa);
+    float b = gelu_fast_round(dt, x[i] + q);
+    out0[i] = gelu_fast_round(dt, b * kSqrt2OverPi);
+  }
+}
+
+static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                    const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float a = gelu_fast_round(dt, x[i] * kHalf);
+    float d = gelu_fast_round(dt, in0[i] + 1.0f);
+    out0[i] = gelu_fast_round(dt, a * d);
+  }
+}
+
+// Autograd of the pow form: x's gradient arrives from b = x + q, then pow, then a = 0.5*x.
+static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                    const float *in1, float *out0, float *out1, size_t n) {
+  (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float t = in0[i];
+    float a = gelu_fast_round(dt, x[i] * kHalf);
+    float d = gelu_fast_round(dt, t + 1.0f);
+    float ga = gelu_fast_round(dt, dy[i] * d);
+    float gd = gelu_fast_round(dt, dy[i] * a);
+    float gu = tanh_backward(dt, gd, t);
+    float gb = gelu_fast_round(dt, gu * kSqrt2OverPi);
+    float gp = gelu_fast_round(dt, gb * kKappa);
+    float w = gelu_fast_round(dt, x[i] * x[i]);
+    w = gelu_fast_round(dt, w * 3.0f);
+    float g2 = gelu_fast_round(dt, gp * w);
+    float g3 = gelu_fast_round(dt, ga * kHalf);
+    float dx = gelu_fast_round(dt, gb + g2);
+    out0[i] = gelu_fast_round(dt, dx + g3);
+  }
+}
+
+// ---- product form: 0.5*x*(1 + tanh(c*x*(1 + k*x*x))); gelu_megatron first adds a zero bias ----
+
+static float product_input(const gelu_fast_params *p, float x) {
+  return p->zero_add ? gelu_fast_round(p->dt, 0.0f + x) : x;
+}
+
+static void product_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                        const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in0, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float xx = product_input(p, x[i]);
+    float m = gelu_fast_round(dt, xx * p->c);
+    float k1 = gelu_fast_round(dt, xx * kKappa);
+    float k2 = gelu_fast_round(dt, k1 * xx);
+    float e = gelu_fast_round(dt, k2 + 1.0f);
+    out0[i] = gelu_fast_round(dt, m * e);
+  }
+}
+
+static void product_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                        const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float xx = product_input(p, x[i]);
+    float a = gelu_fast_round(dt, xx * kHalf);
+    float d = gelu_fast_round(dt, in0[i] + 1.0f);
+    out0[i] = gelu_fast_round(dt, a * d);
+  }
+}
+
+// Autograd of the product form (gelu_fast, openai_gelu); not used for gelu_megatron.
+static void product_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                        const float *in1, float *out0, float *out1, size_t n) {
+  (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float xi = x[i], t = in0[i];
+    float a = gelu_fast_round(dt, xi * kHalf);
+    float m = gelu_fast_round(dt, xi * p->c);
+    float k1 = gelu_fast_round(dt, xi * kKappa);
+    float k2 = gelu_fast_round(dt, k1 * xi);
+    float e = gelu_fast_round(dt, k2 + 1.0f);
+    float d = gelu_fast_round(dt, t + 1.0f);
+    float ga = gelu_fast_round(dt, dy[i] * d);
+    float gd = gelu_fast_round(dt, dy[i] * a);
+    float gf = tanh_backward(dt, gd, t);
+    float gm = gelu_fast_round(dt, gf * e);
+    float ge = gelu_fast_round(dt, gf * m);
+    float gk1 = gelu_fast_round(dt, ge * xi);
+    float dx = gelu_fast_round(dt, ge * k1);
+    dx = gelu_fast_round(dt, dx + gelu_fast_round(dt, gk1 * kKappa));
+    dx = gelu_fast_round(dt, dx + gelu_fast_round(dt, gm * p->c));
+    out0[i] = gelu_fast_round(dt, dx + gelu_fast_round(dt, ga * kHalf));
+  }
+}
+
+// Megatron's bias_gelu_back, bias 0: ff = 0.5x((1-t*t)(c + 0.1070322243x*x)) + 0.5(1+t); dx = ff*g.
+static void megatron_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                         const float *in1, float *out0, float *out1, size_t n) {
+  (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float xx = product_input(p, x[i]), t = in0[i];
+    float h = gelu_fast_round(dt, xx * kHalf);
+    float tt = gelu_fast_round(dt, t * t);
+    float q = gelu_fast_round(dt, 1.0f - tt);
+    float r1 = gelu_fast_round(dt, xx * kMegatronSq);
+    float r2 = gelu_fast_round(dt, r1 * xx);
+    float u = gelu_fast_round(dt, r2 + p->megatron_addend);
+    float w = gelu_fast_round(dt, q * u);
+    float hw = gelu_fast_round(dt, h * w);
+    float m1 = gelu_fast_round(dt, t + 1.0f);
+    m1 = gelu_fast_round(dt, m1 * kHalf);
+    m1 = gelu_fast_round(dt, hw + m1);
+    out0[i] = gelu_fast_round(dt, m1 * dy[i]);
+  }
+}
+
+// ---- gelu_python: x*0.5*(1 + erf(x/sqrt(2))) ---------------------------------------------------
+
+// out0 = v = x/sqrt(2); out1 (backward only) = -(v*v), exp's argument in erf's backward.
+static void python_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                       const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in0, (void)in1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float v = gelu_fast_round(dt, x[i] / kSqrt2);
+    out0[i] = v;
+    if (out1) out1[i] = -gelu_fast_round(dt, v * v);
+  }
+}
+
+static void python_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                       const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float a = gelu_fast_round(dt, x[i] * kHalf);
+    float d = gelu_fast_round(dt, in0[i] + 1.0f);
+    out0[i] = gelu_fast_round(dt, a * d);
+  }
+}
+
+// in0 = erf(v), in1 = exp(-(v*v)).
+static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                       const float *in1, float *out0, float *out1, size_t n) {
+  (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float a = gelu_fast_round(dt, x[i] * kHalf);
+    float d = gelu_fast_round(dt, in0[i] + 1.0f);
+    float ga = gelu_fast_round(dt, dy[i] * d);
+    float gd = gelu_fast_round(dt, dy[i] * a);
+    float e = gelu_fast_round(dt, in1[i] * kTwoOverSqrtPi);
+    float gv = gelu_fast_round(dt, e * gd);
+    float dx = gelu_fast_round(dt, gv / kSqrt2);
+    out0[i] = gelu_fast_round(dt, dx + gelu_fast_round(dt, ga * kHalf));
+  }
+}
+
+// ---- quick_gelu: x*sigmoid(1.702*x) -------------------------------------------------------------
+
+static void quick_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                      const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in0, (void)in1, (void)out1;
+  for (size_t i = 0; i < n; i++) out0[i] = gelu_fast_round(p->dt, x[i] * kQuick);
+}
+
+static void quick_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                      const float *in1, float *out0, float *out1, size_t n) {
+  (void)dy, (void)in1, (void)out1;
+  for (size_t i = 0; i < n; i++) out0[i] = gelu_fast_round(p->dt, x[i] * in0[i]);
+}
+
+// sigmoid_backward(g, s) = (g*(1-s))*s rounded once; f16 rounds each of the three ops.
+static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                      const float *in1, float *out0, float *out1, size_t n) {
+  (void)in1, (void)out1;
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) {
+    float s = in0[i];
+    float dx = gelu_fast_round(dt, dy[i] * s);
+    float gs = gelu_fast_round(dt, dy[i] * x[i]);
+    float ga;
+    if (dt == GM_F16) {
+      float one_minus = gelu_fast_round(dt, 1.0f - s);
+      ga = gelu_fast_round(dt, gelu_fast_round(dt, gs * one_minus) * s);
+    } else {
+      ga = gelu_fast_round(dt, (gs * (1.0f - s)) * s);
+    }
+    out0[i] = gelu_fast_round(dt, dx + gelu_fast_round(dt, ga * kQuick));
+  }
+}
+
+// ---- storage --------------------------------------------------------------------------------------
+
+static void widen(gm_dtype dt, const void *src, float *dst, size_t n) {
+  if (dt == GM_F32) {
+    for (size_t i = 0; i < n; i++) dst[i] = ((const float *)src)[i];
+    return;
+  }
+  const uint16_t *s = src;
+  for (size_t i = 0; i < n; i++) dst[i] = dt == GM_F16 ? gm_f16_to_f32(s[i]) : gm_bf16_to_f32(s[i]);
+}
+
+static void narrow(gm_dtype dt, const float *src, void *dst, size_t n) {
+  if (dt == GM_F32) {
+    for (size_t i = 0; i < n; i++) ((float *)dst)[i] = src[i];
+    return;
+  }
+  uint16_t *d = dst;
+  for (size_t i = 0; i < n; i++) d[i] = dt == GM_F16 ? gm_f32_to_f16(src[i]) : gm_f32_to_bf16(src[i]);
+}
+
+const gelu_fast_kernels gelu_fast_scalar_kernels = {
+    .pow_arg = pow_arg, .product_arg = product_arg, .python_arg = python_arg, .quick_arg = quick_arg,
+    .pow_fwd = pow_fwd, .pow_bwd = pow_bwd,
+    .product_fwd = product_fwd, .product_bwd = product_bwd, .megatron_bwd = megatron_bwd,
+    .python_fwd = python_fwd, .python_bwd = python_bwd,
+    .quick_fwd = quick_fwd, .quick_bwd = quick_bwd,
+    .widen = widen, .narrow = narrow,
+};
