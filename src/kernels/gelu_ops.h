@@ -71,9 +71,10 @@ double gelu_ops_round_f32(gm_dtype dt, float f);
 // bit exact; false: they are computed in double and rounded (gelu_torch_ops.c).
 bool gelu_torch_ops_have_mkl(void);
 
-// torch-cpu f32 torch.tanh / torch.erf / torch.exp on a contiguous array: out[i] = f(in[i]) through
-// MKL VML_HA when loaded (lane-independent: the same bits for any n and any split), else
-// (float)f((double)in[i]) with glibc's double function. Shared by the graph path and the fast path.
+// torch-cpu f32 torch.tanh / torch.erf / torch.exp on a contiguous array (the fast path's):
+// out[i] = f(in[i]) through MKL VML_HA when loaded (lane-independent: the same bits for any n and
+// any split), else (float)f((double)in[i]) with glibc's double function's bits
+// (gelu_torch_double_rounded_avx512). The graph path computes the same without this function.
 typedef enum { GELU_VML_TANH, GELU_VML_ERF, GELU_VML_EXP } gelu_vml_op;
 void gelu_torch_ops_f32_vml(gelu_vml_op op, const float *in, float *out, size_t n);
 

@@ -117,12 +117,15 @@ static void kernel_vec(const gelu_op_set *o, size_t off, size_t n, const double 
   }
 }
 
-void gelu_torch_ops_f32_vml(gelu_vml_op op, const float *in, float *out, size_t n) {
+static vml_fn vml_of(gelu_vml_op op) {
   gelu_torch_ops_have_mkl();
-  vml_fn f = op == GELU_VML_TANH ? vml_tanh : op == GELU_VML_ERF ? vml_erf : vml_exp;
-  scalar_fn fallback = op == GELU_VML_TANH ? double_tanh : op == GELU_VML_ERF ? double_erf : double_exp;
+  return op == GELU_VML_TANH ? vml_tanh : op == GELU_VML_ERF ? vml_erf : vml_exp;
+}
+
+void gelu_torch_ops_f32_vml(gelu_vml_op op, const float *in, float *out, size_t n) {
+  vml_fn f = vml_of(op);
   if (!f) {
-    for (size_t i = 0; i < n; i++) out[i] = fallback(in[i]);
+    gelu_torch_double_rounded_avx512(op, in, out, n);
     return;
   }
   long long mode = VML_HA;
@@ -132,14 +135,22 @@ void gelu_torch_ops_f32_vml(gelu_vml_op op, const float *in, float *out, size_t 
   }
 }
 
-// Contiguous f32 through MKL VML_HA (or its double-libm stand-in).
+// Contiguous f32 through MKL VML_HA, or its double-libm stand-in element by element (the graph
+// path keeps the plain glibc loop: it is the oracle of gelu_torch_double_rounded_avx512).
 static void kernel_vml(size_t n, const double *a, double *out, gelu_vml_op op) {
+  vml_fn f = vml_of(op);
+  scalar_fn fallback = op == GELU_VML_TANH ? double_tanh : op == GELU_VML_ERF ? double_erf : double_exp;
   float in[PIECE], res[PIECE];
   for (size_t i = 0; i < n; i += PIECE) {
-    size_t k = n - i < PIECE ? n - i : PIECE;
-    for (size_t j = 0; j < k; j++) in[j] = (float)a[i + j];
-    gelu_torch_ops_f32_vml(op, in, res, k);
-    for (size_t j = 0; j < k; j++) out[i + j] = (double)res[j];
+    int k = (int)(n - i < PIECE ? n - i : PIECE);
+    for (int j = 0; j < k; j++) in[j] = (float)a[i + (size_t)j];
+    if (f) {
+      long long mode = VML_HA;
+      f(&k, in, res, &mode);
+    } else {
+      for (int j = 0; j < k; j++) res[j] = fallback(in[j]);
+    }
+    for (int j = 0; j < k; j++) out[i + (size_t)j] = (double)res[j];
   }
 }
 
