@@ -168,6 +168,17 @@ typedef int (*gm_probe_fn)(void *ctx, const gm_probe_tensor *t);
 // gm_gpt2_forward_cached with a probe (NULL: none).
 int gm_gpt2_forward_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
                            int T, float *logits, int threads, gm_probe_fn probe, void *probe_ctx);
+// gm_gpt2_forward_cached computing only the logits of the last K positions of each sequence
+// (transformers' logits_to_keep as an int): logits [B, K, V], K = logits_to_keep, or T when it is
+// 0 or larger than T (as transformers slices). The lm_head projects only those rows and nothing of
+// size [B, T, V] is allocated; every kept row is bit-identical to the same row of the all-logits
+// forward (any dtype, any thread count). A generation prefill needs logits_to_keep = 1. The
+// logits probe sees [B * K, V].
+int gm_gpt2_forward_keep(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B, int T,
+                         int logits_to_keep, float *logits, int threads);
+int gm_gpt2_forward_keep_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
+                                int T, int logits_to_keep, float *logits, int threads, gm_probe_fn probe,
+                                void *probe_ctx);
 // Full causal forward of tokens [B, T] -> logits [B, T, V] (a fresh cache of length T).
 int gm_gpt2_forward(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens, int B, int T, float *logits,
                     int threads);
@@ -213,7 +224,8 @@ typedef struct {
 // Called with each new token as soon as it is drawn; non-zero stops the generation (no error).
 typedef int (*gm_token_fn)(void *ctx, int32_t token);
 
-// Runs prompt [n_prompt] (1 <= n_prompt <= n_positions) through a KV cache, then draws up to
+// Runs prompt [n_prompt] (1 <= n_prompt <= n_positions) through a KV cache (logits_to_keep = 1: the
+// prefill projects only the last position, bit-identical to the all-logits row), then draws up to
 // max_new (>= 0) tokens one at a time with the sampler, feeding each back through the cache.
 // Stops at max_new, when the sequence holds n_positions tokens, or when eot_id (< 0: none) is
 // drawn. The weights must be in p->dtype. Bits do not depend on threads.

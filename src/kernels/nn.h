@@ -20,9 +20,16 @@ void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
 // Accumulation is OpenBLAS cblas_sgemm's (f32, its own K blocking); with a bias, C is first set
 // to the bias and sgemm runs with beta = 1, as torch.addmm(bias, x, w) does. alpha scales A@B.
 // Pieces: tiles of 256 rows x 256 columns, one sgemm each, so each call packs only its own block of
-// B; a one-row product (decode) runs sgemv over slices of 1152 columns.
+// B, enlarged where needed so that every piece stays on OpenBLAS's packed kernels (matmul.c): there
+// an element's bits depend only on K, so they do not depend on the thread count or on which rows
+// are computed. A one-row product (decode) runs sgemv over slices of 1152 columns instead (other
+// bits than the same row inside a product of more rows).
 void gm_matmul_f32(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                    float *C, int ldc, int M, int N, int K, int threads);
+// The same product always through sgemm pieces, one row included: each row gets the bits it has in
+// any product of more rows with the same K (the rows a forward keeps for its logits).
+void gm_matmul_f32_gemm(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                        float *C, int ldc, int M, int N, int K, int threads);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
 // count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm

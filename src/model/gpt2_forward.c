@@ -59,7 +59,6 @@ void gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, 
                  float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (dt == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
   else if (dt == GM_BF16) gm_matmul_bf16(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
-  else if (threads == 1 && !bias) gm_sgemm1(A, lda, B, ldb, trans_b, alpha, 0.0f, C, ldc, M, N, K);
   else gm_matmul_f32(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
 }
 
@@ -101,11 +100,49 @@ static int check_args(const gm_gpt2 *m, const gm_profile *p, const gm_kv_cache *
   return 0;
 }
 
+// logits [B, keep, V] = R(ln_f(h) @ lm_head^T) for the last `keep` rows of each sequence of xn [N, D].
+// One row in all (decode) streams the weights through the one-row kernels; otherwise the kept rows
+// go through the row kernels, whose per-element bits do not depend on which rows are computed, so
+// they equal the same rows of the all-logits forward.
+static void lm_head(const gpt2_run *r, const float *xn, int keep, float *logits) {
+  const gm_gpt2 *m = r->m;
+  const int D = m->cfg.n_embd, V = m->cfg.vocab_size;
+  const bool bf16p = r->dt == GM_BF16 && m->lm_head_p;
+  if (r->N == 1 || r->dt != GM_F32) { // f16/bf16 orders are per element: any rows, same bits
+    for (int b = 0; b < r->B; b++) {
+      const float *x = xn + ((size_t)b * r->T + (r->T - keep)) * D;
+      float *o = logits + (size_t)b * keep * V;
+      if (bf16p) gm_matmul_bf16_packed(x, D, m->lm_head_p, NULL, 1.0f, o, V, keep, V, D, r->threads);
+      else gpt2_matmul(r->dt, x, D, m->lm_head, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
+    }
+  } else if (keep == r->T) {
+    gm_matmul_f32_gemm(xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r->N, V, D, r->threads);
+  } else {
+    for (int b = 0; b < r->B; b++)
+      gm_matmul_f32_gemm(xn + ((size_t)b * r->T + (r->T - keep)) * D, D, m->lm_head, D, true, NULL, 1.0f,
+                         logits + (size_t)b * keep * V, V, keep, V, D, r->threads);
+  }
+  gm_round_inplace(r->dt, logits, (size_t)r->B * keep * V);
+}
+
 int gm_gpt2_forward_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
                            int T, float *logits, int threads, gm_probe_fn probe, void *probe_ctx) {
+  return gm_gpt2_forward_keep_probed(m, p, kv, tokens, B, T, 0, logits, threads, probe, probe_ctx);
+}
+
+int gm_gpt2_forward_keep(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B, int T,
+                         int logits_to_keep, float *logits, int threads) {
+  return gm_gpt2_forward_keep_probed(m, p, kv, tokens, B, T, logits_to_keep, logits, threads, NULL, NULL);
+}
+
+int gm_gpt2_forward_keep_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
+                                int T, int logits_to_keep, float *logits, int threads, gm_probe_fn probe,
+                                void *probe_ctx) {
   if (check_args(m, p, kv, tokens, B, T)) return -1;
+  if (logits_to_keep < 0) return gm_fail("logits_to_keep must be >= 0 (got %d; 0 keeps all)", logits_to_keep);
+  const int keep = logits_to_keep == 0 || logits_to_keep > T ? T : logits_to_keep;
   const gm_gpt2_config *c = &m->cfg;
-  const int D = c->n_embd, I = c->n_inner, V = c->vocab_size, L = c->n_layer, t0 = kv->len;
+  const int D = c->n_embd, I = c->n_inner, L = c->n_layer, t0 = kv->len;
   gpt2_run r = {m, p, p->dtype, kv, B, T, B * T, t0, t0 + T, threads > 0 ? threads : omp_get_max_threads(), probe, probe_ctx};
   size_t nd = (size_t)r.N * D, ni = (size_t)r.N * I, ns = (size_t)B * c->n_head * T * r.len;
   float *h = malloc(nd * sizeof(float)), *xn = malloc(nd * sizeof(float)), *att = malloc(nd * sizeof(float));
@@ -145,10 +182,8 @@ int gm_gpt2_forward_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *k
   }
   layer_norm(&r, h, m->lnf_w, m->lnf_b, xn);
   if ((rc = gpt2_probe2(&r, -1, GM_PT_LNF, xn, r.N, D))) goto done;
-  if (r.dt == GM_BF16 && m->lm_head_p) gm_matmul_bf16_packed(xn, D, m->lm_head_p, NULL, 1.0f, logits, V, r.N, V, D, r.threads);
-  else gpt2_matmul(r.dt, xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r.N, V, D, r.threads);
-  gm_round_inplace(r.dt, logits, (size_t)r.N * V);
-  if ((rc = gpt2_probe2(&r, -1, GM_PT_LOGITS, logits, r.N, V))) goto done;
+  lm_head(&r, xn, keep, logits);
+  if ((rc = gpt2_probe2(&r, -1, GM_PT_LOGITS, logits, (int64_t)B * keep, c->vocab_size))) goto done;
   kv->len = r.len;
 done:
   free(h); free(xn); free(att); free(qkv); free(fc); free(ac); free(scores);

@@ -133,15 +133,15 @@ int gm_gpt2_generate(const gm_gpt2 *m, const gm_profile *p, const int32_t *promp
   int max_t = want < P ? (int)want : P;
   gm_kv_cache kv;
   if (gm_kv_init(&kv, m, 1, max_t)) return -1;
-  float *logits = malloc((size_t)n_prompt * V * sizeof(float));
+  float *logits = malloc((size_t)V * sizeof(float)); // one row: the prefill keeps only the last position's
   int rc = 0;
-  if (!logits) { rc = gm_fail("out of memory for the prompt's logits [%d, %d]", n_prompt, V); goto done; }
+  if (!logits) { rc = gm_fail("out of memory for the logits [%d]", V); goto done; }
   stats->stop = GM_STOP_MAX_NEW;
   if (max_new == 0) goto done;
   double t0 = gm_now_s();
-  if ((rc = gm_gpt2_forward_cached(m, p, &kv, prompt, 1, n_prompt, logits, threads))) goto done;
+  if ((rc = gm_gpt2_forward_keep(m, p, &kv, prompt, 1, n_prompt, 1, logits, threads))) goto done;
   stats->prefill_s = gm_now_s() - t0;
-  const float *last = logits + (size_t)(n_prompt - 1) * V;
+  const float *last = logits;
   t0 = gm_now_s();
   for (;;) {
     if (n_prompt + stats->n_new >= P) { stats->stop = GM_STOP_POSITIONS; break; }
