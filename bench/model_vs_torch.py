@@ -1,8 +1,10 @@
 """Times transformers' GPT2LMHeadModel (eager attention, PyTorch CPU, model.to(dtype)) on the shape
 `gptmeg bench model` uses, runs `gptmeg bench model --json` in the same run, and prints both side by side
 for each thread count: GEMM GFLOP/s (torch.mm vs gptmeg's matmul), prefill tokens/s (one forward
-of --prefill tokens, best of 2), decode tokens/s (greedy steps through past_key_values after a
---prompt-token prefill), and the ratio gptmeg / torch.
+of --prefill tokens, best of 2) as generation runs it (logits_to_keep=1 on both sides: only the last
+position's logits, what generate() asks transformers for) and, as a second figure, with every
+position's logits (logits_to_keep=0 / gptmeg's all-logits prefill), decode tokens/s (greedy steps
+through past_key_values after a --prompt-token prefill), and the ratio gptmeg / torch.
 
   python3 bench/model_vs_torch.py --gptmeg build/gptmeg [--threads 1 2] [--config gpt2] [--dtypes f32 bf16 f16]
 
@@ -58,18 +60,20 @@ def torch_gemm(n, dt):
 
 
 @torch.no_grad()
-def torch_prefill(model, T):
+def torch_prefill(model, T, keep):
+    """tokens/s of one forward of T tokens, best of 2; keep: logits_to_keep (0: every position)."""
     best = 1e30
     for _ in range(2):
         t0 = time.perf_counter()
-        model(ids[:, :T])
+        out = model(ids[:, :T], logits_to_keep=keep)
         best = min(best, time.perf_counter() - t0)
+    assert out.logits.shape[1] == (keep if keep else T)
     return T / best
 
 
 @torch.no_grad()
 def torch_decode(model, prompt, steps):
-    out = model(ids[:, :prompt], use_cache=True)
+    out = model(ids[:, :prompt], use_cache=True, logits_to_keep=1)
     past, nxt = out.past_key_values, out.logits[:, -1].argmax(-1, keepdim=True)
     t0 = time.perf_counter()
     for _ in range(steps):
@@ -85,7 +89,8 @@ for dts, th in [(d, t) for d in args.dtypes for t in args.threads]:
     model = model32.to(TORCH_DTYPE[dts])
     if th == args.threads[0]:
         print(f"\n{dts}: prefill {prefill} tokens, decode {decode} after {prompt}, gemm {gemm}^3 {dts}")
-        print(f"{'threads':>7} {'':>8} {'gemm GF/s':>10} {'prefill tok/s':>14} {'prefill % gemm':>15} {'decode tok/s':>13} {'decode ms/tok':>14}")
+        print(f"{'threads':>7} {'':>8} {'gemm GF/s':>10} {'prefill tok/s':>14} {'prefill % gemm':>15} "
+              f"{'all-logits tok/s':>17} {'all % gemm':>11} {'decode tok/s':>13} {'decode ms/tok':>14}")
     cmd = [args.gptmeg, "bench", "model", "--json", "--config", args.config, "--threads", str(th), "--prefill",
            str(prefill), "--prompt", str(prompt), "--decode", str(decode), "--gemm", str(gemm), "--dtype", dts]
     res = subprocess.run(cmd, capture_output=True, text=True)
@@ -95,15 +100,23 @@ for dts, th in [(d, t) for d in args.dtypes for t in args.threads]:
     g = json.loads(res.stdout)
     torch.set_num_threads(th)
     tg = torch_gemm(gemm, TORCH_DTYPE[dts])
-    tp = torch_prefill(model, prefill)
+    tp = torch_prefill(model, prefill, 1)
+    ta = torch_prefill(model, prefill, 0)
     td = torch_decode(model, prompt, decode)
-    tp_gf = g["prefill_gflops"] / g["prefill_tokens_per_s"] * tp  # same FLOP count per token
+    # the same FLOP count per token as gptmeg's (its JSON): kept rows' lm_head only, or all of it
+    tp_gf = g["prefill_gflops"] / g["prefill_tokens_per_s"] * tp
+    ta_gf = g["prefill_all_logits_gflops"] / g["prefill_all_logits_tokens_per_s"] * ta
     print(f"{th:7d} {'gptmeg':>8} {g['gemm_gflops']:10.1f} {g['prefill_tokens_per_s']:14.1f} {g['prefill_pct_of_gemm']:14.0f}% "
+          f"{g['prefill_all_logits_tokens_per_s']:17.1f} {g['prefill_all_logits_pct_of_gemm']:10.0f}% "
           f"{g['decode_tokens_per_s']:13.1f} {g['decode_ms_per_token']:14.2f}")
-    print(f"{'':7} {'torch':>8} {tg:10.1f} {tp:14.1f} {100 * tp_gf / tg:14.0f}% {td:13.1f} {1e3 / td:14.2f}")
+    print(f"{'':7} {'torch':>8} {tg:10.1f} {tp:14.1f} {100 * tp_gf / tg:14.0f}% {ta:17.1f} {100 * ta_gf / tg:10.0f}% "
+          f"{td:13.1f} {1e3 / td:14.2f}")
     print(f"{'':7} {'ratio':>8} {g['gemm_gflops'] / tg:10.2f} {g['prefill_tokens_per_s'] / tp:14.2f} {'':>15} "
-          f"{g['decode_tokens_per_s'] / td:13.2f}")
+          f"{g['prefill_all_logits_tokens_per_s'] / ta:17.2f} {'':>11} {g['decode_tokens_per_s'] / td:13.2f}")
+    print(f"{'':7} {'memory':>8} gptmeg VmHWM {g['vm_hwm_bytes'] / 2**20:.0f} MiB generation path "
+          f"({g['vm_hwm_over_weights_kv']:.2f}x weights {g['weights_bytes'] / 2**20:.0f} MiB + KV "
+          f"{max(g['kv_bytes_prefill'], g['kv_bytes_decode']) / 2**20:.0f} MiB), "
+          f"{g['vm_hwm_all_logits_bytes'] / 2**20:.0f} MiB after the all-logits prefill")
     sys.stdout.flush()
-print("ratio = gptmeg / torch (above 1: gptmeg faster). gptmeg memory (last run): VmHWM %.0f MiB, weights %.0f MiB, "
-      "KV %.0f MiB, logits %.0f MiB" % (g["vm_hwm_bytes"] / 2**20, g["weights_bytes"] / 2**20, g["kv_bytes_prefill"] / 2**20,
-                                        g["logits_bytes"] / 2**20))
+print("ratio = gptmeg / torch (above 1: gptmeg faster); prefill = logits_to_keep=1 on both sides, all-logits = every "
+      "position's logits on both sides")
