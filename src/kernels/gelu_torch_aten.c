@@ -39,6 +39,7 @@ void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
 void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, double *out, size_t n);
 void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
+void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
 
 #define BLOCK 4096 // elements widened at a time (a multiple of every vector step)
 
@@ -119,11 +120,11 @@ static void store(gm_dtype dt, void *p, size_t i, float f, round_kind k) {
   else ((uint16_t *)p)[i] = bf16_round(f, k);
 }
 
-// f16/bf16 block conversions: exact widening (F16C when present); f16 stores through F16C (RNE
-// with gm_f32_to_f16's bits, NaN included); bf16 stores in AVX-512 integer lanes with each path's
-// NaN and flush rules (the same bits as store()).
+// f16/bf16 block conversions: exact widening in AVX-512 lanes (this mode requires AVX-512); f16
+// stores through F16C (RNE with gm_f32_to_f16's bits, NaN included); bf16 stores in AVX-512
+// integer lanes with each path's NaN and flush rules (the same bits as store()).
 static void widen_block(gm_dtype dt, const void *p, size_t s, float *dst, size_t m) {
-  gm_dtype_to_f32_buf(dt, (const uint16_t *)p + s, dst, m);
+  gm_aten_widen(dt == GM_F16, (const uint16_t *)p + s, dst, m);
 }
 
 static void store_block(gm_dtype dt, void *p, size_t s, const float *src, size_t m, round_kind k) {

@@ -5,8 +5,8 @@
 // offsets, exactly as gelu_torch_ops.c's op set decides per element:
 //  - f32 tanh/erf/exp: gelu_torch_ops_f32_vml (MKL VML_HA, or double libm rounded), any position;
 //  - f16/bf16 tanh/erf/exp and every sigmoid: the vector lambda (gelu_torch_ops_avx512.c), then
-//    glibc's scalar lambda on the elements in a chunk's leftover (gelu_torch_vec_split), then the
-//    rounding to the dtype; f16 erf takes the vector lambda everywhere (measured, see there).
+//    glibc's scalar lambda on the elements in a chunk's leftover (gelu_torch_vec_split); the
+//    post stage rounds to the dtype; f16 erf takes the vector lambda everywhere (measured, see there).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,6 @@
 #include "kernels/gelu_ops.h"
 #include "kernels/gelu_torch_fast.h"
 #include "kernels/gelu_torch_ops_simd.h"
-#include "kernels/nn.h"
 
 enum { BLOCK = 1024 }; // elements per block: 7 f32 buffers of it stay in L1
 
@@ -41,7 +40,8 @@ static float scalar_lambda(transcend_fn fn, float a) {
   }
 }
 
-// out[j] = fn(in[j]) for the tensor elements off .. off+m-1, as torch computes each, rounded to dt.
+// out[j] = fn(in[j]) for the tensor elements off .. off+m-1, as torch computes each in f32 (the
+// post stage rounds it to dt as it reads it).
 static void transcend(const transcend_ctx *c, transcend_fn fn, size_t off, const float *in,
                       float *out, size_t m) {
   if (c->dt == GM_F32 && fn != FN_SIGMOID) {
@@ -67,7 +67,6 @@ static void transcend(const transcend_ctx *c, transcend_fn fn, size_t off, const
       for (size_t i = lo; i < hi; i++) out[i - off] = scalar_lambda(fn, in[i - off]);
     }
   }
-  gm_round_inplace(c->dt, out, m);
 }
 
 static recipe recipe_of(const gelu_fast_kernels *k, gm_gelu_variant v, bool backward) {

@@ -36,7 +36,7 @@ typedef struct {
 // One stage over n elements (any n). x, dy: the inputs widened to f32 (dy NULL in the forward);
 // in0, in1: the transcendental's results (post stages); out0, out1: what the stage writes
 // (pre: the transcendental's arguments; post: the output in out0). Every written value is on the
-// dtype's grid.
+// dtype's grid; in0/in1 are f32 results that post stages round to the dtype as they read them.
 typedef void (*gelu_fast_stage)(const gelu_fast_params *p, const float *x, const float *dy,
                                 const float *in0, const float *in1, float *out0, float *out1,
                                 size_t n);

@@ -2,7 +2,9 @@
 // elements per vector, each lane computing exactly what gelu_torch_fast_scalar.c computes for its
 // element: the graph's ops in f32, same order and operand order, rounded to the dtype after every
 // op (f16 through vcvtps2ph/vcvtph2ps with RNE, which are gm_f32_to_f16's bits; bf16 by RNE on the
-// bit pattern in integer lanes, NaN made quiet as gm_f32_to_bf16). The last partial vector of a
+// bit pattern in integer lanes, NaN made quiet as gm_f32_to_bf16); post stages round the
+// transcendental's f32 results (in0, in1) as they load them. Each stage body is compiled once per
+// dtype (the dt argument is a constant in its three call sites), so no lane op tests the dtype. The last partial vector of a
 // stage runs masked (inactive lanes compute on zeros and are not stored).
 #include <immintrin.h>
 
@@ -58,10 +60,10 @@ static inline __m512 tanh_backward(gm_dtype dt, __m512 g, __m512 t) {
 
 // ---- gelu_new / gelu_accurate ------------------------------------------------------------------
 
-static void pow_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                    const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in0, (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+static inline __attribute__((always_inline)) void pow_arg_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)dy, (void)in0, (void)in1, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
     __m512 xv = load(x, i, n);
     __m512 q = mul_r(dt, pow3(dt, xv), splat(kKappa));
@@ -70,23 +72,41 @@ static void pow_arg(const gelu_fast_params *p, const float *x, const float *dy, 
   }
 }
 
-static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+static void pow_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                     const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+  switch (p->dt) {
+  case GM_F16: pow_arg_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: pow_arg_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: pow_arg_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
+static inline __attribute__((always_inline)) void pow_fwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)dy, (void)in1, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
     __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
-    __m512 d = add_r(dt, load(in0, i, n), splat(1.0f));
+    __m512 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
     store(out0, i, n, mul_r(dt, a, d));
   }
 }
 
-static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                     const float *in1, float *out0, float *out1, size_t n) {
-  (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+  switch (p->dt) {
+  case GM_F16: pow_fwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: pow_fwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: pow_fwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
+static inline __attribute__((always_inline)) void pow_bwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)in1, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
-    __m512 xv = load(x, i, n), g = load(dy, i, n), t = load(in0, i, n);
+    __m512 xv = load(x, i, n), g = load(dy, i, n), t = round_dt(dt, load(in0, i, n));
     __m512 a = mul_r(dt, xv, splat(kHalf));
     __m512 d = add_r(dt, t, splat(1.0f));
     __m512 ga = mul_r(dt, g, d);
@@ -101,18 +121,27 @@ static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, 
   }
 }
 
-// ---- product form (gelu_fast, openai_gelu, gelu_megatron) --------------------------------------
-
-static inline __m512 product_input(const gelu_fast_params *p, __m512 x) {
-  return p->zero_add ? add_r(p->dt, _mm512_setzero_ps(), x) : x;
+static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                    const float *in1, float *out0, float *out1, size_t n) {
+  switch (p->dt) {
+  case GM_F16: pow_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: pow_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: pow_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
 }
 
-static void product_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                        const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in0, (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+// ---- product form (gelu_fast, openai_gelu, gelu_megatron) --------------------------------------
+
+static inline __m512 product_input(gm_dtype dt, const gelu_fast_params *p, __m512 x) {
+  return p->zero_add ? add_r(dt, _mm512_setzero_ps(), x) : x;
+}
+
+static inline __attribute__((always_inline)) void product_arg_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)dy, (void)in0, (void)in1, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
-    __m512 xx = product_input(p, load(x, i, n));
+    __m512 xx = product_input(dt, p, load(x, i, n));
     __m512 m = mul_r(dt, xx, splat(p->c));
     __m512 k1 = mul_r(dt, xx, splat(kKappa));
     __m512 e = add_r(dt, mul_r(dt, k1, xx), splat(1.0f));
@@ -120,23 +149,41 @@ static void product_arg(const gelu_fast_params *p, const float *x, const float *
   }
 }
 
-static void product_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+static void product_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                         const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+  switch (p->dt) {
+  case GM_F16: product_arg_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: product_arg_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: product_arg_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
+static inline __attribute__((always_inline)) void product_fwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)dy, (void)in1, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
-    __m512 a = mul_r(dt, product_input(p, load(x, i, n)), splat(kHalf));
-    __m512 d = add_r(dt, load(in0, i, n), splat(1.0f));
+    __m512 a = mul_r(dt, product_input(dt, p, load(x, i, n)), splat(kHalf));
+    __m512 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
     store(out0, i, n, mul_r(dt, a, d));
   }
 }
 
-static void product_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+static void product_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                         const float *in1, float *out0, float *out1, size_t n) {
-  (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+  switch (p->dt) {
+  case GM_F16: product_fwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: product_fwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: product_fwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
+static inline __attribute__((always_inline)) void product_bwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)in1, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
-    __m512 xv = load(x, i, n), g = load(dy, i, n), t = load(in0, i, n);
+    __m512 xv = load(x, i, n), g = load(dy, i, n), t = round_dt(dt, load(in0, i, n));
     __m512 a = mul_r(dt, xv, splat(kHalf));
     __m512 m = mul_r(dt, xv, splat(p->c));
     __m512 k1 = mul_r(dt, xv, splat(kKappa));
@@ -155,12 +202,21 @@ static void product_bwd(const gelu_fast_params *p, const float *x, const float *
   }
 }
 
-static void megatron_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                         const float *in1, float *out0, float *out1, size_t n) {
-  (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+static void product_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                        const float *in1, float *out0, float *out1, size_t n) {
+  switch (p->dt) {
+  case GM_F16: product_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: product_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: product_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
+static inline __attribute__((always_inline)) void megatron_bwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)in1, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
-    __m512 xx = product_input(p, load(x, i, n)), t = load(in0, i, n);
+    __m512 xx = product_input(dt, p, load(x, i, n)), t = round_dt(dt, load(in0, i, n));
     __m512 h = mul_r(dt, xx, splat(kHalf));
     __m512 q = round_dt(dt, _mm512_sub_ps(splat(1.0f), mul_r(dt, t, t)));
     __m512 r2 = mul_r(dt, mul_r(dt, xx, splat(kMegatronSq)), xx);
@@ -172,12 +228,21 @@ static void megatron_bwd(const gelu_fast_params *p, const float *x, const float 
   }
 }
 
+static void megatron_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                         const float *in1, float *out0, float *out1, size_t n) {
+  switch (p->dt) {
+  case GM_F16: megatron_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: megatron_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: megatron_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
 // ---- gelu_python ---------------------------------------------------------------------------------
 
-static void python_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                       const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in0, (void)in1;
-  gm_dtype dt = p->dt;
+static inline __attribute__((always_inline)) void python_arg_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)dy, (void)in0, (void)in1;
   for (size_t i = 0; i < n; i += 16) {
     __m512 v = round_dt(dt, _mm512_div_ps(load(x, i, n), splat(kSqrt2)));
     store(out0, i, n, v);
@@ -185,61 +250,117 @@ static void python_arg(const gelu_fast_params *p, const float *x, const float *d
   }
 }
 
-static void python_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+static void python_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                        const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+  switch (p->dt) {
+  case GM_F16: python_arg_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: python_arg_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: python_arg_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
+static inline __attribute__((always_inline)) void python_fwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)dy, (void)in1, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
     __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
-    __m512 d = add_r(dt, load(in0, i, n), splat(1.0f));
+    __m512 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
     store(out0, i, n, mul_r(dt, a, d));
   }
 }
 
-static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+static void python_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                        const float *in1, float *out0, float *out1, size_t n) {
-  (void)out1;
-  gm_dtype dt = p->dt;
+  switch (p->dt) {
+  case GM_F16: python_fwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: python_fwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: python_fwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
+static inline __attribute__((always_inline)) void python_bwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)out1;
   for (size_t i = 0; i < n; i += 16) {
     __m512 g = load(dy, i, n);
     __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
-    __m512 d = add_r(dt, load(in0, i, n), splat(1.0f));
+    __m512 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
     __m512 ga = mul_r(dt, g, d);
     __m512 gd = mul_r(dt, g, a);
-    __m512 e = mul_r(dt, load(in1, i, n), splat(kTwoOverSqrtPi));
+    __m512 e = mul_r(dt, round_dt(dt, load(in1, i, n)), splat(kTwoOverSqrtPi));
     __m512 gv = mul_r(dt, e, gd);
     __m512 dx = round_dt(dt, _mm512_div_ps(gv, splat(kSqrt2)));
     store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kHalf))));
   }
 }
 
+static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                       const float *in1, float *out0, float *out1, size_t n) {
+  switch (p->dt) {
+  case GM_F16: python_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: python_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: python_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
 // ---- quick_gelu ------------------------------------------------------------------------------------
+
+static inline __attribute__((always_inline)) void quick_arg_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)dy, (void)in0, (void)in1, (void)out1;
+  for (size_t i = 0; i < n; i += 16) store(out0, i, n, mul_r(dt, load(x, i, n), splat(kQuick)));
+}
 
 static void quick_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                       const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in0, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) store(out0, i, n, mul_r(p->dt, load(x, i, n), splat(kQuick)));
+  switch (p->dt) {
+  case GM_F16: quick_arg_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: quick_arg_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: quick_arg_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
+}
+
+static inline __attribute__((always_inline)) void quick_fwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)dy, (void)in1, (void)out1;
+  for (size_t i = 0; i < n; i += 16) store(out0, i, n, mul_r(dt, load(x, i, n), round_dt(dt, load(in0, i, n))));
 }
 
 static void quick_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                       const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) store(out0, i, n, mul_r(p->dt, load(x, i, n), load(in0, i, n)));
+  switch (p->dt) {
+  case GM_F16: quick_fwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: quick_fwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: quick_fwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  }
 }
 
-static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                      const float *in1, float *out0, float *out1, size_t n) {
-  (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
+static inline __attribute__((always_inline)) void quick_bwd_body(
+    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+    const float *in1, float *out0, float *out1, size_t n) {
+  (void)p, (void)in1, (void)out1;
   const __m512 one = splat(1.0f);
   for (size_t i = 0; i < n; i += 16) {
-    __m512 s = load(in0, i, n), g = load(dy, i, n);
+    __m512 s = round_dt(dt, load(in0, i, n)), g = load(dy, i, n);
     __m512 dx = mul_r(dt, g, s);
     __m512 gs = mul_r(dt, g, load(x, i, n));
     __m512 ga;
     if (dt == GM_F16) ga = mul_r(dt, mul_r(dt, gs, round_dt(dt, _mm512_sub_ps(one, s))), s);
     else ga = round_dt(dt, _mm512_mul_ps(_mm512_mul_ps(gs, _mm512_sub_ps(one, s)), s));
     store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kQuick))));
+  }
+}
+
+static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                      const float *in1, float *out0, float *out1, size_t n) {
+  switch (p->dt) {
+  case GM_F16: quick_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: quick_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: quick_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
   }
 }
 

@@ -1,7 +1,8 @@
 // Scalar stages of the torch-cpu fast path (contract and stage shapes in gelu_torch_fast.h): each
 // element runs the graph's ops (gelu_ops_graph.c) in f32, in the graph's order and operand order,
-// rounded to the dtype after every op by R(). Factors and divisors are the Python literals read as
-// f32; addends of 1 are exact in every dtype. gelu_torch_fast_avx512.c computes the same per lane.
+// rounded to the dtype after every op (gelu_fast_round); post stages round the transcendental's
+// f32 results (in0, in1) to the dtype as they read them. Factors and divisors are the Python
+// literals read as f32; addends of 1 are exact in every dtype. gelu_torch_fast_avx512.c computes the same per lane.
 #include <math.h>
 
 #include "kernels/gelu_torch_fast.h"
@@ -51,7 +52,7 @@ static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, 
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
     float a = gelu_fast_round(dt, x[i] * kHalf);
-    float d = gelu_fast_round(dt, in0[i] + 1.0f);
+    float d = gelu_fast_round(dt, gelu_fast_round(dt, in0[i]) + 1.0f);
     out0[i] = gelu_fast_round(dt, a * d);
   }
 }
@@ -62,7 +63,7 @@ static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, 
   (void)in1, (void)out1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
-    float t = in0[i];
+    float t = gelu_fast_round(dt, in0[i]);
     float a = gelu_fast_round(dt, x[i] * kHalf);
     float d = gelu_fast_round(dt, t + 1.0f);
     float ga = gelu_fast_round(dt, dy[i] * d);
@@ -106,7 +107,7 @@ static void product_fwd(const gelu_fast_params *p, const float *x, const float *
   for (size_t i = 0; i < n; i++) {
     float xx = product_input(p, x[i]);
     float a = gelu_fast_round(dt, xx * kHalf);
-    float d = gelu_fast_round(dt, in0[i] + 1.0f);
+    float d = gelu_fast_round(dt, gelu_fast_round(dt, in0[i]) + 1.0f);
     out0[i] = gelu_fast_round(dt, a * d);
   }
 }
@@ -117,7 +118,7 @@ static void product_bwd(const gelu_fast_params *p, const float *x, const float *
   (void)in1, (void)out1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
-    float xi = x[i], t = in0[i];
+    float xi = x[i], t = gelu_fast_round(dt, in0[i]);
     float a = gelu_fast_round(dt, xi * kHalf);
     float m = gelu_fast_round(dt, xi * p->c);
     float k1 = gelu_fast_round(dt, xi * kKappa);
@@ -143,7 +144,7 @@ static void megatron_bwd(const gelu_fast_params *p, const float *x, const float 
   (void)in1, (void)out1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
-    float xx = product_input(p, x[i]), t = in0[i];
+    float xx = product_input(p, x[i]), t = gelu_fast_round(dt, in0[i]);
     float h = gelu_fast_round(dt, xx * kHalf);
     float tt = gelu_fast_round(dt, t * t);
     float q = gelu_fast_round(dt, 1.0f - tt);
@@ -179,7 +180,7 @@ static void python_fwd(const gelu_fast_params *p, const float *x, const float *d
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
     float a = gelu_fast_round(dt, x[i] * kHalf);
-    float d = gelu_fast_round(dt, in0[i] + 1.0f);
+    float d = gelu_fast_round(dt, gelu_fast_round(dt, in0[i]) + 1.0f);
     out0[i] = gelu_fast_round(dt, a * d);
   }
 }
@@ -191,10 +192,10 @@ static void python_bwd(const gelu_fast_params *p, const float *x, const float *d
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
     float a = gelu_fast_round(dt, x[i] * kHalf);
-    float d = gelu_fast_round(dt, in0[i] + 1.0f);
+    float d = gelu_fast_round(dt, gelu_fast_round(dt, in0[i]) + 1.0f);
     float ga = gelu_fast_round(dt, dy[i] * d);
     float gd = gelu_fast_round(dt, dy[i] * a);
-    float e = gelu_fast_round(dt, in1[i] * kTwoOverSqrtPi);
+    float e = gelu_fast_round(dt, gelu_fast_round(dt, in1[i]) * kTwoOverSqrtPi);
     float gv = gelu_fast_round(dt, e * gd);
     float dx = gelu_fast_round(dt, gv / kSqrt2);
     out0[i] = gelu_fast_round(dt, dx + gelu_fast_round(dt, ga * kHalf));
@@ -212,7 +213,8 @@ static void quick_arg(const gelu_fast_params *p, const float *x, const float *dy
 static void quick_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                       const float *in1, float *out0, float *out1, size_t n) {
   (void)dy, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i++) out0[i] = gelu_fast_round(p->dt, x[i] * in0[i]);
+  gm_dtype dt = p->dt;
+  for (size_t i = 0; i < n; i++) out0[i] = gelu_fast_round(dt, x[i] * gelu_fast_round(dt, in0[i]));
 }
 
 // sigmoid_backward(g, s) = (g*(1-s))*s rounded once; f16 rounds each of the three ops.
@@ -221,7 +223,7 @@ static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy
   (void)in1, (void)out1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
-    float s = in0[i];
+    float s = gelu_fast_round(dt, in0[i]);
     float dx = gelu_fast_round(dt, dy[i] * s);
     float gs = gelu_fast_round(dt, dy[i] * x[i]);
     float ga;

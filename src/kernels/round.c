@@ -8,6 +8,7 @@ void gm_f32_to_f16_buf_f16c(const float *x, uint16_t *y, size_t n);
 void gm_f16_to_f32_buf_f16c(const uint16_t *x, float *y, size_t n);
 void gm_round_f16_buf_f16c(float *x, size_t n);
 void gm_round_bf16_buf_avx2(float *x, size_t n);
+void gm_bf16_to_f32_buf_avx2(const uint16_t *x, float *y, size_t n);
 
 static bool have_f16c(void) {
   static int cached = -1;
@@ -33,5 +34,6 @@ void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n) {
 
 void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n) {
   if (dt == GM_F16 && have_f16c()) { gm_f16_to_f32_buf_f16c(x, y, n); return; }
+  if (dt == GM_BF16 && have_f16c()) { gm_bf16_to_f32_buf_avx2(x, y, n); return; } // (AVX2 present)
   for (size_t i = 0; i < n; i++) y[i] = dt == GM_F16 ? gm_f16_to_f32(x[i]) : gm_bf16_to_f32(x[i]);
 }
