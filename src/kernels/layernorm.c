@@ -9,111 +9,27 @@
 // FMA; those sites are written here as fmaf so the bits do not depend on our compiler.
 // rstd = 1 / sqrt(var + (float)eps); y = fma((x - mean) * rstd, w, b) for f32 rows (width 8),
 // y = fma(fma(x, rstd, -rstd * mean), w, b) for f16/bf16 rows (width 16).
+#include "kernels/layernorm_row.h"
 #include "kernels/nn.h"
 
-#include <math.h>
 #include <omp.h>
-#include <stddef.h>
-#include <string.h>
 
-enum { ACC_LANES = 8, MAX_LANES = 8, CHUNK = 16, MAX_DEPTH = 40 };
+void gm_layernorm_row_avx2(const float *x, const float *w, const float *b, float *y, int D, float eps, int width);
 
-typedef struct {
-  long count;
-  float m1[MAX_LANES], m2[MAX_LANES];
-} moments;
-
-// Merges (cnt, m1a, m2a) into (m0, m1, m2) for one lane (ATen's AddMoments).
-static void merge_lane(long cnt, float m1a, float m2a, long *m0, float *m1, float *m2) {
-  long n = *m0 + cnt;
-  float c = n == 0 ? 0.0f : (float)cnt / (float)n;
-  float d = m1a - *m1;
-  *m1 = fmaf(c, d, *m1);
-  *m2 = *m2 + fmaf(d * d * c, (float)*m0, m2a);
-  *m0 = n;
-}
-
-static void merge_moments(const moments *a, moments *into, int lanes) {
-  long m0 = 0;
-  for (int k = 0; k < lanes; k++) {
-    m0 = into->count;
-    merge_lane(a->count, a->m1[k], a->m2[k], &m0, &into->m1[k], &into->m2[k]);
-  }
-  into->count = m0;
-}
-
-static int ceil_log2(long x) {
-  if (x <= 2) return 1;
-  int d = 0;
-  for (long v = x - 1; v > 0; v >>= 1) d++;
-  return d;
-}
-
-// Mean and biased variance of x[0..N). ATen loads `width` elements per step (8 f32, or 16 f16/bf16
-// widened into two 8-lane halves); each half runs its own Welford update and the halves are merged
-// one after the other into 8-lane accumulators.
-static void row_moments(const float *x, int N, int width, float *mean, float *var) {
-  static const float inv[CHUNK] = {1.0f,       1.0f / 2,  1.0f / 3,  1.0f / 4,  1.0f / 5,  1.0f / 6,
-                                   1.0f / 7,  1.0f / 8,  1.0f / 9,  1.0f / 10, 1.0f / 11, 1.0f / 12,
-                                   1.0f / 13, 1.0f / 14, 1.0f / 15, 1.0f / 16};
-  const int lanes = ACC_LANES, halves = width / ACC_LANES;
-  long n = N / width, chunks = (n + CHUNK - 1) / CHUNK;
-  int depth = ceil_log2(chunks);
-  moments stack[MAX_DEPTH];
-  memset(stack, 0, sizeof stack);
-  for (long i = 0; i < chunks; i++) {
-    long steps = n - i * CHUNK < CHUNK ? n - i * CHUNK : CHUNK;
-    for (int h = 0; h < halves; h++) {
-      moments cm;
-      memset(&cm, 0, sizeof cm);
-      cm.count = steps;
-      for (long j = 0; j < steps; j++) {
-        const float *xv = x + (i * CHUNK + j) * width + h * lanes;
-        for (int k = 0; k < lanes; k++) {
-          float d = xv[k] - cm.m1[k];
-          cm.m1[k] = fmaf(d, inv[j], cm.m1[k]);
-          cm.m2[k] = fmaf(d, xv[k] - cm.m1[k], cm.m2[k]);
-        }
-      }
-      merge_moments(&cm, &stack[0], lanes);
-    }
-    long mask = i + 1;
-    for (int j = 1; j < depth && (mask & 1) == 0; j++) {
-      merge_moments(&stack[j - 1], &stack[j], lanes);
-      memset(&stack[j - 1], 0, sizeof stack[j - 1]);
-      mask >>= 1;
-    }
-  }
-  for (int j = 1; j < depth; j++) merge_moments(&stack[j], &stack[0], lanes);
-  long m0 = 0;
-  float m1 = 0.0f, m2 = 0.0f;
-  for (long i = n * width; i < N; i++) {
-    float d = x[i] - m1;
-    m0++;
-    m1 = m1 + d / (float)m0;
-    m2 = fmaf(d, x[i] - m1, m2);
-  }
-  for (int k = 0; k < lanes; k++) merge_lane(stack[0].count, stack[0].m1[k], stack[0].m2[k], &m0, &m1, &m2);
-  *mean = m1;
-  *var = m2 / (float)N;
-}
-
-static void layernorm_row(const float *x, const float *w, const float *b, float *y, int D, float eps, int width) {
-  float mean, var;
-  row_moments(x, D, width, &mean, &var);
-  float rstd = 1.0f / sqrtf(var + eps);
-  if (width == 8) { // ATen's f32 kernel: (x - mean) * rstd, then * w + b fused
-    for (int i = 0; i < D; i++) y[i] = fmaf((x[i] - mean) * rstd, w[i], b[i]);
-  } else { // its reduced-type kernel: x * rstd + (-rstd * mean) fused, then * w + b fused
-    float shift = -rstd * mean;
-    for (int i = 0; i < D; i++) y[i] = fmaf(fmaf(x[i], rstd, shift), w[i], b[i]);
-  }
+static bool have_fma(void) {
+  static int cached = -1;
+  if (cached < 0) cached = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
+  return cached;
 }
 
 void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, int R, int D, double eps, int width,
                       int threads) {
   if (threads <= 0) threads = omp_get_max_threads();
   if (width != 8 && width != 16) width = 8;
+  const bool fma = have_fma();
 #pragma omp parallel for schedule(static) num_threads(threads) if (R > 16)
-  for (int r = 0; r < R; r++) layernorm_row(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, width);
+  for (int r = 0; r < R; r++) {
+    if (fma) gm_layernorm_row_avx2(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, width);
+    else layernorm_row(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, width);
+  }
 }
