@@ -40,6 +40,7 @@ void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n
 void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, double *out, size_t n);
 void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
 void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
+void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n);
 
 #define BLOCK 4096 // elements widened at a time (a multiple of every vector step)
 
@@ -243,6 +244,11 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
         float *o = (float *)j->out + s;
         if (j->backward) gm_onednn_gelu_erf_bwd(x, (const float *)j->dy + s, o, m);
         else gm_onednn_gelu_erf_fwd(x, o, m);
+        continue;
+      }
+      if (j->dt == GM_BF16) { // one pass: widen, kernel, round and store per vector
+        gm_onednn_gelu_erf_bf16((const uint16_t *)j->x + s, j->backward ? (const uint16_t *)j->dy + s : NULL,
+                                (uint16_t *)j->out + s, m);
         continue;
       }
       float *xb = buf, *db = buf + BLOCK, *ob = buf + 2 * BLOCK;

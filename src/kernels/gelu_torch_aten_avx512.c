@@ -26,6 +26,7 @@ void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
 void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
 void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
+void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n);
 
 static __m512 splat_bits(uint32_t u) { return _mm512_castsi512_ps(_mm512_set1_epi32((int)u)); }
 static __m512 splat(float f) { return _mm512_set1_ps(f); }
@@ -259,24 +260,50 @@ void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, 
 // RNE on the f32 bits, (u + 0x7fff + ((u >> 16) & 1)) >> 16, with each path's special cases:
 // ATen's Vectorized<BFloat16> maps NaN to 0xffff; oneDNN's vcvtneps2bf16 keeps the NaN's payload
 // (quieted: (u >> 16) | 0x40) and flushes |x| < 2^-126 to a signed zero.
-void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn) {
+// 16 f32 lanes rounded to bf16 bits (in the low half of each 32-bit lane) by one path's rules.
+static __m512i bf16_bits16(__m512 v, int onednn) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  __m512i u = _mm512_castps_si512(v);
+  __m512i a = _mm512_and_si512(u, abs_mask), hi = _mm512_srli_epi32(u, 16);
+  __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  __mmask16 nan = _mm512_cmpgt_epu32_mask(a, inf);
+  if (onednn) {
+    __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(0x00800000));
+    r = _mm512_mask_and_epi32(r, tiny, hi, _mm512_set1_epi32(0x8000));
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+  } else {
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0xffff));
+  }
+  return r;
+}
+
+void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn) {
   for (size_t i = 0; i < n; i += 16) {
     __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-    __m512i u = _mm512_maskz_loadu_epi32(k, x + i);
-    __m512i a = _mm512_and_si512(u, abs_mask), hi = _mm512_srli_epi32(u, 16);
-    __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(a, inf);
-    if (onednn) {
-      __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(0x00800000));
-      r = _mm512_mask_and_epi32(r, tiny, hi, _mm512_set1_epi32(0x8000));
-      r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
-    } else {
-      r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0xffff));
-    }
+    __m512i r = bf16_bits16(_mm512_maskz_loadu_ps(k, x + i), onednn);
     // Narrow in a register, then a masked store: the memory form of vpmovdw is slow on Zen 4.
     _mm256_mask_storeu_epi16(y + i, k, _mm512_cvtepi32_epi16(r));
+  }
+}
+
+static __m512 widen_bf16_16(__mmask16 k, const uint16_t *p) {
+  __m256i h = k == 0xffff ? _mm256_loadu_si256((const __m256i *)p) : _mm256_maskz_loadu_epi16(k, p);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+// oneDNN's gelu_erf on bf16 storage in one pass: widen, the f32 kernel above (forward, or the
+// derivative times dy), round with oneDNN's bf16 rules; the same bits as widening a block,
+// running gm_onednn_gelu_erf_fwd/bwd and gm_aten_store_bf16(onednn = 1).
+void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+    __m512 v = widen_bf16_16(k, x + i), r;
+    if (dy) r = _mm512_mul_ps(dnn_gelu_erf_deriv16(v), widen_bf16_16(k, dy + i));
+    else r = dnn_gelu_erf16(v);
+    __m256i h = _mm512_cvtepi32_epi16(bf16_bits16(r, 1));
+    if (k == 0xffff) _mm256_storeu_si256((__m256i *)(out + i), h); // full vectors store unmasked
+    else _mm256_mask_storeu_epi16(out + i, k, h);
   }
 }
 

@@ -1,19 +1,19 @@
-// AVX-512 stages of the torch-cpu fast path (contract and stage shapes in gelu_torch_fast.h): 16
-// elements per vector, each lane computing exactly what gelu_torch_fast_scalar.c computes for its
-// element: the graph's ops in f32, same order and operand order, rounded to the dtype after every
-// op (f16 through vcvtps2ph/vcvtph2ps with RNE, which are gm_f32_to_f16's bits; bf16 by RNE on the
-// bit pattern in integer lanes, NaN made quiet as gm_f32_to_bf16); post stages round the
-// transcendental's f32 results (in0, in1) as they load them. Each stage body is compiled once per
-// dtype (the dt argument is a constant in its three call sites), so no lane op tests the dtype. The last partial vector of a
-// stage runs masked (inactive lanes compute on zeros and are not stored).
+// AVX-512 stages of the torch-cpu fast path (contract and stage shapes in gelu_torch_fast.h): each
+// lane computes exactly what gelu_torch_fast_scalar.c computes for its element: the graph's ops in
+// f32, same order and operand order, rounded to the dtype after every op (f16 through
+// vcvtps2ph/vcvtph2ps with RNE, which are gm_f32_to_f16's bits; bf16 by RNE on the bit pattern in
+// integer lanes, NaN made quiet as gm_f32_to_bf16); post stages round the transcendental's f32
+// results (in0, in1) as they load them. Stages step 32 elements at a time as two 16-lane vectors
+// (vec32) whose ops alternate, so that the two dependency chains overlap (a bf16 rounding is a
+// chain of several integer steps). Each stage body is compiled once per dtype (dt is a constant in
+// its three call sites), so no lane op tests the dtype. The last partial step runs masked
+// (inactive lanes compute on zeros and are not stored).
 #include <immintrin.h>
 
 #include "kernels/gelu_torch_fast.h"
 
-static __m512 splat(float f) { return _mm512_set1_ps(f); }
-
 // v rounded to the dtype's grid, back in f32 lanes.
-static inline __m512 round_dt(gm_dtype dt, __m512 v) {
+static inline __m512 round16(gm_dtype dt, __m512 v) {
   if (dt == GM_F16)
     return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   if (dt == GM_BF16) {
@@ -28,8 +28,47 @@ static inline __m512 round_dt(gm_dtype dt, __m512 v) {
   return v;
 }
 
-static inline __m512 mul_r(gm_dtype dt, __m512 a, __m512 b) { return round_dt(dt, _mm512_mul_ps(a, b)); }
-static inline __m512 add_r(gm_dtype dt, __m512 a, __m512 b) { return round_dt(dt, _mm512_add_ps(a, b)); }
+// Active lanes of the 16 elements from i in an array of n (none when i >= n).
+static __mmask16 lanes(size_t i, size_t n) {
+  if (i >= n) return 0;
+  return n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+}
+
+// Elements i .. i+31 as two vectors.
+typedef struct {
+  __m512 lo, hi;
+} vec32;
+
+static inline vec32 splat(float f) { return (vec32){_mm512_set1_ps(f), _mm512_set1_ps(f)}; }
+static inline vec32 v_zero(void) { return (vec32){_mm512_setzero_ps(), _mm512_setzero_ps()}; }
+static inline vec32 load(const float *p, size_t i, size_t n) {
+  return (vec32){_mm512_maskz_loadu_ps(lanes(i, n), p + i), _mm512_maskz_loadu_ps(lanes(i + 16, n), p + i + 16)};
+}
+// Full steps store unmasked (masked stores are slower on Zen 4).
+static inline void store(float *p, size_t i, size_t n, vec32 v) {
+  if (n - i >= 32) {
+    _mm512_storeu_ps(p + i, v.lo);
+    _mm512_storeu_ps(p + i + 16, v.hi);
+    return;
+  }
+  _mm512_mask_storeu_ps(p + i, lanes(i, n), v.lo);
+  _mm512_mask_storeu_ps(p + i + 16, lanes(i + 16, n), v.hi);
+}
+static inline vec32 round_dt(gm_dtype dt, vec32 v) { return (vec32){round16(dt, v.lo), round16(dt, v.hi)}; }
+static inline vec32 v_mul(vec32 a, vec32 b) { return (vec32){_mm512_mul_ps(a.lo, b.lo), _mm512_mul_ps(a.hi, b.hi)}; }
+static inline vec32 v_add(vec32 a, vec32 b) { return (vec32){_mm512_add_ps(a.lo, b.lo), _mm512_add_ps(a.hi, b.hi)}; }
+static inline vec32 v_sub(vec32 a, vec32 b) { return (vec32){_mm512_sub_ps(a.lo, b.lo), _mm512_sub_ps(a.hi, b.hi)}; }
+static inline vec32 v_div(vec32 a, vec32 b) { return (vec32){_mm512_div_ps(a.lo, b.lo), _mm512_div_ps(a.hi, b.hi)}; }
+static inline vec32 v_neg(vec32 a) {
+  const __m512 sign = _mm512_set1_ps(-0.0f);
+  return (vec32){_mm512_xor_ps(a.lo, sign), _mm512_xor_ps(a.hi, sign)};
+}
+// fma(a, b, c) with one rounding (vfmadd).
+static inline vec32 v_fma(vec32 a, vec32 b, vec32 c) {
+  return (vec32){_mm512_fmadd_ps(a.lo, b.lo, c.lo), _mm512_fmadd_ps(a.hi, b.hi, c.hi)};
+}
+static inline vec32 mul_r(gm_dtype dt, vec32 a, vec32 b) { return round_dt(dt, v_mul(a, b)); }
+static inline vec32 add_r(gm_dtype dt, vec32 a, vec32 b) { return round_dt(dt, v_add(a, b)); }
 
 static const float kHalf = 0.5f;
 static const float kKappa = (float)0.044715;
@@ -39,23 +78,16 @@ static const float kTwoOverSqrtPi = (float)1.1283791670955126;
 static const float kQuick = (float)1.702;
 static const float kMegatronSq = (float)0.1070322243;
 
-static __mmask16 lanes(size_t i, size_t n) {
-  return n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
-}
-static __m512 load(const float *p, size_t i, size_t n) { return _mm512_maskz_loadu_ps(lanes(i, n), p + i); }
-static void store(float *p, size_t i, size_t n, __m512 v) { _mm512_mask_storeu_ps(p + i, lanes(i, n), v); }
-
 // torch.pow(x, 3): x*x*x rounded once; bf16 rounds after each multiply.
-static inline __m512 pow3(gm_dtype dt, __m512 x) {
-  __m512 sq = _mm512_mul_ps(x, x);
+static inline vec32 pow3(gm_dtype dt, vec32 x) {
+  vec32 sq = v_mul(x, x);
   if (dt == GM_BF16) sq = round_dt(dt, sq);
   return mul_r(dt, sq, x);
 }
 
 // aten::tanh_backward(g, t) = g * fma(-t, t, 1), rounded once.
-static inline __m512 tanh_backward(gm_dtype dt, __m512 g, __m512 t) {
-  __m512 neg_t = _mm512_xor_ps(t, splat(-0.0f));
-  return mul_r(dt, g, _mm512_fmadd_ps(neg_t, t, splat(1.0f)));
+static inline vec32 tanh_backward(gm_dtype dt, vec32 g, vec32 t) {
+  return mul_r(dt, g, v_fma(v_neg(t), t, splat(1.0f)));
 }
 
 // ---- gelu_new / gelu_accurate ------------------------------------------------------------------
@@ -64,10 +96,10 @@ static inline __attribute__((always_inline)) void pow_arg_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in0, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 xv = load(x, i, n);
-    __m512 q = mul_r(dt, pow3(dt, xv), splat(kKappa));
-    __m512 b = add_r(dt, xv, q);
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 xv = load(x, i, n);
+    vec32 q = mul_r(dt, pow3(dt, xv), splat(kKappa));
+    vec32 b = add_r(dt, xv, q);
     store(out0, i, n, mul_r(dt, b, splat(kSqrt2OverPi)));
   }
 }
@@ -85,9 +117,9 @@ static inline __attribute__((always_inline)) void pow_fwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
-    __m512 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 a = mul_r(dt, load(x, i, n), splat(kHalf));
+    vec32 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
     store(out0, i, n, mul_r(dt, a, d));
   }
 }
@@ -105,18 +137,18 @@ static inline __attribute__((always_inline)) void pow_bwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 xv = load(x, i, n), g = load(dy, i, n), t = round_dt(dt, load(in0, i, n));
-    __m512 a = mul_r(dt, xv, splat(kHalf));
-    __m512 d = add_r(dt, t, splat(1.0f));
-    __m512 ga = mul_r(dt, g, d);
-    __m512 gd = mul_r(dt, g, a);
-    __m512 gu = tanh_backward(dt, gd, t);
-    __m512 gb = mul_r(dt, gu, splat(kSqrt2OverPi));
-    __m512 gp = mul_r(dt, gb, splat(kKappa));
-    __m512 w = mul_r(dt, mul_r(dt, xv, xv), splat(3.0f));
-    __m512 g2 = mul_r(dt, gp, w);
-    __m512 g3 = mul_r(dt, ga, splat(kHalf));
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 xv = load(x, i, n), g = load(dy, i, n), t = round_dt(dt, load(in0, i, n));
+    vec32 a = mul_r(dt, xv, splat(kHalf));
+    vec32 d = add_r(dt, t, splat(1.0f));
+    vec32 ga = mul_r(dt, g, d);
+    vec32 gd = mul_r(dt, g, a);
+    vec32 gu = tanh_backward(dt, gd, t);
+    vec32 gb = mul_r(dt, gu, splat(kSqrt2OverPi));
+    vec32 gp = mul_r(dt, gb, splat(kKappa));
+    vec32 w = mul_r(dt, mul_r(dt, xv, xv), splat(3.0f));
+    vec32 g2 = mul_r(dt, gp, w);
+    vec32 g3 = mul_r(dt, ga, splat(kHalf));
     store(out0, i, n, add_r(dt, add_r(dt, gb, g2), g3));
   }
 }
@@ -132,19 +164,19 @@ static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, 
 
 // ---- product form (gelu_fast, openai_gelu, gelu_megatron) --------------------------------------
 
-static inline __m512 product_input(gm_dtype dt, const gelu_fast_params *p, __m512 x) {
-  return p->zero_add ? add_r(dt, _mm512_setzero_ps(), x) : x;
+static inline vec32 product_input(gm_dtype dt, const gelu_fast_params *p, vec32 x) {
+  return p->zero_add ? add_r(dt, v_zero(), x) : x;
 }
 
 static inline __attribute__((always_inline)) void product_arg_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in0, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 xx = product_input(dt, p, load(x, i, n));
-    __m512 m = mul_r(dt, xx, splat(p->c));
-    __m512 k1 = mul_r(dt, xx, splat(kKappa));
-    __m512 e = add_r(dt, mul_r(dt, k1, xx), splat(1.0f));
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 xx = product_input(dt, p, load(x, i, n));
+    vec32 m = mul_r(dt, xx, splat(p->c));
+    vec32 k1 = mul_r(dt, xx, splat(kKappa));
+    vec32 e = add_r(dt, mul_r(dt, k1, xx), splat(1.0f));
     store(out0, i, n, mul_r(dt, m, e));
   }
 }
@@ -162,9 +194,9 @@ static inline __attribute__((always_inline)) void product_fwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 a = mul_r(dt, product_input(dt, p, load(x, i, n)), splat(kHalf));
-    __m512 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 a = mul_r(dt, product_input(dt, p, load(x, i, n)), splat(kHalf));
+    vec32 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
     store(out0, i, n, mul_r(dt, a, d));
   }
 }
@@ -182,20 +214,20 @@ static inline __attribute__((always_inline)) void product_bwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 xv = load(x, i, n), g = load(dy, i, n), t = round_dt(dt, load(in0, i, n));
-    __m512 a = mul_r(dt, xv, splat(kHalf));
-    __m512 m = mul_r(dt, xv, splat(p->c));
-    __m512 k1 = mul_r(dt, xv, splat(kKappa));
-    __m512 e = add_r(dt, mul_r(dt, k1, xv), splat(1.0f));
-    __m512 d = add_r(dt, t, splat(1.0f));
-    __m512 ga = mul_r(dt, g, d);
-    __m512 gd = mul_r(dt, g, a);
-    __m512 gf = tanh_backward(dt, gd, t);
-    __m512 gm = mul_r(dt, gf, e);
-    __m512 ge = mul_r(dt, gf, m);
-    __m512 gk1 = mul_r(dt, ge, xv);
-    __m512 dx = mul_r(dt, ge, k1);
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 xv = load(x, i, n), g = load(dy, i, n), t = round_dt(dt, load(in0, i, n));
+    vec32 a = mul_r(dt, xv, splat(kHalf));
+    vec32 m = mul_r(dt, xv, splat(p->c));
+    vec32 k1 = mul_r(dt, xv, splat(kKappa));
+    vec32 e = add_r(dt, mul_r(dt, k1, xv), splat(1.0f));
+    vec32 d = add_r(dt, t, splat(1.0f));
+    vec32 ga = mul_r(dt, g, d);
+    vec32 gd = mul_r(dt, g, a);
+    vec32 gf = tanh_backward(dt, gd, t);
+    vec32 gm = mul_r(dt, gf, e);
+    vec32 ge = mul_r(dt, gf, m);
+    vec32 gk1 = mul_r(dt, ge, xv);
+    vec32 dx = mul_r(dt, ge, k1);
     dx = add_r(dt, dx, mul_r(dt, gk1, splat(kKappa)));
     dx = add_r(dt, dx, mul_r(dt, gm, splat(p->c)));
     store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kHalf))));
@@ -215,14 +247,14 @@ static inline __attribute__((always_inline)) void megatron_bwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 xx = product_input(dt, p, load(x, i, n)), t = round_dt(dt, load(in0, i, n));
-    __m512 h = mul_r(dt, xx, splat(kHalf));
-    __m512 q = round_dt(dt, _mm512_sub_ps(splat(1.0f), mul_r(dt, t, t)));
-    __m512 r2 = mul_r(dt, mul_r(dt, xx, splat(kMegatronSq)), xx);
-    __m512 u = add_r(dt, r2, splat(p->megatron_addend));
-    __m512 hw = mul_r(dt, h, mul_r(dt, q, u));
-    __m512 m1 = mul_r(dt, add_r(dt, t, splat(1.0f)), splat(kHalf));
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 xx = product_input(dt, p, load(x, i, n)), t = round_dt(dt, load(in0, i, n));
+    vec32 h = mul_r(dt, xx, splat(kHalf));
+    vec32 q = round_dt(dt, v_sub(splat(1.0f), mul_r(dt, t, t)));
+    vec32 r2 = mul_r(dt, mul_r(dt, xx, splat(kMegatronSq)), xx);
+    vec32 u = add_r(dt, r2, splat(p->megatron_addend));
+    vec32 hw = mul_r(dt, h, mul_r(dt, q, u));
+    vec32 m1 = mul_r(dt, add_r(dt, t, splat(1.0f)), splat(kHalf));
     m1 = add_r(dt, hw, m1);
     store(out0, i, n, mul_r(dt, m1, load(dy, i, n)));
   }
@@ -243,10 +275,10 @@ static inline __attribute__((always_inline)) void python_arg_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in0, (void)in1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 v = round_dt(dt, _mm512_div_ps(load(x, i, n), splat(kSqrt2)));
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 v = round_dt(dt, v_div(load(x, i, n), splat(kSqrt2)));
     store(out0, i, n, v);
-    if (out1) store(out1, i, n, _mm512_xor_ps(mul_r(dt, v, v), splat(-0.0f)));
+    if (out1) store(out1, i, n, v_neg(mul_r(dt, v, v)));
   }
 }
 
@@ -263,9 +295,9 @@ static inline __attribute__((always_inline)) void python_fwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
-    __m512 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 a = mul_r(dt, load(x, i, n), splat(kHalf));
+    vec32 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
     store(out0, i, n, mul_r(dt, a, d));
   }
 }
@@ -283,15 +315,15 @@ static inline __attribute__((always_inline)) void python_bwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)out1;
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 g = load(dy, i, n);
-    __m512 a = mul_r(dt, load(x, i, n), splat(kHalf));
-    __m512 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
-    __m512 ga = mul_r(dt, g, d);
-    __m512 gd = mul_r(dt, g, a);
-    __m512 e = mul_r(dt, round_dt(dt, load(in1, i, n)), splat(kTwoOverSqrtPi));
-    __m512 gv = mul_r(dt, e, gd);
-    __m512 dx = round_dt(dt, _mm512_div_ps(gv, splat(kSqrt2)));
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 g = load(dy, i, n);
+    vec32 a = mul_r(dt, load(x, i, n), splat(kHalf));
+    vec32 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
+    vec32 ga = mul_r(dt, g, d);
+    vec32 gd = mul_r(dt, g, a);
+    vec32 e = mul_r(dt, round_dt(dt, load(in1, i, n)), splat(kTwoOverSqrtPi));
+    vec32 gv = mul_r(dt, e, gd);
+    vec32 dx = round_dt(dt, v_div(gv, splat(kSqrt2)));
     store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kHalf))));
   }
 }
@@ -311,7 +343,7 @@ static inline __attribute__((always_inline)) void quick_arg_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in0, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) store(out0, i, n, mul_r(dt, load(x, i, n), splat(kQuick)));
+  for (size_t i = 0; i < n; i += 32) store(out0, i, n, mul_r(dt, load(x, i, n), splat(kQuick)));
 }
 
 static void quick_arg(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
@@ -327,7 +359,7 @@ static inline __attribute__((always_inline)) void quick_fwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 16) store(out0, i, n, mul_r(dt, load(x, i, n), round_dt(dt, load(in0, i, n))));
+  for (size_t i = 0; i < n; i += 32) store(out0, i, n, mul_r(dt, load(x, i, n), round_dt(dt, load(in0, i, n))));
 }
 
 static void quick_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
@@ -343,14 +375,14 @@ static inline __attribute__((always_inline)) void quick_bwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)in1, (void)out1;
-  const __m512 one = splat(1.0f);
-  for (size_t i = 0; i < n; i += 16) {
-    __m512 s = round_dt(dt, load(in0, i, n)), g = load(dy, i, n);
-    __m512 dx = mul_r(dt, g, s);
-    __m512 gs = mul_r(dt, g, load(x, i, n));
-    __m512 ga;
-    if (dt == GM_F16) ga = mul_r(dt, mul_r(dt, gs, round_dt(dt, _mm512_sub_ps(one, s))), s);
-    else ga = round_dt(dt, _mm512_mul_ps(_mm512_mul_ps(gs, _mm512_sub_ps(one, s)), s));
+  const vec32 one = splat(1.0f);
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 s = round_dt(dt, load(in0, i, n)), g = load(dy, i, n);
+    vec32 dx = mul_r(dt, g, s);
+    vec32 gs = mul_r(dt, g, load(x, i, n));
+    vec32 ga;
+    if (dt == GM_F16) ga = mul_r(dt, mul_r(dt, gs, round_dt(dt, v_sub(one, s))), s);
+    else ga = round_dt(dt, v_mul(v_mul(gs, v_sub(one, s)), s));
     store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kQuick))));
   }
 }
@@ -377,7 +409,8 @@ static void widen(gm_dtype dt, const void *src, float *dst, size_t n) {
       if (dt == GM_F16) v = _mm512_cvtph_ps(h);
       else v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
-    _mm512_mask_storeu_ps(dst + i, k, v);
+    if (k == 0xffff) _mm512_storeu_ps(dst + i, v);
+    else _mm512_mask_storeu_ps(dst + i, k, v);
   }
 }
 
@@ -387,13 +420,15 @@ static void narrow(gm_dtype dt, const float *src, void *dst, size_t n) {
     __mmask16 k = lanes(i, n);
     __m512 v = _mm512_maskz_loadu_ps(k, src + i);
     if (dt == GM_F32) {
-      _mm512_mask_storeu_ps((float *)dst + i, k, v);
+      if (k == 0xffff) _mm512_storeu_ps((float *)dst + i, v);
+      else _mm512_mask_storeu_ps((float *)dst + i, k, v);
       continue;
     }
     __m256i h;
     if (dt == GM_F16) h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     else h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
-    _mm256_mask_storeu_epi16((uint16_t *)dst + i, k, h);
+    if (k == 0xffff) _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i), h);
+    else _mm256_mask_storeu_epi16((uint16_t *)dst + i, k, h);
   }
 }
 
