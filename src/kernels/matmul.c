@@ -45,6 +45,10 @@ static double packed_min(bool trans_b, float alpha, bool beta0) {
   return !trans_b && alpha == 1.0f && beta0 ? 28.0 * 512 * 512 - 1 : 1e6;
 }
 
+bool gm_matmul_f32_packed(int M, int N, int K, bool trans_b, float alpha, bool bias) {
+  return (double)M * N * K > packed_min(trans_b, alpha, !bias);
+}
+
 // The pieces of an M x N x K product: row blocks of h rows, column blocks of w columns, the last
 // block of each taking the remainder (so every block has at least min(h, M) rows and min(w, N)
 // columns). h and w start at the tile sizes and double until a piece clears `need`.

@@ -30,6 +30,10 @@ void gm_matmul_f32(const float *A, int lda, const float *B, int ldb, bool trans_
 // any product of more rows with the same K (the rows a forward keeps for its logits).
 void gm_matmul_f32_gemm(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                         float *C, int ldc, int M, int N, int K, int threads);
+// True if an M x N x K product (B transposed or not, alpha, with or without a bias) runs on
+// OpenBLAS's packed kernels as one sgemm, so that its elements have the bits of any bigger product
+// with the same K: for callers that cut a product themselves (the causal blocks of the scores).
+bool gm_matmul_f32_packed(int M, int N, int K, bool trans_b, float alpha, bool bias);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
 // count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm
@@ -72,5 +76,7 @@ void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, 
 // sum in 8 lanes (element j in lane j % 8) folded as a tree (one by one below 8 elements),
 // s = e * (1/sum), all in f32.
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value);
+// x[j] = x[j] / d for j < n (IEEE f32 division; vectorised where the CPU allows, same bits).
+void gm_div_row_f32(float *x, int n, float d);
 
 #endif

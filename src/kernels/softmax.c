@@ -3,6 +3,13 @@
 
 #include <math.h>
 
+void gm_softmax_row_avx2(float *s, int n, int n_masked, float mask_value);
+void gm_div_row_avx2(float *x, int n, float d);
+
+// The AVX2 bodies (softmax_avx2.c) give the same bits; __builtin_cpu_supports is a load of the
+// CPU facts libgcc gathered at start-up, cheap enough per row.
+static bool have_avx2(void) { return __builtin_cpu_supports("avx2"); }
+
 // Sum of e[0..n) as ATen's vec::reduce_all adds on AVX2: below 8 elements one by one; else
 // element j into lane j % 8, then the lanes folded lane += lane+4, lane += lane+2, lane0 + lane1.
 // Elements past `stored` all equal `rest` (the masked tail's exp).
@@ -21,6 +28,7 @@ static float lane_sum(const float *e, int stored, int total, float rest) {
 }
 
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value) {
+  if (have_avx2()) { gm_softmax_row_avx2(s, n, n_masked, mask_value); return; }
   float m = -INFINITY;
   for (int j = 0; j < n; j++)
     if (s[j] > m) m = s[j];
@@ -29,4 +37,9 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value) {
   float rest = n_masked > 0 ? expf(mask_value - m) : 0.0f;
   float inv = 1.0f / lane_sum(s, n, n + n_masked, rest);
   for (int j = 0; j < n; j++) s[j] = s[j] * inv;
+}
+
+void gm_div_row_f32(float *x, int n, float d) {
+  if (have_avx2()) { gm_div_row_avx2(x, n, d); return; }
+  for (int j = 0; j < n; j++) x[j] = x[j] / d;
 }

@@ -83,21 +83,42 @@ static void upcast_scores(const gpt2_run *r, float alpha, const float *q, int ld
     }
 }
 
+// X[i, j] = alpha * q_i . k_j (f32 accumulation, gpt2_matmul) for at least the keys row i sees
+// (j <= t0 + i), in blocks of rb query rows, each computing keys [0, t0 + its last row]: about half
+// the products of the full [T, len] square for a prefill. X [T, len]; entries past a block's keys
+// are left as they were. f16/bf16 products are defined element by element, so any block gives the
+// same bits; in f32 the head is cut only if every block stays on OpenBLAS's packed kernels
+// (gm_matmul_f32_packed), which give each element the bits of the full square.
+static void causal_scores(const gpt2_run *r, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
+  const int T = r->T, len = r->len, t0 = r->t0;
+  int rb = 64;
+  if (r->dt == GM_F32) {
+    if (!gm_matmul_f32_packed(T, len, hd, true, alpha, false)) rb = T;
+    while (rb < T && !gm_matmul_f32_packed(rb, t0 + rb, hd, true, alpha, false)) rb *= 2;
+  }
+  int nb = T / rb > 1 ? T / rb : 1;
+  for (int b = 0; b < nb; b++) {
+    int i0 = b * rb, i1 = b == nb - 1 ? T : i0 + rb;
+    gpt2_matmul(r->dt, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1,
+                hd, 1);
+  }
+}
+
 // Softmax input X [T, len] of one (batch, head): masked entries (j > t0 + i) set to 0.
 static void head_scores(const gpt2_run *r, const score_rule *s, const float *q, int ldq, const float *k, int hd, float *X) {
   const int T = r->T, len = r->len;
   if (s->upcast && r->dt != GM_F32) upcast_scores(r, s->alpha, q, ldq, k, hd, X);
-  else gpt2_matmul(r->dt, q, ldq, k, hd, true, NULL, s->alpha, X, len, T, len, hd, 1);
+  else causal_scores(r, s->alpha, q, ldq, k, hd, X);
   for (int i = 0; i < T; i++) {
     float *x = X + (size_t)i * len;
     int vis = r->t0 + i + 1;
     round_unless(r->dt, s->upcast, x, vis);
     if (s->div1 != 0.0f) {
-      for (int j = 0; j < vis; j++) x[j] = x[j] / s->div1;
+      gm_div_row_f32(x, vis, s->div1);
       round_unless(r->dt, false, x, vis);
     }
     if (s->div2 != 0.0f) {
-      for (int j = 0; j < vis; j++) x[j] = x[j] / s->div2;
+      gm_div_row_f32(x, vis, s->div2);
       round_unless(r->dt, false, x, vis);
     }
     if (s->coeff != 0.0f) {
