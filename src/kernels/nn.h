@@ -76,6 +76,11 @@ void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, 
 // sum in 8 lanes (element j in lane j % 8) folded as a tree (one by one below 8 elements),
 // s = e * (1/sum), all in f32.
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value);
+// s[j] = expf(s[j] - m) for j < n, the subtraction in f32 and expf this process's libm's: through
+// an AVX-512 replica of glibc's expf (softmax_exp_avx512.c) when the CPU has AVX-512 and the
+// replica agrees with expf on a sample (checked once; gm_exp_shift_row_fast says which).
+void gm_exp_shift_row(float *s, int n, float m);
+bool gm_exp_shift_row_fast(void);
 // x[j] = x[j] / d for j < n (IEEE f32 division; vectorised where the CPU allows, same bits).
 void gm_div_row_f32(float *x, int n, float d);
 

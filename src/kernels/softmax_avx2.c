@@ -2,12 +2,13 @@
 // same operations in the same order as the scalar code, eight lanes at a time, so the same bits.
 //   max      exact whatever the order (a NaN never replaces the running maximum; the sign of a zero
 //            maximum cannot change s - m or exp(mask - m))
-//   exp      expf of each s - m, element by element (libm's expf, as the scalar code calls it)
+//   exp      expf of each s - m (gm_exp_shift_row: libm's expf, or its AVX-512 replica)
 //   sum      element j into lane j % 8 in increasing j: one 8-lane add per 8 elements
 //   scale    s * (1 / sum) per element
 #include <immintrin.h>
 #include <math.h>
 
+void gm_exp_shift_row(float *s, int n, float m);
 float gm_softmax_lane_sum_avx2(const float *e, int stored, int total, float rest);
 void gm_softmax_row_avx2(float *s, int n, int n_masked, float mask_value);
 void gm_div_row_avx2(float *x, int n, float d);
@@ -45,7 +46,7 @@ void gm_softmax_row_avx2(float *s, int n, int n_masked, float mask_value) {
   for (; j < n; j++)
     if (s[j] > m) m = s[j];
   if (n_masked > 0 && mask_value > m) m = mask_value;
-  for (j = 0; j < n; j++) s[j] = expf(s[j] - m);
+  gm_exp_shift_row(s, n, m);
   float rest = n_masked > 0 ? expf(mask_value - m) : 0.0f;
   int total = n + n_masked;
   float sum;
