@@ -97,7 +97,8 @@ static void check_bits(void) {
   size_t n = test_quick() ? 50001 : 1000003;
   float *x = malloc(n * 4), *dy = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
   fill_f32(x, dy, n, 5);
-  float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 10.0f, 10.000001f, -20.0f, 20.0f, -130.0f, 1e-45f, -1e-45f};
+  float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 10.0f, 10.000001f, -20.0f, 20.0f, -130.0f, 1e-45f, -1e-45f,
+                      -10.49f, -10.2f, -11.0f, -19.99f, -129.9f, -60.0f, -59.0f, -1e-40f, 1e-40f, -3e-38f, 5.0f, 9.5f};
   memcpy(x, specials, sizeof specials);
   for (int v = 0; v < GELU_N_VARIANTS; v++)
     for (int bwd = 0; bwd < 2; bwd++) {

@@ -131,4 +131,14 @@ void gelu_acc_narrow_scalar(gm_dtype dt, const double *in, uint16_t *out, size_t
 void gelu_acc_widen_avx512(gm_dtype dt, const uint16_t *in, float *out, size_t n);
 void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t n);
 
+// ---- accurate f32 forward in f32 lanes (tanh and sigmoid families; gelu_accurate_f32*.c) ------
+// The contract and the operations: gelu_accurate_f32.c. Scalar, AVX-512 and AVX2 give the same bits.
+extern const float gelu_acc32_exp2_poly[7];
+bool gelu_acc32_supported(const gelu_acc_params *p);     // tanh/sigmoid family, not gelu_10
+double gelu_acc32_t_scale(const gelu_acc_params *p);     // M: t = |x*(1 + k*x^2)| * M
+float gelu_acc32_recip_approx(float d);                  // 1/d to ~1.5%, d in [0.5, 4]
+void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n);
+void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
+void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
+
 #endif
