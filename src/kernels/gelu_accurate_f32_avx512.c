@@ -45,10 +45,10 @@ static inline __attribute__((always_inline)) __m512 one16(bool sigmoid, const co
   P = _mm512_fmadd_ps(P, rho, _mm512_set1_ps(C[0]));
   __m512 one = _mm512_set1_ps(1.0f);
   __m512 c = _mm512_scalef_ps(one, _mm512_max_ps(n, _mm512_set1_ps(-100.0f)));
-  __m512 m = _mm512_mask_blend_ps(neg, c, one);
   __m512 Ah = _mm512_add_ps(one, c);
   __m512 Al = _mm512_sub_ps(c, _mm512_sub_ps(Ah, one));
-  __m512 B = _mm512_fmadd_ps(_mm512_mul_ps(m, rho), P, Al);
+  __m512 mrho = _mm512_mask_mul_ps(rho, (__mmask16)~neg, c, rho); // m*rho: m = c (x >= 0), 1 (x < 0)
+  __m512 B = _mm512_fmadd_ps(mrho, P, Al);
   __m512 Dh = _mm512_add_ps(Ah, B);
   __m512 Dl = _mm512_sub_ps(B, _mm512_sub_ps(Dh, Ah));
   __m512 q0 = _mm512_div_ps(x, Dh);
