@@ -37,6 +37,12 @@
 
 typedef void (*vml_fn)(const int *n, const float *a, float *r, const long long *mode);
 static vml_fn vml_tanh, vml_erf, vml_exp;
+// MKL_Set_Num_Threads_Local(1) (C interface, by value) on each calling thread: VML runs there
+// (gptmeg already splits the work across its threads; MKL's own threads would compete with
+// them). Lanes are independent, so the bits do not depend on it.
+typedef int (*mkl_threads_fn)(int n);
+static mkl_threads_fn mkl_set_threads_local;
+static _Thread_local bool vml_serial_here;
 static pthread_once_t vml_once = PTHREAD_ONCE_INIT;
 enum { VML_HA = 2 };
 
@@ -47,6 +53,7 @@ static void vml_load(void) {
   if (!h) return;
   vml_fn t = (vml_fn)dlsym(h, "VMSTANH_"), e = (vml_fn)dlsym(h, "VMSERF_"),
          x = (vml_fn)dlsym(h, "VMSEXP_");
+  mkl_set_threads_local = (mkl_threads_fn)dlsym(h, "MKL_Set_Num_Threads_Local");
   if (t && e && x) {
     vml_tanh = t;
     vml_erf = e;
@@ -119,6 +126,10 @@ static void kernel_vec(const gelu_op_set *o, size_t off, size_t n, const double 
 
 static vml_fn vml_of(gelu_vml_op op) {
   gelu_torch_ops_have_mkl();
+  if (vml_tanh && mkl_set_threads_local && !vml_serial_here) {
+    mkl_set_threads_local(1);
+    vml_serial_here = true;
+  }
   return op == GELU_VML_TANH ? vml_tanh : op == GELU_VML_ERF ? vml_erf : vml_exp;
 }
 
