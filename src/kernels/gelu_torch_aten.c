@@ -40,7 +40,7 @@ void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n
 void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, double *out, size_t n);
 void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
 void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
-void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n);
+void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n, int have_avx512bf16);
 
 #define BLOCK 4096 // elements widened at a time (a multiple of every vector step)
 
@@ -230,6 +230,9 @@ static int run_aten(const aten_job *j, size_t n, int threads) {
 // and written in place, f16/bf16 are widened per block and stored with oneDNN's rounding.
 static int run_onednn(const aten_job *j, size_t n, int threads) {
   size_t nblocks = (n + BLOCK - 1) / BLOCK;
+  // GPTMEG_SIMD below avx512 takes the integer rounding (same bits; for tests).
+  const char *cap = getenv("GPTMEG_SIMD");
+  int have_bf16_insn = __builtin_cpu_supports("avx512bf16") && (!cap || strcmp(cap, "avx512") == 0);
   int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(| : failed)
   {
@@ -248,7 +251,7 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
       }
       if (j->dt == GM_BF16) { // one pass: widen, kernel, round and store per vector
         gm_onednn_gelu_erf_bf16((const uint16_t *)j->x + s, j->backward ? (const uint16_t *)j->dy + s : NULL,
-                                (uint16_t *)j->out + s, m);
+                                (uint16_t *)j->out + s, m, have_bf16_insn);
         continue;
       }
       float *xb = buf, *db = buf + BLOCK, *ob = buf + 2 * BLOCK;

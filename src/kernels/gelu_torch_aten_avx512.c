@@ -26,7 +26,7 @@ void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
 void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
 void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
 void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
-void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n);
+void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n, int have_avx512bf16);
 
 static __m512 splat_bits(uint32_t u) { return _mm512_castsi512_ps(_mm512_set1_epi32((int)u)); }
 static __m512 splat(float f) { return _mm512_set1_ps(f); }
@@ -294,14 +294,16 @@ static __m512 widen_bf16_16(__mmask16 k, const uint16_t *p) {
 
 // oneDNN's gelu_erf on bf16 storage in one pass: widen, the f32 kernel above (forward, or the
 // derivative times dy), round with oneDNN's bf16 rules; the same bits as widening a block,
-// running gm_onednn_gelu_erf_fwd/bwd and gm_aten_store_bf16(onednn = 1).
-void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n) {
+// running gm_onednn_gelu_erf_fwd/bwd and gm_aten_store_bf16(onednn = 1). With have_avx512bf16
+// the rounding is oneDNN's own instruction, vcvtneps2bf16 (RNE, |x| < 2^-126 to a signed zero,
+// NaN to (u >> 16) | 0x40: the rules bf16_bits16 spells out; test_gelu_torch_aten checks both).
+void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n, int have_avx512bf16) {
   for (size_t i = 0; i < n; i += 16) {
     __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
     __m512 v = widen_bf16_16(k, x + i), r;
     if (dy) r = _mm512_mul_ps(dnn_gelu_erf_deriv16(v), widen_bf16_16(k, dy + i));
     else r = dnn_gelu_erf16(v);
-    __m256i h = _mm512_cvtepi32_epi16(bf16_bits16(r, 1));
+    __m256i h = have_avx512bf16 ? (__m256i)_mm512_cvtneps_pbh(r) : _mm512_cvtepi32_epi16(bf16_bits16(r, 1));
     if (k == 0xffff) _mm256_storeu_si256((__m256i *)(out + i), h); // full vectors store unmasked
     else _mm256_mask_storeu_epi16(out + i, k, h);
   }
