@@ -4,8 +4,8 @@
 //   f32, f16, bf16: f32 values widened to f64 lanes, own exp (Taylor 11 after ln2 reduction) and
 //   erfcx (piecewise degree-9 polynomials) in f64 with explicit FMAs; AVX-512 or AVX2 chosen at run
 //   time, the scalar fallback performs the same operations, so every path gives the same bits.
-//   f32 forward of the tanh and sigmoid families runs in f32 lanes instead (gelu_accurate_f32.c):
-//   only the exponent's argument is formed in f64.
+//   f32 forward runs in f32 lanes instead (gelu_accurate_f32.c for the tanh and sigmoid families,
+//   gelu_accurate_f32_erf.c for the erf family): only the exponent's argument is formed in f64.
 //   f16/bf16 round the f64 value once to the dtype (no pass through f32). Measured worst error vs
 //   exact: docs/accuracy-raw.md (<= 1 ULP forward for f32).
 //   f64: scalar long double evaluation of the same forms (gelu_exact_ld.c), rounded once.
@@ -138,7 +138,8 @@ typedef void (*acc_kernel)(const gelu_acc_params *, int, const float *, const fl
 typedef void (*acc32_kernel)(const gelu_acc_params *, const float *, float *, size_t);
 typedef struct {
   acc_kernel k;
-  acc32_kernel fwd32; // f32 forward, tanh/sigmoid families (gelu_accurate_f32.c)
+  acc32_kernel fwd32;     // f32 forward, tanh/sigmoid families (gelu_accurate_f32.c)
+  acc32_kernel fwd32_erf; // f32 forward, erf family (gelu_accurate_f32_erf.c)
   void (*widen)(gm_dtype, const uint16_t *, float *, size_t);
   void (*narrow)(gm_dtype, const double *, uint16_t *, size_t);
 } acc_isa;
@@ -148,11 +149,11 @@ static acc_isa pick_isa(void) {
   bool allow512 = !cap || strcmp(cap, "avx512") == 0;
   if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return (acc_isa){gelu_acc_kernel_avx512, gelu_acc32_fwd_avx512, gelu_acc_widen_avx512, gelu_acc_narrow_avx512};
+    return (acc_isa){gelu_acc_kernel_avx512, gelu_acc32_fwd_avx512, gelu_acc32_erf_fwd_avx512, gelu_acc_widen_avx512, gelu_acc_narrow_avx512};
   bool allow2 = allow512 || strcmp(cap, "avx2") == 0;
   if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return (acc_isa){gelu_acc_kernel_avx2, gelu_acc32_fwd_avx2, gelu_acc_widen_scalar, gelu_acc_narrow_scalar};
-  return (acc_isa){gelu_acc_kernel_scalar, gelu_acc32_fwd_scalar, gelu_acc_widen_scalar, gelu_acc_narrow_scalar};
+    return (acc_isa){gelu_acc_kernel_avx2, gelu_acc32_fwd_avx2, gelu_acc32_erf_fwd_avx2, gelu_acc_widen_scalar, gelu_acc_narrow_scalar};
+  return (acc_isa){gelu_acc_kernel_scalar, gelu_acc32_fwd_scalar, gelu_acc32_erf_fwd_scalar, gelu_acc_widen_scalar, gelu_acc_narrow_scalar};
 }
 
 enum { BLOCK = 2048 };
@@ -162,13 +163,14 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
   gelu_acc_params p = params_of(v);
   acc_isa isa = pick_isa();
   acc_kernel k = isa.k;
-  bool lanes32 = dt == GM_F32 && !deriv && gelu_acc32_supported(&p);
+  bool lanes32 = dt == GM_F32 && !deriv;
+  acc32_kernel k32 = p.fam == GELU_FAM_ERF ? isa.fwd32_erf : isa.fwd32;
   size_t nb = (n + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
   for (size_t b = 0; b < nb; b++) {
     size_t i0 = b * BLOCK, m = n - i0 < BLOCK ? n - i0 : BLOCK;
     if (lanes32) {
-      isa.fwd32(&p, (const float *)x + i0, (float *)out + i0, m);
+      k32(&p, (const float *)x + i0, (float *)out + i0, m);
       continue;
     }
     if (dt == GM_F32) {

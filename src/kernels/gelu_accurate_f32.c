@@ -25,8 +25,6 @@
 const float gelu_acc32_exp2_poly[7] = {0x1.62e430p-1f, 0x1.ebfbe0p-3f, 0x1.c6b08ep-5f, 0x1.3b2ab6p-7f,
                                        0x1.5d87fep-10f, 0x1.430912p-13f, 0x1.ffcbfcp-17f};
 
-bool gelu_acc32_supported(const gelu_acc_params *p) { return p->fam != GELU_FAM_ERF && !p->clip10; }
-
 double gelu_acc32_t_scale(const gelu_acc_params *p) {
   const double log2e = 1.4426950408889634;
   return p->fam == GELU_FAM_SIGMOID ? -(p->a * log2e) : -2.0 * p->a * log2e;

@@ -134,11 +134,24 @@ void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t
 // ---- accurate f32 forward in f32 lanes (tanh and sigmoid families; gelu_accurate_f32*.c) ------
 // The contract and the operations: gelu_accurate_f32.c. Scalar, AVX-512 and AVX2 give the same bits.
 extern const float gelu_acc32_exp2_poly[7];
-bool gelu_acc32_supported(const gelu_acc_params *p);     // tanh/sigmoid family, not gelu_10
 double gelu_acc32_t_scale(const gelu_acc_params *p);     // M: t = |x*(1 + k*x^2)| * M
 float gelu_acc32_recip_approx(float d);                  // 1/d to ~1.5%, d in [0.5, 4]
 void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
+
+// Erf family (gelu_accurate_f32_erf*.c): the erfcx pieces of gelu_erfcx_table rounded to f32, the
+// constant term's rounding error kept apart (c0lo). T = x^2 * GELU_ACC32_ERF_T = log2(exp(-x^2/2)).
+#define GELU_ACC32_ERF_T (-0.72134752044448170368)
+#define GELU_ACC32_RSQRT2_HI 0x1.6a09e6p-1f   // 1/sqrt2 = HI + LO to ~2^-49
+#define GELU_ACC32_RSQRT2_LO 0x1.9fcef4p-27f
+typedef struct {
+  float c[GELU_ERFCX_DEG + 1][32];
+  float c0lo[32];
+} gelu_erfcx32;
+const gelu_erfcx32 *gelu_acc32_erfcx_tables(void);
+void gelu_acc32_erf_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n);
+void gelu_acc32_erf_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
+void gelu_acc32_erf_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
 
 #endif
