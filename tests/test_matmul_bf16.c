@@ -13,7 +13,7 @@ static void fill(gm_rng *r, float *x, size_t n, double scale) {
 }
 
 int main(void) {
-  static const int shapes[][3] = {{1, 1, 1}, {5, 8, 7}, {9, 37, 20}, {4, 768, 50}, {7, 129, 33}, {13, 64, 100}, {1, 768, 40}};
+  static const int shapes[][3] = {{1, 1, 1}, {5, 8, 7}, {9, 37, 20}, {4, 768, 50}, {7, 129, 33}, {13, 64, 100}, {1, 768, 40}, {21, 33, 65}};
   gm_rng r;
   gm_rng_seed(&r, 9);
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {

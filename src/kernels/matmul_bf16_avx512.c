@@ -1,5 +1,7 @@
 // AVX512-BF16 body of gm_matmul_bf16 (order and contract in matmul_bf16.c): VDPBF16PS does one
-// pair step per lane, four rows by 32 columns at a time.
+// pair step per lane, eight rows by 32 columns at a time (16 accumulators, enough independent
+// chains to cover the instruction's latency), then four, then one. Each output is one chain over
+// p whatever the blocking, so the bits do not depend on it.
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,7 +17,32 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int
   __m512 va = _mm512_set1_ps(alpha);
   __m512 vb0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
   __m512 vb1 = bias && n1 ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
-  for (int i = 0; i < M; i += 4) {
+  int i = 0;
+  for (; i + 8 <= M; i += 8) {
+    const uint32_t *a = Ap + (size_t)i * P;
+    __m512 acc[8][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    for (int p = 0; p < P; p++) {
+      const uint32_t *row = Bs + (size_t)p * ldbs;
+      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, row);
+      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16);
+#pragma GCC unroll 8
+      for (int r = 0; r < 8; r++) {
+        __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[(size_t)r * P + p]);
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], x, b0);
+        acc[r][1] = _mm512_dpbf16_ps(acc[r][1], x, b1);
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) {
+      __m512 v0 = _mm512_mul_ps(va, acc[r][0]), v1 = _mm512_mul_ps(va, acc[r][1]);
+      if (bias) { v0 = _mm512_add_ps(vb0, v0); v1 = _mm512_add_ps(vb1, v1); }
+      _mm512_mask_storeu_ps(C + (size_t)(i + r) * ldc, m0, v0);
+      if (m1) _mm512_mask_storeu_ps(C + (size_t)(i + r) * ldc + 16, m1, v1);
+    }
+  }
+  for (; i < M; i += 4) {
     int R = M - i < 4 ? M - i : 4;
     if (R == 1) { // a single row (decode): one row of accumulators
       const uint32_t *a0 = Ap + (size_t)i * P;
