@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { STRIP = 32 }; // columns per work item (the AVX-512 strip kernel's width)
+enum { STRIP = 32 };   // columns per work item of the transposed order
+enum { STRIP_NT = 64 }; // columns per work item of the as-stored order (the AVX-512 strip kernel's width)
 
 void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
@@ -121,11 +122,11 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   if (threads <= 0) threads = omp_get_max_threads();
   if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
   strip_fn fn = isa_level() == 2 ? gm_dot4_strip_avx512 : dot4_strip_scalar;
-  int n_strips = (N + STRIP - 1) / STRIP;
+  int n_strips = (N + STRIP_NT - 1) / STRIP_NT;
   if (threads > n_strips) threads = n_strips;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
+#pragma omp parallel for schedule(dynamic, 2) num_threads(threads) if (threads > 1)
   for (int s = 0; s < n_strips; s++) {
-    int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+    int j0 = s * STRIP_NT, nc = N - j0 < STRIP_NT ? N - j0 : STRIP_NT;
     fn(A, lda, B + j0, ldb, M, K, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
   }
 }

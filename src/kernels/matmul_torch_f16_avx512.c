@@ -1,74 +1,99 @@
-// AVX-512 bodies of gm_matmul_f16_torch (order and contract in matmul_torch_f16.c). B as stored:
-// 32 columns (two vectors) by three rows at a time, four partial-sum vectors per row and half. FMA is exact-equivalent here because the
-// products of f16/bf16 values are exact in f32.
+// AVX-512 bodies of gm_matmul_f16_torch (order and contract in matmul_torch_f16.c). FMA is
+// exact-equivalent here because the products of f16/bf16 values are exact in f32.
+//
+// B as stored: six rows by 64 columns (four vectors) at a time. The four partial sums of an output
+// (l = 0, 1, 2, 3 mod 4) are independent chains, so they run as four passes over K, one residue
+// each, with 24 accumulators per pass (4 loads of B and 6 broadcasts of A per 24 FMAs); each pass's
+// sums wait in a buffer until ((p0 + p1) + p2) + p3.
 #include <immintrin.h>
 #include <stddef.h>
 
 void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
 
-static inline __m512 finish(__m512 p0, __m512 p1, __m512 p2, __m512 p3, __m512 va, __m512 vb, int has_bias) {
-  __m512 dot = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(p0, p1), p2), p3);
-  __m512 v = _mm512_mul_ps(va, dot);
-  return has_bias ? _mm512_add_ps(vb, v) : v;
-}
+enum { ROWS = 6, VECS = 4 };
 
-// Rows r0..r0+R-1 (R <= 3) against up to 32 columns of B (row stride ldb; two 16-lane halves whose
-// valid lanes are m0, m1).
-static inline void dot4_rows32(const float *A, int lda, const float *B, int ldb, int R, int K, __m512 va, __m512 vb0,
-                               __m512 vb1, __mmask16 m0, __mmask16 m1, int has_bias, float *C, int ldc) {
-  __m512 p[3][2][4];
-  #pragma GCC unroll 4
-  for (int r = 0; r < 3; r++)
-    #pragma GCC unroll 4
-    for (int h = 0; h < 2; h++)
-      #pragma GCC unroll 4
-      for (int k = 0; k < 4; k++) p[r][h][k] = _mm512_setzero_ps();
-  const float *a0 = A, *a1 = A + (R > 1 ? lda : 0), *a2 = A + (R > 2 ? 2 * (size_t)lda : 0);
-  int K4 = K & ~3;
-  for (int l = 0; l < K4; l += 4) {
-    #pragma GCC unroll 4
-    for (int k = 0; k < 4; k++) {
-      const float *b = B + (size_t)(l + k) * ldb;
-      __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
-      __m512 x0 = _mm512_set1_ps(a0[l + k]), x1 = _mm512_set1_ps(a1[l + k]), x2 = _mm512_set1_ps(a2[l + k]);
-      p[0][0][k] = _mm512_fmadd_ps(x0, b0, p[0][0][k]);
-      p[0][1][k] = _mm512_fmadd_ps(x0, b1, p[0][1][k]);
-      p[1][0][k] = _mm512_fmadd_ps(x1, b0, p[1][0][k]);
-      p[1][1][k] = _mm512_fmadd_ps(x1, b1, p[1][1][k]);
-      p[2][0][k] = _mm512_fmadd_ps(x2, b0, p[2][0][k]);
-      p[2][1][k] = _mm512_fmadd_ps(x2, b1, p[2][1][k]);
+// One residue pass: p[r][v] = sum over l = kk, kk + 4, ... < K4 (then the tail K4..K-1 when kk = 0)
+// of a_r[l] * B[l][16v .. 16v + 15], in order of l.
+// nr (1 <= nr <= ROWS) is a constant at every call, so each row count gets its own unrolled loop.
+static inline __attribute__((always_inline)) void residue_pass(int nr, const float *const a[ROWS], const float *B, int ldb,
+                                                              int K4, int K, int kk, const __mmask16 m[VECS],
+                                                              __m512 out[ROWS][VECS]) {
+  __m512 p[ROWS][VECS];
+#pragma GCC unroll 6
+  for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) p[r][v] = _mm512_setzero_ps();
+  int l = kk;
+  for (; l < K4; l += 4) {
+    const float *b = B + (size_t)l * ldb;
+    __m512 bv[VECS];
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < nr; r++) {
+      __m512 x = _mm512_set1_ps(a[r][l]);
+#pragma GCC unroll 4
+      for (int v = 0; v < VECS; v++) p[r][v] = _mm512_fmadd_ps(x, bv[v], p[r][v]);
     }
   }
-  for (int l = K4; l < K; l++) {
-    const float *b = B + (size_t)l * ldb;
-    __m512 b0 = _mm512_maskz_loadu_ps(m0, b), b1 = _mm512_maskz_loadu_ps(m1, b + 16);
-    __m512 x0 = _mm512_set1_ps(a0[l]), x1 = _mm512_set1_ps(a1[l]), x2 = _mm512_set1_ps(a2[l]);
-    p[0][0][0] = _mm512_fmadd_ps(x0, b0, p[0][0][0]);
-    p[0][1][0] = _mm512_fmadd_ps(x0, b1, p[0][1][0]);
-    p[1][0][0] = _mm512_fmadd_ps(x1, b0, p[1][0][0]);
-    p[1][1][0] = _mm512_fmadd_ps(x1, b1, p[1][1][0]);
-    p[2][0][0] = _mm512_fmadd_ps(x2, b0, p[2][0][0]);
-    p[2][1][0] = _mm512_fmadd_ps(x2, b1, p[2][1][0]);
-  }
-  #pragma GCC unroll 4
-  for (int r = 0; r < R; r++) {
-    _mm512_mask_storeu_ps(C + (size_t)r * ldc, m0, finish(p[r][0][0], p[r][0][1], p[r][0][2], p[r][0][3], va, vb0, has_bias));
-    if (m1) _mm512_mask_storeu_ps(C + (size_t)r * ldc + 16, m1, finish(p[r][1][0], p[r][1][1], p[r][1][2], p[r][1][3], va, vb1, has_bias));
-  }
+  if (kk == 0)
+    for (l = K4; l < K; l++) {
+      const float *b = B + (size_t)l * ldb;
+      __m512 bv[VECS];
+#pragma GCC unroll 4
+      for (int v = 0; v < VECS; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
+#pragma GCC unroll 6
+      for (int r = 0; r < nr; r++) {
+        __m512 x = _mm512_set1_ps(a[r][l]);
+#pragma GCC unroll 4
+        for (int v = 0; v < VECS; v++) p[r][v] = _mm512_fmadd_ps(x, bv[v], p[r][v]);
+      }
+    }
+#pragma GCC unroll 6
+  for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) out[r][v] = p[r][v];
 }
 
-// C[:, strip] = alpha * A @ B[:, strip] (+ bias) for the ncols (<= 32) columns at B (row stride ldb).
+static void residue_passes(int R, const float *const a[ROWS], const float *B, int ldb, int K4, int K,
+                           const __mmask16 m[VECS], __m512 sums[4][ROWS][VECS]) {
+  for (int kk = 0; kk < 4; kk++) switch (R) {
+    case 1: residue_pass(1, a, B, ldb, K4, K, kk, m, sums[kk]); break;
+    case 2: residue_pass(2, a, B, ldb, K4, K, kk, m, sums[kk]); break;
+    case 3: residue_pass(3, a, B, ldb, K4, K, kk, m, sums[kk]); break;
+    case 4: residue_pass(4, a, B, ldb, K4, K, kk, m, sums[kk]); break;
+    case 5: residue_pass(5, a, B, ldb, K4, K, kk, m, sums[kk]); break;
+    default: residue_pass(ROWS, a, B, ldb, K4, K, kk, m, sums[kk]); break;
+    }
+}
+
+// C[:, strip] = alpha * A @ B[:, strip] (+ bias) for the ncols (<= 64) columns at B (row stride ldb).
 void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc) {
-  int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
-  __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);
-  __m512 va = _mm512_set1_ps(alpha);
-  __m512 vb0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
-  __m512 vb1 = bias && n1 ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
-  for (int i = 0; i < M; i += 3)
-    dot4_rows32(A + (size_t)i * lda, lda, B, ldb, M - i < 3 ? M - i : 3, K, va, vb0, vb1, m0, m1, bias != NULL,
-                C + (size_t)i * ldc, ldc);
+  __mmask16 m[VECS];
+  for (int v = 0; v < VECS; v++) {
+    int n = ncols - 16 * v;
+    m[v] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : 0;
+  }
+  __m512 va = _mm512_set1_ps(alpha), vb[VECS];
+  for (int v = 0; v < VECS; v++) vb[v] = bias ? _mm512_maskz_loadu_ps(m[v], bias + 16 * v) : _mm512_setzero_ps();
+  int K4 = K & ~3;
+  for (int i = 0; i < M; i += ROWS) {
+    int R = M - i < ROWS ? M - i : ROWS;
+    const float *a[ROWS];
+    for (int r = 0; r < ROWS; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
+    __m512 sums[4][ROWS][VECS];
+    residue_passes(R, a, B, ldb, K4, K, m, sums);
+    for (int r = 0; r < R; r++)
+      for (int v = 0; v < VECS; v++) {
+        if (!m[v]) continue;
+        __m512 dot = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(sums[0][r][v], sums[1][r][v]), sums[2][r][v]), sums[3][r][v]);
+        __m512 y = _mm512_mul_ps(va, dot);
+        if (bias) y = _mm512_add_ps(vb[v], y);
+        _mm512_mask_storeu_ps(C + (size_t)(i + r) * ldc + 16 * v, m[v], y);
+      }
+  }
 }
 
 // The transposed-B order of matmul_torch_f16.c with AVX-512: ATen's eight 8-lane registers of a
