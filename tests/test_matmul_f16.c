@@ -1,6 +1,7 @@
 // gm_matmul_f16_torch against PyTorch 2.15 CPU (tools/ref/gen_matmul_goldens.py), bit for bit, in
 // both summation orders (B as stored, B transposed), with bias and alpha, for K below, at and above
 // the 64-element blocks; and 1 vs 2 threads.
+#include "gptmeg/core.h"
 #include "gptmeg/safetensors.h"
 #include "harness.h"
 #include "kernels/nn.h"
@@ -32,7 +33,35 @@ static int count_diff(const float *a, const float *b, size_t n) {
 
 static void run_all(const char *isa);
 
+// Every ISA gives the scalar order's bits on shapes that exercise the AVX-512 blocking's edges:
+// row blocks of 6 with every remainder, 64-column strips with partial vectors, K tails mod 4 and 64.
+static void check_blocking_edges(void) {
+  static const int Ms[] = {1, 2, 5, 6, 7, 13}, Ns[] = {1, 17, 64, 65, 130}, Ks[] = {1, 3, 4, 67, 130};
+  gm_rng r;
+  gm_rng_seed(&r, 3);
+  for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)
+    for (size_t b = 0; b < sizeof Ns / sizeof *Ns; b++)
+      for (size_t c = 0; c < sizeof Ks / sizeof *Ks; c++) {
+        int M = Ms[a], N = Ns[b], K = Ks[c];
+        float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N), *bias = malloc(sizeof(float) * N);
+        float *C0 = malloc(sizeof(float) * M * N), *C1 = malloc(sizeof(float) * M * N);
+        for (int i = 0; i < M * K; i++) A[i] = (float)(int)(gm_rng_normal(&r) * 64) / 64;
+        for (int i = 0; i < K * N; i++) B[i] = (float)(int)(gm_rng_normal(&r) * 64) / 64;
+        for (int i = 0; i < N; i++) bias[i] = (float)(int)(gm_rng_normal(&r) * 64) / 64;
+        for (int trans = 0; trans < 2; trans++) {
+          setenv("GPTMEG_SIMD", "scalar", 1);
+          gm_matmul_f16_torch(A, K, B, trans ? K : N, trans, bias, 0.125f, C0, N, M, N, K, 1);
+          unsetenv("GPTMEG_SIMD");
+          gm_matmul_f16_torch(A, K, B, trans ? K : N, trans, bias, 0.125f, C1, N, M, N, K, 2);
+          CHECK(count_diff(C0, C1, (size_t)M * N) == 0, "M %d N %d K %d trans %d: default ISA differs from the scalar order", M,
+                N, K, trans);
+        }
+        free(A); free(B); free(bias); free(C0); free(C1);
+      }
+}
+
 int main(void) {
+  check_blocking_edges();
   static const char *isas[] = {"avx512", "avx2", "scalar"};
   for (int i = 0; i < 3; i++) {
     setenv("GPTMEG_SIMD", isas[i], 1); // capped by what the CPU has
