@@ -59,13 +59,39 @@ static inline __attribute__((always_inline)) void residue_pass(int nr, const flo
 static void residue_passes(int R, const float *const a[ROWS], const float *B, int ldb, int K4, int K,
                            const __mmask16 m[VECS], __m512 sums[4][ROWS][VECS]) {
   for (int kk = 0; kk < 4; kk++) switch (R) {
-    case 1: residue_pass(1, a, B, ldb, K4, K, kk, m, sums[kk]); break;
     case 2: residue_pass(2, a, B, ldb, K4, K, kk, m, sums[kk]); break;
     case 3: residue_pass(3, a, B, ldb, K4, K, kk, m, sums[kk]); break;
     case 4: residue_pass(4, a, B, ldb, K4, K, kk, m, sums[kk]); break;
     case 5: residue_pass(5, a, B, ldb, K4, K, kk, m, sums[kk]); break;
     default: residue_pass(ROWS, a, B, ldb, K4, K, kk, m, sums[kk]); break;
     }
+}
+
+// One row (decode): the four partial sums side by side in one pass, so B streams row after row:
+// p[kk][v] takes l = kk mod 4 (16 accumulators), the K % 4 tail goes to p[0].
+static void one_row_pass(const float *a, const float *B, int ldb, int K4, int K, const __mmask16 m[VECS],
+                         __m512 sums[4][ROWS][VECS]) {
+  __m512 p[4][VECS];
+#pragma GCC unroll 4
+  for (int kk = 0; kk < 4; kk++)
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) p[kk][v] = _mm512_setzero_ps();
+  for (int l = 0; l < K4; l += 4)
+#pragma GCC unroll 4
+    for (int kk = 0; kk < 4; kk++) {
+      const float *b = B + (size_t)(l + kk) * ldb;
+      __m512 x = _mm512_set1_ps(a[l + kk]);
+#pragma GCC unroll 4
+      for (int v = 0; v < VECS; v++) p[kk][v] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m[v], b + 16 * v), p[kk][v]);
+    }
+  for (int l = K4; l < K; l++) {
+    const float *b = B + (size_t)l * ldb;
+    __m512 x = _mm512_set1_ps(a[l]);
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) p[0][v] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(m[v], b + 16 * v), p[0][v]);
+  }
+  for (int kk = 0; kk < 4; kk++)
+    for (int v = 0; v < VECS; v++) sums[kk][0][v] = p[kk][v];
 }
 
 // C[:, strip] = alpha * A @ B[:, strip] (+ bias) for the ncols (<= 64) columns at B (row stride ldb).
@@ -84,7 +110,8 @@ void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int 
     const float *a[ROWS];
     for (int r = 0; r < ROWS; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
     __m512 sums[4][ROWS][VECS];
-    residue_passes(R, a, B, ldb, K4, K, m, sums);
+    if (R == 1) one_row_pass(a[0], B, ldb, K4, K, m, sums);
+    else residue_passes(R, a, B, ldb, K4, K, m, sums);
     for (int r = 0; r < R; r++)
       for (int v = 0; v < VECS; v++) {
         if (!m[v]) continue;
