@@ -126,7 +126,8 @@ void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int 
 // The transposed-B order of matmul_torch_f16.c with AVX-512: ATen's eight 8-lane registers of a
 // 64-element block sit pairwise in four 16-lane registers (register q holds r = 2q and 2q + 1),
 // so the same sums come out. Computes C[i, j] = alpha * dot(A row i, B row j) (+ bias[j]) for
-// rows i0..i1 and columns j0..j1, two rows of A against two rows of B at a time.
+// rows i0..i1 and columns j0..j1, four rows of A against six rows of B at a time; register q of
+// the block's 24 pairs is summed in its own pass over K (q = 0..3), then each pair folds.
 float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
 
 static float fold_main(__m512 q0, __m512 q1, __m512 q2, __m512 q3) {
@@ -140,8 +141,11 @@ static float fold_main(__m512 q0, __m512 q1, __m512 q2, __m512 q3) {
 
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
                                   float *C, int ldc, int i0, int i1, int j0, int j1, int K);
-void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
-                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K) {
+
+// Short K (one or no 64-element block, as the attention scores with head size 64): two rows of A
+// against three rows of B, the four registers of each pair kept in registers and folded at once.
+static void trans_block_2x3(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                            int ldc, int i0, int i1, int j0, int j1, int K) {
   int main_end = K & ~63;
   for (int j = j0; j < j1; j += 3) {
     int nj = j1 - j < 3 ? j1 - j : 3;
@@ -171,6 +175,86 @@ void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int l
       for (int a = 0; a < ni; a++)
         for (int b = 0; b < nj; b++) {
           float sum = fold_main(acc[a][b][0], acc[a][b][1], acc[a][b][2], acc[a][b][3]);
+          // no rest: ATen still adds the (zero) folded rest register, which turns -0 into +0
+          sum = main_end != K ? gm_dot_f32arith_tail(xs[a], ys[b], K, sum) : sum + 0.0f;
+          float v = alpha * sum;
+          C[(size_t)(i + a) * ldc + j + b] = bias ? bias[j + b] + v : v;
+        }
+    }
+  }
+}
+
+enum { TA = 4, TB = 6 }; // rows of A by rows of B per block
+
+// Register q of every (row of A, row of B) pair of the block, over the 64-element blocks below
+// main_end: 24 accumulators, 4 + 6 loads per 24 FMAs. na, nb are constants at each call.
+static inline __attribute__((always_inline)) void trans_pass(int na, int nb, const float *const xs[TA],
+                                                            const float *const ys[TB], int main_end, int q,
+                                                            __m512 out[TA][TB]) {
+  __m512 acc[TA][TB];
+#pragma GCC unroll 4
+  for (int a = 0; a < na; a++)
+#pragma GCC unroll 6
+    for (int b = 0; b < nb; b++) acc[a][b] = _mm512_setzero_ps();
+  for (int l = 16 * q; l < main_end; l += 64) {
+    __m512 x[TA];
+#pragma GCC unroll 4
+    for (int a = 0; a < na; a++) x[a] = _mm512_loadu_ps(xs[a] + l);
+#pragma GCC unroll 6
+    for (int b = 0; b < nb; b++) {
+      __m512 y = _mm512_loadu_ps(ys[b] + l);
+#pragma GCC unroll 4
+      for (int a = 0; a < na; a++) acc[a][b] = _mm512_fmadd_ps(x[a], y, acc[a][b]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int a = 0; a < na; a++)
+#pragma GCC unroll 6
+    for (int b = 0; b < nb; b++) out[a][b] = acc[a][b];
+}
+
+// One row of A (decode): the four registers of each of the TB pairs side by side in one pass, so
+// the rows of B stream in order.
+static void trans_one_row(const float *x, const float *const ys[TB], int main_end, __m512 sums[4][TA][TB]) {
+  __m512 acc[TB][4];
+#pragma GCC unroll 6
+  for (int b = 0; b < TB; b++)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) acc[b][q] = _mm512_setzero_ps();
+  for (int l = 0; l < main_end; l += 64)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) {
+      __m512 xv = _mm512_loadu_ps(x + l + 16 * q);
+#pragma GCC unroll 6
+      for (int b = 0; b < TB; b++) acc[b][q] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(ys[b] + l + 16 * q), acc[b][q]);
+    }
+  for (int b = 0; b < TB; b++)
+    for (int q = 0; q < 4; q++) sums[q][0][b] = acc[b][q];
+}
+
+// Every register of the block, one pass each (a short edge block repeats its spare rows).
+static void trans_passes(const float *const xs[TA], const float *const ys[TB], int main_end, __m512 sums[4][TA][TB]) {
+  for (int q = 0; q < 4; q++) trans_pass(TA, TB, xs, ys, main_end, q, sums[q]);
+}
+
+void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
+                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K) {
+  int main_end = K & ~63;
+  if (main_end < 128) { trans_block_2x3(A, lda, B, ldb, bias, alpha, C, ldc, i0, i1, j0, j1, K); return; }
+  for (int j = j0; j < j1; j += TB) {
+    int nj = j1 - j < TB ? j1 - j : TB;
+    const float *ys[TB];
+    for (int b = 0; b < TB; b++) ys[b] = B + (size_t)(j + (b < nj ? b : 0)) * ldb;
+    for (int i = i0; i < i1; i += TA) {
+      int ni = i1 - i < TA ? i1 - i : TA;
+      const float *xs[TA];
+      for (int a = 0; a < TA; a++) xs[a] = A + (size_t)(i + (a < ni ? a : 0)) * lda;
+      __m512 sums[4][TA][TB];
+      if (ni == 1) trans_one_row(xs[0], ys, main_end, sums);
+      else trans_passes(xs, ys, main_end, sums);
+      for (int a = 0; a < ni; a++)
+        for (int b = 0; b < nj; b++) {
+          float sum = fold_main(sums[0][a][b], sums[1][a][b], sums[2][a][b], sums[3][a][b]);
           // no rest: ATen still adds the (zero) folded rest register, which turns -0 into +0
           sum = main_end != K ? gm_dot_f32arith_tail(xs[a], ys[b], K, sum) : sum + 0.0f;
           float v = alpha * sum;
