@@ -142,44 +142,68 @@ static float fold_main(__m512 q0, __m512 q1, __m512 q2, __m512 q3) {
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
                                   float *C, int ldc, int i0, int i1, int j0, int j1, int K);
 
-// Short K (one or no 64-element block, as the attention scores with head size 64): two rows of A
-// against three rows of B, the four registers of each pair kept in registers and folded at once.
-static void trans_block_2x3(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
-                            int ldc, int i0, int i1, int j0, int j1, int K) {
-  int main_end = K & ~63;
-  for (int j = j0; j < j1; j += 3) {
-    int nj = j1 - j < 3 ? j1 - j : 3;
-    const float *ys[3] = {B + (size_t)j * ldb, B + (size_t)(j + (nj > 1)) * ldb, B + (size_t)(j + (nj > 2) * 2) * ldb};
-    for (int i = i0; i < i1; i += 2) {
-      int ni = i + 1 < i1 ? 2 : 1;
-      const float *xs[2] = {A + (size_t)i * lda, A + (size_t)(i + ni - 1) * lda};
-      __m512 acc[2][3][4];
+// Short K (one or no 64-element block, as the attention scores with head size 64): one row of A
+// against 16 rows of B at a time. Each pair's four registers combine lane-wise as in fold_main;
+// then the 16 horizontal folds run together, each stage adding the same pairs of lanes as ATen's
+// (halves of 8, then 4, 2, 1) for all 16 outputs, with shuffles that bring the pairs together.
+static inline __attribute__((always_inline)) __m512 fold16(const __m512 v[16]) {
+  __m512 w[8], x[4], y[2];
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; k++) // lanes l + l+8: output 2k in lanes 0-7, 2k+1 in 8-15
+    w[k] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(v[2 * k], v[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; m++) // lanes i + i+4: 128-bit lane t holds output 4m + t
+    x[m] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * m], w[2 * m + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(w[2 * m], w[2 * m + 1], _MM_SHUFFLE(3, 1, 3, 1)));
 #pragma GCC unroll 2
-      for (int a = 0; a < 2; a++)
-#pragma GCC unroll 3
-        for (int b = 0; b < 3; b++)
-#pragma GCC unroll 4
-          for (int q = 0; q < 4; q++) acc[a][b][q] = _mm512_setzero_ps();
-      for (int l = 0; l < main_end; l += 64) {
-#pragma GCC unroll 4
-        for (int q = 0; q < 4; q++) {
-          __m512 x0 = _mm512_loadu_ps(xs[0] + l + 16 * q), x1 = _mm512_loadu_ps(xs[1] + l + 16 * q);
-#pragma GCC unroll 3
-          for (int b = 0; b < 3; b++) {
-            __m512 y = _mm512_loadu_ps(ys[b] + l + 16 * q);
-            acc[0][b][q] = _mm512_fmadd_ps(x0, y, acc[0][b][q]);
-            acc[1][b][q] = _mm512_fmadd_ps(x1, y, acc[1][b][q]);
-          }
+  for (int k = 0; k < 2; k++) // s + movehl(s): lanes (0, 1) of 8k + t, then of 8k + 4 + t
+    y[k] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * k], x[2 * k + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(x[2 * k], x[2 * k + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  // s0 + s1: lane 4t + c holds output t + 4c; put output o in lane o.
+  __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                           _mm512_shuffle_ps(y[0], y[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  return _mm512_permutexvar_ps(order, z);
+}
+
+static void trans_block_short(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                              int ldc, int i0, int i1, int j0, int j1, int K) {
+  int main_end = K & ~63;
+  for (int j = j0; j < j1; j += 16) {
+    int nj = j1 - j < 16 ? j1 - j : 16;
+    __mmask16 mj = (__mmask16)((1u << nj) - 1u);
+    const float *ys[16];
+    for (int b = 0; b < 16; b++) ys[b] = B + (size_t)(j + (b < nj ? b : 0)) * ldb;
+    __m512 vbias = bias ? _mm512_maskz_loadu_ps(mj, bias + j) : _mm512_setzero_ps();
+    for (int i = i0; i < i1; i++) {
+      const float *x = A + (size_t)i * lda;
+      __m512 v[16];
+      if (main_end == 64) {
+        __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16), x2 = _mm512_loadu_ps(x + 32),
+               x3 = _mm512_loadu_ps(x + 48), zero = _mm512_setzero_ps();
+#pragma GCC unroll 16
+        for (int b = 0; b < 16; b++) {
+          __m512 q0 = _mm512_fmadd_ps(x0, _mm512_loadu_ps(ys[b]), zero), q1 = _mm512_fmadd_ps(x1, _mm512_loadu_ps(ys[b] + 16), zero);
+          __m512 q2 = _mm512_fmadd_ps(x2, _mm512_loadu_ps(ys[b] + 32), zero), q3 = _mm512_fmadd_ps(x3, _mm512_loadu_ps(ys[b] + 48), zero);
+          v[b] = _mm512_add_ps(_mm512_add_ps(q0, q2), _mm512_add_ps(q1, q3));
         }
+      } else {
+#pragma GCC unroll 16
+        for (int b = 0; b < 16; b++) v[b] = _mm512_setzero_ps();
       }
-      for (int a = 0; a < ni; a++)
-        for (int b = 0; b < nj; b++) {
-          float sum = fold_main(acc[a][b][0], acc[a][b][1], acc[a][b][2], acc[a][b][3]);
-          // no rest: ATen still adds the (zero) folded rest register, which turns -0 into +0
-          sum = main_end != K ? gm_dot_f32arith_tail(xs[a], ys[b], K, sum) : sum + 0.0f;
-          float v = alpha * sum;
-          C[(size_t)(i + a) * ldc + j + b] = bias ? bias[j + b] + v : v;
-        }
+      __m512 sum = fold16(v);
+      if (main_end != K) { // the rest after the blocks, output by output
+        float t[16];
+        _mm512_storeu_ps(t, sum);
+        for (int b = 0; b < nj; b++) t[b] = gm_dot_f32arith_tail(x, ys[b], K, t[b]);
+        sum = _mm512_loadu_ps(t);
+      } else {
+        sum = _mm512_add_ps(sum, _mm512_setzero_ps()); // ATen adds the (zero) folded rest register: -0 -> +0
+      }
+      __m512 out = _mm512_mul_ps(_mm512_set1_ps(alpha), sum);
+      if (bias) out = _mm512_add_ps(vbias, out);
+      _mm512_mask_storeu_ps(C + (size_t)i * ldc + j, mj, out);
     }
   }
 }
@@ -240,7 +264,7 @@ static void trans_passes(const float *const xs[TA], const float *const ys[TB], i
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
                                   float *C, int ldc, int i0, int i1, int j0, int j1, int K) {
   int main_end = K & ~63;
-  if (main_end < 128) { trans_block_2x3(A, lda, B, ldb, bias, alpha, C, ldc, i0, i1, j0, j1, K); return; }
+  if (main_end < 128) { trans_block_short(A, lda, B, ldb, bias, alpha, C, ldc, i0, i1, j0, j1, K); return; }
   for (int j = j0; j < j1; j += TB) {
     int nj = j1 - j < TB ? j1 - j : TB;
     const float *ys[TB];
