@@ -24,6 +24,8 @@ enum { STRIP_NT = 64 }; // columns per work item of the as-stored order (the AVX
 
 void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
+void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
+enum { ROW_BLOCK = 512 }; // columns per work item of the one-row (decode) AVX-512 kernel
 float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
 float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
@@ -121,6 +123,16 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
+  if (M == 1 && isa_level() == 2) { // decode: stream B row by row
+    int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+    if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (int s = 0; s < n_blocks; s++) {
+      int j0 = s * ROW_BLOCK, nc = N - j0 < ROW_BLOCK ? N - j0 : ROW_BLOCK;
+      gm_dot4_row_avx512(A, B + j0, ldb, K, nc, alpha, bias ? bias + j0 : NULL, C + j0);
+    }
+    return;
+  }
   strip_fn fn = isa_level() == 2 ? gm_dot4_strip_avx512 : dot4_strip_scalar;
   int n_strips = (N + STRIP_NT - 1) / STRIP_NT;
   if (threads > n_strips) threads = n_strips;

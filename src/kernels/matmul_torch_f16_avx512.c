@@ -123,6 +123,33 @@ void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int 
   }
 }
 
+// One row of A against ncols (<= GM_F16_ROW_BLOCK) columns of B as stored (decode): the four
+// partial sums of every column wait in L1 while B streams row by row, whole row segments at a time.
+// p[l mod 4] += a[l] * B[l] in order of l (the K % 4 tail into p[0]); then ((p0 + p1) + p2) + p3.
+void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
+void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C) {
+  enum { NV = 512 / 16 };
+  __m512 p[4][NV];
+  int nv = (ncols + 15) / 16, K4 = K & ~3;
+  __mmask16 last = (__mmask16)(ncols % 16 ? (1u << (ncols % 16)) - 1u : 0xffffu);
+  for (int k = 0; k < 4; k++)
+    for (int v = 0; v < nv; v++) p[k][v] = _mm512_setzero_ps();
+  for (int l = 0; l < K; l++) {
+    int k = l < K4 ? (l & 3) : 0;
+    const float *b = B + (size_t)l * ldb;
+    __m512 x = _mm512_set1_ps(a[l]);
+    for (int v = 0; v + 1 < nv; v++) p[k][v] = _mm512_fmadd_ps(x, _mm512_loadu_ps(b + 16 * v), p[k][v]);
+    p[k][nv - 1] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(last, b + 16 * (nv - 1)), p[k][nv - 1]);
+  }
+  __m512 va = _mm512_set1_ps(alpha);
+  for (int v = 0; v < nv; v++) {
+    __mmask16 m = v + 1 < nv ? (__mmask16)0xffff : last;
+    __m512 y = _mm512_mul_ps(va, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(p[0][v], p[1][v]), p[2][v]), p[3][v]));
+    if (bias) y = _mm512_add_ps(_mm512_maskz_loadu_ps(m, bias + 16 * v), y);
+    _mm512_mask_storeu_ps(C + 16 * v, m, y);
+  }
+}
+
 // The transposed-B order of matmul_torch_f16.c with AVX-512: ATen's eight 8-lane registers of a
 // 64-element block sit pairwise in four 16-lane registers (register q holds r = 2q and 2q + 1),
 // so the same sums come out. Computes C[i, j] = alpha * dot(A row i, B row j) (+ bias[j]) for
