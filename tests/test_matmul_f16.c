@@ -35,9 +35,9 @@ static void run_all(const char *isa);
 
 // Every ISA gives the scalar order's bits on shapes that exercise the AVX-512 blocking's edges:
 // row blocks of 6 with every remainder, 64-column strips with partial vectors, the one-row kernel's
-// 512-column blocks, K tails mod 4 and 64.
+// 1024-column blocks, K tails mod 4 and 64.
 static void check_blocking_edges(void) {
-  static const int Ms[] = {1, 2, 5, 6, 7, 13}, Ns[] = {1, 17, 64, 65, 130, 600}, Ks[] = {1, 3, 4, 67, 130};
+  static const int Ms[] = {1, 2, 5, 6, 7, 13}, Ns[] = {1, 17, 64, 65, 130, 1100}, Ks[] = {1, 3, 4, 67, 130};
   gm_rng r;
   gm_rng_seed(&r, 3);
   for (size_t a = 0; a < sizeof Ms / sizeof *Ms; a++)

@@ -25,7 +25,7 @@ enum { STRIP_NT = 64 }; // columns per work item of the as-stored order (the AVX
 void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
 void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
-enum { ROW_BLOCK = 512 }; // columns per work item of the one-row (decode) AVX-512 kernel
+enum { ROW_BLOCK = 1024 }; // columns per work item of the one-row (decode) AVX-512 kernel
 float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
 float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,

@@ -123,12 +123,12 @@ void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int 
   }
 }
 
-// One row of A against ncols (<= GM_F16_ROW_BLOCK) columns of B as stored (decode): the four
+// One row of A against ncols (<= 1024) columns of B as stored (decode): the four
 // partial sums of every column wait in L1 while B streams row by row, whole row segments at a time.
 // p[l mod 4] += a[l] * B[l] in order of l (the K % 4 tail into p[0]); then ((p0 + p1) + p2) + p3.
 void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
 void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C) {
-  enum { NV = 512 / 16 };
+  enum { NV = 1024 / 16 };
   __m512 p[4][NV];
   int nv = (ncols + 15) / 16, K4 = K & ~3;
   __mmask16 last = (__mmask16)(ncols % 16 ? (1u << (ncols % 16)) - 1u : 0xffffu);
