@@ -2,7 +2,9 @@
 // all-logits forward in f32, f16 and bf16, for 1 and 2 threads, at lengths whose row tiles fall
 // on OpenBLAS's small-matrix kernels (short prompts, a 257th row); the all-logits forward is itself
 // bit-identical for 1 and 2 threads there; generation (which prefills with logits_to_keep = 1) draws
-// the tokens the all-logits loop draws.
+// the tokens the all-logits loop draws. In f16 and bf16 every cached one-token step (decode: the
+// one-row kernels, which in f16 read the weights' f16 copy) gives bit for bit the row the all-logits
+// forward gives at that position.
 #include "gptmeg/model.h"
 #include "harness.h"
 
@@ -142,11 +144,39 @@ static void test_generate_unchanged(gm_dtype dt) {
   gm_gpt2_free(&m);
 }
 
+// f16/bf16 orders are defined element by element, so a cached step equals the full forward's row.
+static void test_decode_rows(gm_dtype dt) {
+  gm_gpt2 m;
+  if (make_model(&m, dt)) { CHECK(0, "%s: model: %s", gm_dtype_name(dt), gm_errmsg()); return; }
+  gm_profile p;
+  gm_profile_get("hf", dt, &p);
+  const int V = m.cfg.vocab_size, T = 7;
+  int32_t tok[7] = {50256, 11, 3, 40000, 7, 812, 1};
+  float *full = malloc((size_t)T * V * sizeof(float)), *step = malloc((size_t)V * sizeof(float));
+  CHECK(fwd(&m, &p, tok, 1, T, 0, full, 1) == 0, "%s: forward: %s", gm_dtype_name(dt), gm_errmsg());
+  for (int threads = 1; threads <= 2; threads++) {
+    gm_kv_cache kv;
+    gm_kv_init(&kv, &m, 1, T);
+    int bad = -1;
+    for (int t = 0; t < T && bad < 0; t++) {
+      if (gm_gpt2_forward_cached(&m, &p, &kv, &tok[t], 1, 1, step, threads)) { bad = t; break; }
+      if (memcmp(step, full + (size_t)t * V, (size_t)V * sizeof(float))) bad = t;
+    }
+    gm_kv_free(&kv);
+    CHECK(bad < 0, "%s, %d thread(s): the cached step at position %d differs from the all-logits row", gm_dtype_name(dt),
+          threads, bad);
+  }
+  free(full);
+  free(step);
+  gm_gpt2_free(&m);
+}
+
 int main(void) {
   const gm_dtype dts[] = {GM_F32, GM_F16, GM_BF16};
   for (int i = 0; i < 3; i++) {
     test_keep_rows(dts[i]);
     test_generate_unchanged(dts[i]);
+    if (dts[i] != GM_F32) test_decode_rows(dts[i]);
   }
   return test_done("test_keep");
 }

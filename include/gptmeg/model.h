@@ -70,6 +70,9 @@ typedef struct {
   float *mproj_w, *mproj_b; // mlp.c_proj: [I, D], [D]
   // bf16 runs only (gm_gpt2_to_dtype): the four matrices as AVX512-BF16 pairs (gm_bf16_pack layout)
   const uint32_t *attn_wp, *aproj_wp, *fc_wp, *mproj_wp;
+  // f16 runs on CPUs with the AVX-512 one-row kernels: the four matrices as f16 bits, same layout
+  // (decode reads these: half the bytes of the f32 copy, same bits)
+  const uint16_t *attn_wh, *aproj_wh, *fc_wh, *mproj_wh;
 } gm_gpt2_layer;
 
 typedef struct {
@@ -87,6 +90,8 @@ typedef struct {
   gm_dtype dtype;           // dtype the weights are rounded to (their f32 storage holds such values)
   const uint32_t *lm_head_p; // bf16 runs: lm_head^T as pairs (gm_bf16_pack layout)
   uint32_t *packed;         // one allocation holding every pair table above (bf16 runs), else NULL
+  const uint16_t *lm_head_h; // f16 runs (as the layers' *_wh): lm_head [V, D] as f16 bits
+  uint16_t *half;           // one allocation holding every f16 copy above, else NULL
 } gm_gpt2;
 
 // Number of parameters of a config (unique; tied lm_head once).

@@ -164,14 +164,26 @@ int cmd_bench_model(int argc, char **argv) {
   long long hwm_all = vm_hwm();
   double all_flops = forward_flops(mc, 0, (int)prefill, (int)prefill);
 
-  double w_bytes = (double)m.n_params * 4;
+  // Weights as held: the f32 storage, plus the f16 copy (f16 runs) or the bf16 pair layout (bf16
+  // runs) of the four matrices of every layer and lm_head, which the matmuls read instead.
+  double mat_params = (double)cfg.n_layer * ((double)cfg.n_embd * 4 * cfg.n_embd + 2.0 * cfg.n_embd * mc->n_inner) +
+                      (double)V * cfg.n_embd;
+  double f32_bytes = (double)m.n_params * 4, copy_bytes = 0;
+  if (m.half) copy_bytes = mat_params * 2;
+  if (m.packed)
+    copy_bytes = 4.0 * ((double)cfg.n_layer * (gm_bf16_packed_size(cfg.n_embd, 3 * cfg.n_embd) + gm_bf16_packed_size(cfg.n_embd, cfg.n_embd) +
+                                               gm_bf16_packed_size(cfg.n_embd, mc->n_inner) + gm_bf16_packed_size(mc->n_inner, cfg.n_embd)) +
+                        gm_bf16_packed_size(cfg.n_embd, V));
+  double w_bytes = f32_bytes + copy_bytes;
+  // A decode step reads every matrix once, in the form its kernel reads (2 bytes a weight from a copy)
+  double step_bytes = mat_params * (copy_bytes > 0 ? 2 : 4);
   double kv_prefill = 2.0 * cfg.n_layer * prefill * cfg.n_embd * 4, kv_decode = 2.0 * cfg.n_layer * (prompt + decode) * cfg.n_embd * 4;
   double kv_max = kv_prefill > kv_decode ? kv_prefill : kv_decode;
   double logit_bytes = (double)prefill * V * 4;
   double pf_tps = prefill / t_prefill, pf_gf = pf_flops / t_prefill * 1e-9;
   double all_tps = prefill / t_all, all_gf = all_flops / t_all * 1e-9;
   double dec_tps = decode / t_decode, dec_gf = dec_flops / t_decode * 1e-9;
-  double dec_gbs = w_bytes * decode / t_decode * 1e-9; // weights streamed once per token
+  double dec_gbs = step_bytes * decode / t_decode * 1e-9; // matrices streamed once per token
   if (json) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "config", cfg_s);
@@ -200,6 +212,9 @@ int cmd_bench_model(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "decode_weight_gb_per_s", dec_gbs);
     cJSON_AddNumberToObject(o, "vm_hwm_bytes", (double)hwm);
     cJSON_AddNumberToObject(o, "weights_bytes", w_bytes);
+    cJSON_AddNumberToObject(o, "weights_f32_bytes", f32_bytes);
+    cJSON_AddNumberToObject(o, "weights_copy_bytes", copy_bytes);
+    cJSON_AddNumberToObject(o, "decode_step_weight_bytes", step_bytes);
     cJSON_AddNumberToObject(o, "kv_bytes_prefill", kv_prefill);
     cJSON_AddNumberToObject(o, "kv_bytes_decode", kv_decode);
     cJSON_AddNumberToObject(o, "vm_hwm_over_weights_kv", (double)hwm / (w_bytes + kv_max));
@@ -215,10 +230,17 @@ int cmd_bench_model(int argc, char **argv) {
     printf("gemm     %ldx%ldx%ld f32: %.1f GFLOP/s\n", gemm_n, gemm_n, gemm_n, gemm_gflops);
     printf("prefill  %ld tokens, last logits only (generation): %.3f s, %.1f tokens/s, %.1f GFLOP/s = %.0f%% of gemm\n",
            prefill, t_prefill, pf_tps, pf_gf, 100 * pf_gf / gemm_gflops);
-    printf("decode   %ld tokens after a %ld-token prompt: %.1f tokens/s, %.2f ms/token, %.1f GFLOP/s, %.1f GB/s of weights\n",
-           decode, prompt, dec_tps, 1e3 / dec_tps, dec_gf, dec_gbs);
-    printf("memory   VmHWM %.1f MiB (generation path) = %.2fx weights %.1f MiB (f32) + KV %.1f MiB\n", hwm / 1048576.0,
-           (double)hwm / (w_bytes + kv_max), w_bytes / 1048576.0, kv_max / 1048576.0);
+    printf("decode   %ld tokens after a %ld-token prompt: %.1f tokens/s, %.2f ms/token, %.1f GFLOP/s, %.1f GB/s of matrix "
+           "weights (%.0f MiB a step)\n",
+           decode, prompt, dec_tps, 1e3 / dec_tps, dec_gf, dec_gbs, step_bytes / 1048576.0);
+    if (copy_bytes > 0)
+      printf("memory   VmHWM %.1f MiB (generation path) = %.2fx weights held %.1f MiB (f32 %.1f MiB + %s copy %.1f MiB) + "
+             "KV %.1f MiB\n",
+             hwm / 1048576.0, (double)hwm / (w_bytes + kv_max), w_bytes / 1048576.0, f32_bytes / 1048576.0,
+             gm_dtype_name(dt), copy_bytes / 1048576.0, kv_max / 1048576.0);
+    else
+      printf("memory   VmHWM %.1f MiB (generation path) = %.2fx weights %.1f MiB (f32) + KV %.1f MiB\n", hwm / 1048576.0,
+             (double)hwm / (w_bytes + kv_max), w_bytes / 1048576.0, kv_max / 1048576.0);
     printf("all-logits prefill %ld tokens ([%ld, %d] logits): %.3f s, %.1f tokens/s, %.1f GFLOP/s = %.0f%% of gemm; "
            "VmHWM %.1f MiB with the %.1f MiB of logits\n",
            prefill, prefill, V, t_all, all_tps, all_gf, 100 * all_gf / gemm_gflops, hwm_all / 1048576.0,

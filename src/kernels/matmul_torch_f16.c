@@ -30,6 +30,10 @@ float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
 float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
                                   float *C, int ldc, int i0, int i1, int j0, int j1, int K);
+void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                            float *C);
+void gm_trans_row_f16_avx512(const float *x, const uint16_t *B, int ldb, const float *bias, float alpha, float *C, int j0,
+                             int j1, int K);
 
 // C[:, strip] for the ncols (<= STRIP) columns at B (row stride ldb).
 static void dot4_strip_scalar(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
@@ -140,5 +144,60 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   for (int s = 0; s < n_strips; s++) {
     int j0 = s * STRIP_NT, nc = N - j0 < STRIP_NT ? N - j0 : STRIP_NT;
     fn(A, lda, B + j0, ldb, M, K, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+  }
+}
+
+// ---- one row against B held as f16 bits (an f16 run's weights, decode) -----------------------
+// The same orders as above with each element of B widened exactly, so the bits equal
+// gm_matmul_f16_torch's on the widened B; the AVX-512 kernels read the f16 bits directly (half the
+// bytes of the f32 copy), the scalar code widens as it goes.
+
+bool gm_matmul_f16_row_fast(void) { return isa_level() == 2 && __builtin_cpu_supports("avx512bw"); }
+
+// c[j] for one column j, the as-stored order of dot4_strip_scalar.
+static float dot4_col_f16_scalar(const float *a, const uint16_t *B, int ldb, int K, int j) {
+  float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int l = 0;
+  for (; l + 4 <= K; l += 4)
+    for (int k = 0; k < 4; k++) p[k] = p[k] + a[l + k] * gm_f16_to_f32(B[(size_t)(l + k) * ldb + j]);
+  for (; l < K; l++) p[0] = p[0] + a[l] * gm_f16_to_f32(B[(size_t)l * ldb + j]);
+  return ((p[0] + p[1]) + p[2]) + p[3];
+}
+
+// dot_f32arith_scalar with y given as f16 bits: each 64-element block widened, then the same sums.
+static float dot_f32arith_f16_scalar(const float *x, const uint16_t *y, int K) {
+  float reg[8][8], yb[64];
+  memset(reg, 0, sizeof reg);
+  int main_end = K & ~63;
+  for (int j = 0; j < main_end; j += 64) {
+    for (int k = 0; k < 64; k++) yb[k] = gm_f16_to_f32(y[j + k]);
+    for (int r = 0; r < 8; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + x[j + 8 * r + k] * yb[8 * r + k];
+  }
+  for (int h = 4; h >= 1; h /= 2)
+    for (int r = 0; r < h; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + reg[r + h][k];
+  for (int k = 0; k < K - main_end; k++) yb[k] = gm_f16_to_f32(y[main_end + k]);
+  return gm_dot_f32arith_tail(x + main_end, yb, K - main_end, fold8(reg[0]));
+}
+
+void gm_matmul_f16_torch_row(const float *a, const uint16_t *B, int ldb, bool trans_b, const float *bias, float alpha,
+                             float *c, int N, int K, int threads) {
+  if (N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  bool fast = gm_matmul_f16_row_fast();
+  int width = trans_b ? STRIP : ROW_BLOCK;
+  int n_blocks = (N + width - 1) / width;
+  if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int s = 0; s < n_blocks; s++) {
+    int j0 = s * width, j1 = N - j0 < width ? N : j0 + width;
+    if (fast && trans_b) gm_trans_row_f16_avx512(a, B, ldb, bias, alpha, c, j0, j1, K);
+    else if (fast) gm_dot4_row_f16_avx512(a, B + j0, ldb, K, j1 - j0, alpha, bias ? bias + j0 : NULL, c + j0);
+    else
+      for (int j = j0; j < j1; j++) {
+        float v = alpha * (trans_b ? dot_f32arith_f16_scalar(a, B + (size_t)j * ldb, K) : dot4_col_f16_scalar(a, B, ldb, K, j));
+        c[j] = bias ? bias[j] + v : v;
+      }
   }
 }

@@ -6,7 +6,9 @@
 // each, with 24 accumulators per pass (4 loads of B and 6 broadcasts of A per 24 FMAs); each pass's
 // sums wait in a buffer until ((p0 + p1) + p2) + p3.
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
@@ -123,11 +125,23 @@ void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int 
   }
 }
 
+// 16 consecutive elements of B at element index i: f32 values, or (half) f16 bits widened exactly.
+static inline __attribute__((always_inline)) __m512 load_b(const void *B, size_t i, bool half) {
+  if (half) return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)((const uint16_t *)B + i)));
+  return _mm512_loadu_ps((const float *)B + i);
+}
+
+static inline __attribute__((always_inline)) __m512 maskz_load_b(__mmask16 m, const void *B, size_t i, bool half) {
+  if (half) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)B + i));
+  return _mm512_maskz_loadu_ps(m, (const float *)B + i);
+}
+
 // One row of A against ncols (<= 1024) columns of B as stored (decode): the four
 // partial sums of every column wait in L1 while B streams row by row, whole row segments at a time.
 // p[l mod 4] += a[l] * B[l] in order of l (the K % 4 tail into p[0]); then ((p0 + p1) + p2) + p3.
-void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
-void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C) {
+// B holds f32 values or (half) f16 bits; half is a constant at each call.
+static inline __attribute__((always_inline)) void dot4_row(const float *a, const void *B, int ldb, int K, int ncols,
+                                                          float alpha, const float *bias, float *C, bool half) {
   enum { NV = 1024 / 16 };
   __m512 p[4][NV];
   int nv = (ncols + 15) / 16, K4 = K & ~3;
@@ -136,10 +150,10 @@ void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncol
     for (int v = 0; v < nv; v++) p[k][v] = _mm512_setzero_ps();
   for (int l = 0; l < K; l++) {
     int k = l < K4 ? (l & 3) : 0;
-    const float *b = B + (size_t)l * ldb;
+    size_t row = (size_t)l * ldb;
     __m512 x = _mm512_set1_ps(a[l]);
-    for (int v = 0; v + 1 < nv; v++) p[k][v] = _mm512_fmadd_ps(x, _mm512_loadu_ps(b + 16 * v), p[k][v]);
-    p[k][nv - 1] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(last, b + 16 * (nv - 1)), p[k][nv - 1]);
+    for (int v = 0; v + 1 < nv; v++) p[k][v] = _mm512_fmadd_ps(x, load_b(B, row + 16 * v, half), p[k][v]);
+    p[k][nv - 1] = _mm512_fmadd_ps(x, maskz_load_b(last, B, row + 16 * (nv - 1), half), p[k][nv - 1]);
   }
   __m512 va = _mm512_set1_ps(alpha);
   for (int v = 0; v < nv; v++) {
@@ -148,6 +162,18 @@ void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncol
     if (bias) y = _mm512_add_ps(_mm512_maskz_loadu_ps(m, bias + 16 * v), y);
     _mm512_mask_storeu_ps(C + 16 * v, m, y);
   }
+}
+
+void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
+void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C) {
+  dot4_row(a, B, ldb, K, ncols, alpha, bias, C, false);
+}
+
+void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                            float *C);
+void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                            float *C) {
+  dot4_row(a, B, ldb, K, ncols, alpha, bias, C, true);
 }
 
 // The transposed-B order of matmul_torch_f16.c with AVX-512: ATen's eight 8-lane registers of a
@@ -265,8 +291,9 @@ static inline __attribute__((always_inline)) void trans_pass(int na, int nb, con
 }
 
 // One row of A (decode): the four registers of each of the TB pairs side by side in one pass, so
-// the rows of B stream in order.
-static void trans_one_row(const float *x, const float *const ys[TB], int main_end, __m512 sums[4][TA][TB]) {
+// the rows of B stream in order. ys point to f32 rows, or (half) to rows of f16 bits.
+static inline __attribute__((always_inline)) void trans_one_row_body(const float *x, const void *const ys[TB], int main_end,
+                                                                    __m512 sums[4][TA][TB], bool half) {
   __m512 acc[TB][4];
 #pragma GCC unroll 6
   for (int b = 0; b < TB; b++)
@@ -277,10 +304,16 @@ static void trans_one_row(const float *x, const float *const ys[TB], int main_en
     for (int q = 0; q < 4; q++) {
       __m512 xv = _mm512_loadu_ps(x + l + 16 * q);
 #pragma GCC unroll 6
-      for (int b = 0; b < TB; b++) acc[b][q] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(ys[b] + l + 16 * q), acc[b][q]);
+      for (int b = 0; b < TB; b++) acc[b][q] = _mm512_fmadd_ps(xv, load_b(ys[b], (size_t)l + 16 * q, half), acc[b][q]);
     }
   for (int b = 0; b < TB; b++)
     for (int q = 0; q < 4; q++) sums[q][0][b] = acc[b][q];
+}
+
+static void trans_one_row(const float *x, const float *const ys[TB], int main_end, __m512 sums[4][TA][TB]) {
+  const void *yv[TB];
+  for (int b = 0; b < TB; b++) yv[b] = ys[b];
+  trans_one_row_body(x, yv, main_end, sums, false);
 }
 
 // Every register of the block, one pass each (a short edge block repeats its spare rows).
@@ -311,6 +344,36 @@ void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int l
           float v = alpha * sum;
           C[(size_t)(i + a) * ldc + j + b] = bias ? bias[j + b] + v : v;
         }
+    }
+  }
+}
+
+// One row x of A against rows j0..j1 of B given as f16 bits (an f16 run's lm_head, decode): the
+// order of gm_matmul_trans_block_avx512 for one row, for any K (with one or no 64-element block
+// this is the short kernel's order too: its fold16 adds the same lanes as fold_main).
+void gm_trans_row_f16_avx512(const float *x, const uint16_t *B, int ldb, const float *bias, float alpha, float *C, int j0,
+                             int j1, int K);
+void gm_trans_row_f16_avx512(const float *x, const uint16_t *B, int ldb, const float *bias, float alpha, float *C, int j0,
+                             int j1, int K) {
+  int main_end = K & ~63;
+  for (int j = j0; j < j1; j += TB) {
+    int nj = j1 - j < TB ? j1 - j : TB;
+    const void *ys[TB];
+    for (int b = 0; b < TB; b++) ys[b] = B + (size_t)(j + (b < nj ? b : 0)) * ldb;
+    __m512 sums[4][TA][TB];
+    trans_one_row_body(x, ys, main_end, sums, true);
+    for (int b = 0; b < nj; b++) {
+      float sum = fold_main(sums[0][0][b], sums[1][0][b], sums[2][0][b], sums[3][0][b]);
+      if (main_end != K) { // the rest (< 64 elements) widened, then the f32 order of the rest
+        float rest[64];
+        const uint16_t *y = (const uint16_t *)ys[b] + main_end;
+        for (int k = 0; k < K - main_end; k++) rest[k] = _cvtsh_ss(y[k]);
+        sum = gm_dot_f32arith_tail(x + main_end, rest, K - main_end, sum);
+      } else {
+        sum = sum + 0.0f; // ATen adds the (zero) folded rest register: -0 -> +0
+      }
+      float v = alpha * sum;
+      C[j + b] = bias ? bias[j + b] + v : v;
     }
   }
 }

@@ -69,10 +69,12 @@ static void residual_add(gm_dtype dt, float *h, const float *y, size_t n) {
 }
 
 // out[N, cols] = R(x[N, K] @ W[K, cols] + b): one rounding, bias included. Wp: W as bf16 pairs
-// (bf16 runs), used instead of W by the AVX512-BF16 kernel (same bits either way).
-static void linear(const gpt2_run *r, const float *x, int K, const float *W, const uint32_t *Wp, const float *b,
-                   float *out, int cols) {
+// (bf16 runs), used instead of W by the AVX512-BF16 kernel; Wh: W as f16 bits (f16 runs), read
+// instead of W by the one-row kernel (decode). Same bits either way.
+static void linear(const gpt2_run *r, const float *x, int K, const float *W, const uint32_t *Wp, const uint16_t *Wh,
+                   const float *b, float *out, int cols) {
   if (r->dt == GM_BF16 && Wp) gm_matmul_bf16_packed(x, K, Wp, b, 1.0f, out, cols, r->N, cols, K, r->threads);
+  else if (r->dt == GM_F16 && Wh && r->N == 1) gm_matmul_f16_torch_row(x, Wh, cols, false, b, 1.0f, out, cols, K, r->threads);
   else gpt2_matmul(r->dt, x, K, W, cols, false, b, 1.0f, out, cols, r->N, cols, K, r->threads);
   gm_round_inplace(r->dt, out, (size_t)r->N * cols);
 }
@@ -107,12 +109,13 @@ static int check_args(const gm_gpt2 *m, const gm_profile *p, const gm_kv_cache *
 static void lm_head(const gpt2_run *r, const float *xn, int keep, float *logits) {
   const gm_gpt2 *m = r->m;
   const int D = m->cfg.n_embd, V = m->cfg.vocab_size;
-  const bool bf16p = r->dt == GM_BF16 && m->lm_head_p;
+  const bool bf16p = r->dt == GM_BF16 && m->lm_head_p, f16h = r->dt == GM_F16 && m->lm_head_h;
   if (r->N == 1 || r->dt != GM_F32) { // f16/bf16 orders are per element: any rows, same bits
     for (int b = 0; b < r->B; b++) {
       const float *x = xn + ((size_t)b * r->T + (r->T - keep)) * D;
       float *o = logits + (size_t)b * keep * V;
       if (bf16p) gm_matmul_bf16_packed(x, D, m->lm_head_p, NULL, 1.0f, o, V, keep, V, D, r->threads);
+      else if (f16h && keep == 1) gm_matmul_f16_torch_row(x, m->lm_head_h, D, true, NULL, 1.0f, o, V, D, r->threads);
       else gpt2_matmul(r->dt, x, D, m->lm_head, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
     }
   } else if (keep == r->T) {
@@ -162,20 +165,20 @@ int gm_gpt2_forward_keep_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cac
     const gm_gpt2_layer *y = &m->layers[l];
     layer_norm(&r, h, y->ln1_w, y->ln1_b, xn);
     if ((rc = gpt2_probe2(&r, l, GM_PT_LN1, xn, r.N, D))) goto done;
-    linear(&r, xn, D, y->attn_w, y->attn_wp, y->attn_b, qkv, 3 * D);
+    linear(&r, xn, D, y->attn_w, y->attn_wp, y->attn_wh, y->attn_b, qkv, 3 * D);
     if ((rc = gpt2_probe2(&r, l, GM_PT_QKV, qkv, r.N, 3 * D))) goto done;
     if ((rc = gpt2_attention(&r, l, qkv, scores, att))) goto done;
-    linear(&r, att, D, y->aproj_w, y->aproj_wp, y->aproj_b, xn, D);
+    linear(&r, att, D, y->aproj_w, y->aproj_wp, y->aproj_wh, y->aproj_b, xn, D);
     if ((rc = gpt2_probe2(&r, l, GM_PT_ATTN_OUT, xn, r.N, D))) goto done;
     residual_add(r.dt, h, xn, nd);
     if ((rc = gpt2_probe2(&r, l, GM_PT_RESID_ATTN, h, r.N, D))) goto done;
     layer_norm(&r, h, y->ln2_w, y->ln2_b, xn);
     if ((rc = gpt2_probe2(&r, l, GM_PT_LN2, xn, r.N, D))) goto done;
-    linear(&r, xn, D, y->fc_w, y->fc_wp, p->act_bias_fused ? NULL : y->fc_b, fc, I);
+    linear(&r, xn, D, y->fc_w, y->fc_wp, y->fc_wh, p->act_bias_fused ? NULL : y->fc_b, fc, I);
     if ((rc = gpt2_probe2(&r, l, GM_PT_FC, fc, r.N, I))) goto done;
     if ((rc = gpt2_mlp_act(&r, fc, p->act_bias_fused ? y->fc_b : NULL, ac))) goto done;
     if ((rc = gpt2_probe2(&r, l, GM_PT_ACT, ac, r.N, I))) goto done;
-    linear(&r, ac, I, y->mproj_w, y->mproj_wp, y->mproj_b, xn, D);
+    linear(&r, ac, I, y->mproj_w, y->mproj_wp, y->mproj_wh, y->mproj_b, xn, D);
     if ((rc = gpt2_probe2(&r, l, GM_PT_MLP, xn, r.N, D))) goto done;
     residual_add(r.dt, h, xn, nd);
     if ((rc = gpt2_probe2(&r, l, GM_PT_RESID, h, r.N, D))) goto done;

@@ -80,6 +80,7 @@ void gm_gpt2_free(gm_gpt2 *m) {
   free(m->storage);
   free(m->layers);
   free(m->packed);
+  free(m->half);
   memset(m, 0, sizeof *m);
 }
 
@@ -254,6 +255,28 @@ static int pack_bf16(gm_gpt2 *m) {
   return 0;
 }
 
+// f16 runs: the four matrices of every layer and lm_head as f16 bits for the one-row (decode)
+// kernels, when this CPU runs them (gm_matmul_f16_row_fast); the f32 copies stay for the rest.
+static int copy_f16(gm_gpt2 *m) {
+  if (!gm_matmul_f16_row_fast()) return 0;
+  const gm_gpt2_config *c = &m->cfg;
+  size_t D = (size_t)c->n_embd, I = (size_t)c->n_inner, V = (size_t)c->vocab_size;
+  size_t per = D * 3 * D + D * D + D * I + I * D, total = per * (size_t)c->n_layer + V * D;
+  m->half = malloc(total * sizeof(uint16_t));
+  if (!m->half) return gm_fail("out of memory for the f16 copy of the weights (%zu MiB)", total * 2 >> 20);
+  uint16_t *at = m->half;
+  for (int l = 0; l < c->n_layer; l++) {
+    gm_gpt2_layer *y = &m->layers[l];
+    gm_f32_to_dtype_buf(GM_F16, y->attn_w, at, D * 3 * D); y->attn_wh = at; at += D * 3 * D;
+    gm_f32_to_dtype_buf(GM_F16, y->aproj_w, at, D * D); y->aproj_wh = at; at += D * D;
+    gm_f32_to_dtype_buf(GM_F16, y->fc_w, at, D * I); y->fc_wh = at; at += D * I;
+    gm_f32_to_dtype_buf(GM_F16, y->mproj_w, at, I * D); y->mproj_wh = at; at += I * D;
+  }
+  gm_f32_to_dtype_buf(GM_F16, m->lm_head, at, V * D);
+  m->lm_head_h = at;
+  return 0;
+}
+
 int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
   if (dt == m->dtype) return 0;
   if (dt != GM_F16 && dt != GM_BF16 && dt != GM_F32)
@@ -267,5 +290,5 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
                                             : "bf16 has 8 significand bits, so f16 weights would be rounded again");
   gm_round_inplace(dt, m->storage, (size_t)m->n_params);
   m->dtype = dt;
-  return dt == GM_BF16 ? pack_bf16(m) : 0;
+  return dt == GM_BF16 ? pack_bf16(m) : copy_f16(m);
 }
