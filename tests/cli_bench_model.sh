@@ -8,13 +8,15 @@ if "$G" bench model "${small[@]}" --json >"$T/out" 2>"$T/err"; then
   miss=""
   for f in gemm_gflops prefill_tokens_per_s prefill_pct_of_gemm decode_tokens_per_s decode_ms_per_token vm_hwm_bytes \
            weights_bytes kv_bytes_prefill logits_bytes prefill_all_logits_tokens_per_s prefill_all_logits_pct_of_gemm \
-           vm_hwm_all_logits_bytes vm_hwm_over_weights_kv; do
+           vm_hwm_all_logits_bytes vm_hwm_over_weights_kv weights_f32_bytes weights_copy_bytes decode_step_weight_bytes; do
     grep -q "\"$f\":[0-9]" "$T/out" || miss="$miss $f"
   done
   [ -z "$miss" ] && ok "bench model --json fields" || bad "missing:$miss in $(cat "$T/out")"
 else bad "bench model --json: $(cat "$T/err")"; fi
 "$G" bench model "${small[@]}" >"$T/out" 2>"$T/err" && grep -q '^prefill' "$T/out" && grep -q '^decode' "$T/out" &&
   grep -q 'VmHWM' "$T/out" && grep -q '^all-logits prefill' "$T/out" && ok "bench model text" || bad "bench model text: $(cat "$T/out" "$T/err")"
+"$G" bench model "${small[@]}" --dtype f16 >"$T/out" 2>"$T/err" && grep -q '^decode' "$T/out" && grep -q 'VmHWM' "$T/out" &&
+  ok "bench model --dtype f16 text" || bad "bench model f16: $(cat "$T/out" "$T/err")"
 "$G" bench model --config "$T/cfg.json" --prefill 65 >"$T/out" 2>"$T/err"; rc=$?
 [ $rc -eq 1 ] && grep -q 'n_positions 64' "$T/err" && ok "prefill > n_positions refused" || bad "prefill > n_positions: rc $rc $(cat "$T/err")"
 "$G" bench model --threads 0 >/dev/null 2>&1; [ $? -eq 2 ] && ok "bad --threads is a usage error" || bad "bad --threads"
