@@ -131,7 +131,8 @@ static void check_bits(void) {
 
 // f16/bf16: the SIMD storage conversions (F16C / integer lanes, f64 -> f32 by round-to-odd) give
 // the bits of the scalar ones: every pattern through every variant, forward and backward, under
-// each ISA cap; and the narrowing alone on values built to sit on and next to rounding ties.
+// each ISA cap; the forward (a table lookup) against the direct evaluation under each cap; and the
+// narrowing alone on values built to sit on and next to rounding ties.
 static void check_u16_isa(void) {
   size_t n = 65536;
   uint16_t *x = malloc(n * 2), *dy = malloc(n * 2), *a = malloc(n * 2), *b = malloc(n * 2);
@@ -148,6 +149,14 @@ static void check_u16_isa(void) {
           run(v, MODE_ACCURATE, bwd, dts[k], x, dy, b, n, 1);
           CHECK(memcmp(a, b, n * 2) == 0, "%s %s %s: default and %s bits differ", gm_gelu_variant_info(v)->name,
                 gm_dtype_name(dts[k]), bwd ? "bwd" : "fwd", caps[c]);
+        }
+        unsetenv("GPTMEG_SIMD");
+        const char *direct_caps[] = {"avx512", "avx2", "scalar"};
+        for (int c = 0; c < 3 && !bwd; c++) {
+          setenv("GPTMEG_SIMD", direct_caps[c], 1);
+          gelu_acc_fwd16_direct(v, dts[k], x, b, n);
+          CHECK(memcmp(a, b, n * 2) == 0, "%s %s fwd: the table differs from the direct evaluation (%s)",
+                gm_gelu_variant_info(v)->name, gm_dtype_name(dts[k]), direct_caps[c]);
         }
         unsetenv("GPTMEG_SIMD");
       }

@@ -6,7 +6,9 @@
 //   time, the scalar fallback performs the same operations, so every path gives the same bits.
 //   f32 forward runs in f32 lanes instead (gelu_accurate_f32.c for the tanh and sigmoid families,
 //   gelu_accurate_f32_erf.c for the erf family): only the exponent's argument is formed in f64.
-//   f16/bf16 round the f64 value once to the dtype (no pass through f32). Measured worst error vs
+//   f16/bf16 round the f64 value once to the dtype (no pass through f32); their forward looks the
+//   result up in a table of those results for all 65536 inputs (gelu_accurate_table.c, same bits).
+//   Measured worst error vs
 //   exact: docs/accuracy-raw.md (<= 1 ULP forward for f32).
 //   f64: scalar long double evaluation of the same forms (gelu_exact_ld.c), rounded once.
 // Elementwise with a fixed block split: identical bits for any thread count.
@@ -158,10 +160,28 @@ static acc_isa pick_isa(void) {
 
 enum { BLOCK = 2048 };
 
+// One block (<= BLOCK elements) of f16/bf16: widened to f32, the f64-lane kernel, one rounding.
+static void block16(const acc_isa *isa, const gelu_acc_params *p, int deriv, gm_dtype dt, const uint16_t *x,
+                    const uint16_t *dy, uint16_t *out, size_t m) {
+  float xb[BLOCK], gb[BLOCK];
+  double ob[BLOCK];
+  isa->widen(dt, x, xb, m);
+  if (deriv) isa->widen(dt, dy, gb, m);
+  isa->k(p, deriv, xb, deriv ? gb : NULL, NULL, ob, m);
+  isa->narrow(dt, ob, out, m);
+}
+
+void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n) {
+  gelu_acc_params p = params_of(v);
+  acc_isa isa = pick_isa();
+  for (size_t i0 = 0; i0 < n; i0 += BLOCK) block16(&isa, &p, 0, dt, x + i0, NULL, y + i0, n - i0 < BLOCK ? n - i0 : BLOCK);
+}
+
 static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, const void *dy, void *out,
                       size_t n, int threads) {
   gelu_acc_params p = params_of(v);
   acc_isa isa = pick_isa();
+  const uint16_t *table = dt != GM_F32 && !deriv ? gelu_acc_fwd16_table(v, dt) : NULL;
   acc_kernel k = isa.k;
   bool lanes32 = dt == GM_F32 && !deriv;
   acc32_kernel k32 = p.fam == GELU_FAM_ERF ? isa.fwd32_erf : isa.fwd32;
@@ -177,12 +197,11 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
       k(&p, deriv, (const float *)x + i0, deriv ? (const float *)dy + i0 : NULL, (float *)out + i0, NULL, m);
       continue;
     }
-    float xb[BLOCK], gb[BLOCK];
-    double ob[BLOCK];
-    isa.widen(dt, (const uint16_t *)x + i0, xb, m);
-    if (deriv) isa.widen(dt, (const uint16_t *)dy + i0, gb, m);
-    k(&p, deriv, xb, deriv ? gb : NULL, NULL, ob, m);
-    isa.narrow(dt, ob, (uint16_t *)out + i0, m);
+    if (table) {
+      gelu_acc_fwd16_lookup(table, (const uint16_t *)x + i0, (uint16_t *)out + i0, m);
+      continue;
+    }
+    block16(&isa, &p, deriv, dt, (const uint16_t *)x + i0, deriv ? (const uint16_t *)dy + i0 : NULL, (uint16_t *)out + i0, m);
   }
   return 0;
 }

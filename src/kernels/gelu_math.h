@@ -131,6 +131,14 @@ void gelu_acc_narrow_scalar(gm_dtype dt, const double *in, uint16_t *out, size_t
 void gelu_acc_widen_avx512(gm_dtype dt, const uint16_t *in, float *out, size_t n);
 void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t n);
 
+// ---- accurate f16/bf16 forward by table (gelu_accurate_table.c) ------------------------------
+// The direct evaluation of n f16/bf16 inputs on the calling thread (gelu_accurate.c); the table of
+// its results for all 65536 patterns, built on first use (thread-safe; NULL if out of memory); and
+// the lookup.
+void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n);
+const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt);
+void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n);
+
 // ---- accurate f32 forward in f32 lanes (tanh and sigmoid families; gelu_accurate_f32*.c) ------
 // The contract and the operations: gelu_accurate_f32.c. Scalar, AVX-512 and AVX2 give the same bits.
 extern const float gelu_acc32_exp2_poly[7];
