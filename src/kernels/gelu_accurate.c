@@ -180,11 +180,37 @@ void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, ui
   for (size_t i0 = 0; i0 < n; i0 += BLOCK) block16(&isa, &p, 0, dt, x + i0, NULL, y + i0, n - i0 < BLOCK ? n - i0 : BLOCK);
 }
 
+void gelu_acc_bwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, const uint16_t *dy, uint16_t *dx, size_t n) {
+  gelu_acc_params p = params_of(v);
+  acc_isa isa = pick_isa();
+  for (size_t i0 = 0; i0 < n; i0 += BLOCK) block16(&isa, &p, 1, dt, x + i0, dy + i0, dx + i0, n - i0 < BLOCK ? n - i0 : BLOCK);
+}
+
+// The backward kernel returns dy * d(x) in f64 (then one rounding), except for NaN x (x itself)
+// and gelu_10 above 10 (+0 whatever dy is). d[i] = the f64 kernel's d for pattern i (its result for
+// dy = 1, exact); where the result does not depend on dy, d[i] = NaN and fixed[i] = that result.
+void gelu_acc_bwd16_parts(gm_gelu_variant v, gm_dtype dt, double *d, uint16_t *fixed) {
+  gelu_acc_params p = params_of(v);
+  acc_isa isa = pick_isa();
+  float xb[BLOCK], ones[BLOCK];
+  for (int i = 0; i < BLOCK; i++) ones[i] = 1.0f;
+  for (uint32_t i0 = 0; i0 < 65536; i0 += BLOCK) {
+    uint16_t pat[BLOCK];
+    for (int i = 0; i < BLOCK; i++) pat[i] = (uint16_t)(i0 + (uint32_t)i);
+    isa.widen(dt, pat, xb, BLOCK);
+    isa.k(&p, 1, xb, ones, NULL, d + i0, BLOCK);
+    isa.narrow(dt, d + i0, fixed + i0, BLOCK);
+    for (int i = 0; i < BLOCK; i++)
+      if (isnan(xb[i]) || (p.clip10 && xb[i] > 10)) d[i0 + i] = NAN;
+  }
+}
+
 static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, const void *dy, void *out,
                       size_t n, int threads) {
   gelu_acc_params p = params_of(v);
   acc_isa isa = pick_isa();
   const uint16_t *table = dt != GM_F32 && !deriv ? gelu_acc_fwd16_table(v, dt) : NULL;
+  const gelu_acc_bwd16 *dtable = dt != GM_F32 && deriv ? gelu_acc_bwd16_table(v, dt) : NULL;
   acc_kernel k = isa.k;
   bool lanes32 = dt == GM_F32 && !deriv;
   acc32_kernel k32 = p.fam == GELU_FAM_ERF ? isa.fwd32_erf : isa.fwd32;
@@ -202,6 +228,18 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
     }
     if (table) {
       gelu_acc_fwd16_lookup(table, (const uint16_t *)x + i0, (uint16_t *)out + i0, m);
+      continue;
+    }
+    if (dtable) {
+      float gb[BLOCK];
+      double ob[BLOCK];
+      const uint16_t *xs = (const uint16_t *)x + i0;
+      uint16_t *os = (uint16_t *)out + i0;
+      isa.widen(dt, (const uint16_t *)dy + i0, gb, m);
+      for (size_t i = 0; i < m; i++) ob[i] = (double)gb[i] * dtable->d[xs[i]];
+      isa.narrow(dt, ob, os, m);
+      for (size_t i = 0; i < m; i++) // NaN here: dy or d(x) NaN; the latter marks a fixed result
+        if (isnan(ob[i]) && isnan(dtable->d[xs[i]])) os[i] = dtable->fixed[xs[i]];
       continue;
     }
     block16(&isa, &p, deriv, dt, (const uint16_t *)x + i0, deriv ? (const uint16_t *)dy + i0 : NULL, (uint16_t *)out + i0, m);

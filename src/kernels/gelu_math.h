@@ -138,6 +138,16 @@ void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t
 void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n);
 const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt);
 void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n);
+// Backward: the kernel's f64 derivative d of every pattern (gelu_acc_bwd16_parts), so dx =
+// round(dy * d[x]) in f64 gives its bits; NaN d marks a pattern whose result does not depend on dy
+// (NaN x, gelu_10 above 10), kept in fixed.
+typedef struct {
+  double d[65536];
+  uint16_t fixed[65536];
+} gelu_acc_bwd16;
+void gelu_acc_bwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, const uint16_t *dy, uint16_t *dx, size_t n);
+void gelu_acc_bwd16_parts(gm_gelu_variant v, gm_dtype dt, double *d, uint16_t *fixed);
+const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt);
 
 // ---- accurate f32 forward in f32 lanes (tanh and sigmoid families; gelu_accurate_f32*.c) ------
 // The contract and the operations: gelu_accurate_f32.c. Scalar, AVX-512 and AVX2 give the same bits.
