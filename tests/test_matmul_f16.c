@@ -35,8 +35,8 @@ static void run_all(const char *isa);
 
 // Every ISA gives the scalar order's bits on shapes that exercise the AVX-512 blocking's edges:
 // row blocks of 6 with every remainder, 64-column strips with partial vectors, the one-row kernel's
-// 1024-column blocks, K tails mod 4 and 64. One-row products also run with B as f16 bits
-// (gm_matmul_f16_torch_row, the decode path of f16 runs), on every ISA and in the scalar code.
+// 1024-column blocks, K tails mod 4 and 64. The same products also run with B as f16 bits
+// (gm_matmul_f16_torch_h: f16 runs' decode and lm_head), on every ISA and in the scalar code.
 static void check_blocking_edges(void) {
   static const int Ms[] = {1, 2, 5, 6, 7, 13}, Ns[] = {1, 17, 64, 65, 130, 1100}, Ks[] = {1, 3, 4, 67, 130, 211};
   gm_rng r;
@@ -57,16 +57,15 @@ static void check_blocking_edges(void) {
           gm_matmul_f16_torch(A, K, B, trans ? K : N, trans, bias, 0.125f, C1, N, M, N, K, 2);
           CHECK(count_diff(C0, C1, (size_t)M * N) == 0, "M %d N %d K %d trans %d: default ISA differs from the scalar order", M,
                 N, K, trans);
-          if (M != 1) continue;
           uint16_t *Bh = malloc(sizeof(uint16_t) * K * N);
           gm_f32_to_dtype_buf(GM_F16, B, Bh, (size_t)K * N);
           for (int scalar = 0; scalar < 2; scalar++) {
             if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
-            memset(C1, 0xff, sizeof(float) * N);
-            gm_matmul_f16_torch_row(A, Bh, trans ? K : N, trans, bias, 0.125f, C1, N, K, 2);
+            memset(C1, 0xff, sizeof(float) * M * N);
+            gm_matmul_f16_torch_h(A, K, Bh, trans ? K : N, trans, bias, 0.125f, C1, N, M, N, K, 2);
             unsetenv("GPTMEG_SIMD");
-            CHECK(count_diff(C0, C1, (size_t)N) == 0, "N %d K %d trans %d: the one-row product from f16 bits (%s) differs", N, K,
-                  trans, scalar ? "scalar" : "default ISA");
+            CHECK(count_diff(C0, C1, (size_t)M * N) == 0, "M %d N %d K %d trans %d: the product from f16 bits (%s) differs", M, N,
+                  K, trans, scalar ? "scalar" : "default ISA");
           }
           free(Bh);
         }

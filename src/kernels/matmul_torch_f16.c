@@ -34,6 +34,8 @@ void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, i
                             float *C);
 void gm_trans_row_f16_avx512(const float *x, const uint16_t *B, int ldb, const float *bias, float alpha, float *C, int j0,
                              int j1, int K);
+void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
+                               int ldc, int i0, int i1, int j0, int j1, int K);
 
 // C[:, strip] for the ncols (<= STRIP) columns at B (row stride ldb).
 static void dot4_strip_scalar(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
@@ -147,7 +149,7 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   }
 }
 
-// ---- one row against B held as f16 bits (an f16 run's weights, decode) -----------------------
+// ---- B held as f16 bits (an f16 run's weights) ------------------------------------------------
 // The same orders as above with each element of B widened exactly, so the bits equal
 // gm_matmul_f16_torch's on the widened B; the AVX-512 kernels read the f16 bits directly (half the
 // bytes of the f32 copy), the scalar code widens as it goes.
@@ -181,17 +183,17 @@ static float dot_f32arith_f16_scalar(const float *x, const uint16_t *y, int K) {
   return gm_dot_f32arith_tail(x + main_end, yb, K - main_end, fold8(reg[0]));
 }
 
-void gm_matmul_f16_torch_row(const float *a, const uint16_t *B, int ldb, bool trans_b, const float *bias, float alpha,
-                             float *c, int N, int K, int threads) {
-  if (N <= 0) return;
-  if (threads <= 0) threads = omp_get_max_threads();
-  bool fast = gm_matmul_f16_row_fast();
-  int width = trans_b ? STRIP : ROW_BLOCK;
-  int n_blocks = (N + width - 1) / width;
-  if (threads > n_blocks) threads = n_blocks;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int s = 0; s < n_blocks; s++) {
-    int j0 = s * width, j1 = N - j0 < width ? N : j0 + width;
+// Columns j0..j1 of rows 0..M-1 (one work item).
+static void f16h_piece(bool fast, const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
+                       float alpha, float *C, int ldc, int M, int j0, int j1, int K) {
+  if (fast && trans_b && M > 1 && (K & ~63) >= 128) { // rows in blocks of 64 so the strip of B stays in L1
+    for (int i = 0; i < M; i += 64)
+      gm_trans_block_f16_avx512(A, lda, B, ldb, bias, alpha, C, ldc, i, i + 64 < M ? i + 64 : M, j0, j1, K);
+    return;
+  }
+  for (int i = 0; i < M; i++) {
+    const float *a = A + (size_t)i * lda;
+    float *c = C + (size_t)i * ldc;
     if (fast && trans_b) gm_trans_row_f16_avx512(a, B, ldb, bias, alpha, c, j0, j1, K);
     else if (fast) gm_dot4_row_f16_avx512(a, B + j0, ldb, K, j1 - j0, alpha, bias ? bias + j0 : NULL, c + j0);
     else
@@ -199,5 +201,20 @@ void gm_matmul_f16_torch_row(const float *a, const uint16_t *B, int ldb, bool tr
         float v = alpha * (trans_b ? dot_f32arith_f16_scalar(a, B + (size_t)j * ldb, K) : dot4_col_f16_scalar(a, B, ldb, K, j));
         c[j] = bias ? bias[j] + v : v;
       }
+  }
+}
+
+void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
+                           float alpha, float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  bool fast = gm_matmul_f16_row_fast();
+  int width = trans_b ? STRIP : ROW_BLOCK;
+  int n_blocks = (N + width - 1) / width;
+  if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
+  for (int s = 0; s < n_blocks; s++) {
+    int j0 = s * width, j1 = N - j0 < width ? N : j0 + width;
+    f16h_piece(fast, A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, j0, j1, K);
   }
 }

@@ -266,8 +266,8 @@ enum { TA = 4, TB = 6 }; // rows of A by rows of B per block
 // Register q of every (row of A, row of B) pair of the block, over the 64-element blocks below
 // main_end: 24 accumulators, 4 + 6 loads per 24 FMAs. na, nb are constants at each call.
 static inline __attribute__((always_inline)) void trans_pass(int na, int nb, const float *const xs[TA],
-                                                            const float *const ys[TB], int main_end, int q,
-                                                            __m512 out[TA][TB]) {
+                                                            const void *const ys[TB], int main_end, int q,
+                                                            __m512 out[TA][TB], bool half) {
   __m512 acc[TA][TB];
 #pragma GCC unroll 4
   for (int a = 0; a < na; a++)
@@ -279,7 +279,7 @@ static inline __attribute__((always_inline)) void trans_pass(int na, int nb, con
     for (int a = 0; a < na; a++) x[a] = _mm512_loadu_ps(xs[a] + l);
 #pragma GCC unroll 6
     for (int b = 0; b < nb; b++) {
-      __m512 y = _mm512_loadu_ps(ys[b] + l);
+      __m512 y = load_b(ys[b], (size_t)l, half);
 #pragma GCC unroll 4
       for (int a = 0; a < na; a++) acc[a][b] = _mm512_fmadd_ps(x[a], y, acc[a][b]);
     }
@@ -317,8 +317,11 @@ static void trans_one_row(const float *x, const float *const ys[TB], int main_en
 }
 
 // Every register of the block, one pass each (a short edge block repeats its spare rows).
-static void trans_passes(const float *const xs[TA], const float *const ys[TB], int main_end, __m512 sums[4][TA][TB]) {
-  for (int q = 0; q < 4; q++) trans_pass(TA, TB, xs, ys, main_end, q, sums[q]);
+static void trans_passes(const float *const xs[TA], const void *const ys[TB], int main_end, __m512 sums[4][TA][TB], bool half) {
+  if (half)
+    for (int q = 0; q < 4; q++) trans_pass(TA, TB, xs, ys, main_end, q, sums[q], true);
+  else
+    for (int q = 0; q < 4; q++) trans_pass(TA, TB, xs, ys, main_end, q, sums[q], false);
 }
 
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
@@ -335,7 +338,11 @@ void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int l
       for (int a = 0; a < TA; a++) xs[a] = A + (size_t)(i + (a < ni ? a : 0)) * lda;
       __m512 sums[4][TA][TB];
       if (ni == 1) trans_one_row(xs[0], ys, main_end, sums);
-      else trans_passes(xs, ys, main_end, sums);
+      else {
+        const void *yv[TB];
+        for (int b = 0; b < TB; b++) yv[b] = ys[b];
+        trans_passes(xs, yv, main_end, sums, false);
+      }
       for (int a = 0; a < ni; a++)
         for (int b = 0; b < nj; b++) {
           float sum = fold_main(sums[0][a][b], sums[1][a][b], sums[2][a][b], sums[3][a][b]);
@@ -374,6 +381,42 @@ void gm_trans_row_f16_avx512(const float *x, const uint16_t *B, int ldb, const f
       }
       float v = alpha * sum;
       C[j + b] = bias ? bias[j + b] + v : v;
+    }
+  }
+}
+
+// Rows i0..i1 of A against rows j0..j1 of B given as f16 bits (an f16 run's lm_head, prefill): the
+// order of gm_matmul_trans_block_avx512 for K with two or more 64-element blocks (four rows of A by
+// six rows of B, one pass per register); B's rows take half the cache of the f32 copy.
+void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
+                               int ldc, int i0, int i1, int j0, int j1, int K);
+void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
+                               int ldc, int i0, int i1, int j0, int j1, int K) {
+  int main_end = K & ~63;
+  for (int j = j0; j < j1; j += TB) {
+    int nj = j1 - j < TB ? j1 - j : TB;
+    const void *ys[TB];
+    for (int b = 0; b < TB; b++) ys[b] = B + (size_t)(j + (b < nj ? b : 0)) * ldb;
+    for (int i = i0; i < i1; i += TA) {
+      int ni = i1 - i < TA ? i1 - i : TA;
+      const float *xs[TA];
+      for (int a = 0; a < TA; a++) xs[a] = A + (size_t)(i + (a < ni ? a : 0)) * lda;
+      __m512 sums[4][TA][TB];
+      trans_passes(xs, ys, main_end, sums, true);
+      for (int a = 0; a < ni; a++)
+        for (int b = 0; b < nj; b++) {
+          float sum = fold_main(sums[0][a][b], sums[1][a][b], sums[2][a][b], sums[3][a][b]);
+          if (main_end != K) {
+            float rest[64];
+            const uint16_t *y = (const uint16_t *)ys[b] + main_end;
+            for (int k = 0; k < K - main_end; k++) rest[k] = _cvtsh_ss(y[k]);
+            sum = gm_dot_f32arith_tail(xs[a] + main_end, rest, K - main_end, sum);
+          } else {
+            sum = sum + 0.0f;
+          }
+          float v = alpha * sum;
+          C[(size_t)(i + a) * ldc + j + b] = bias ? bias[j + b] + v : v;
+        }
     }
   }
 }

@@ -40,12 +40,13 @@ bool gm_matmul_f32_packed(int M, int N, int K, bool trans_b, float alpha, bool b
 // through the model goldens (tests/test_profile.c).
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads);
-// One row a[K] against B given as f16 bits (an f16 run's weights; B [K, N] as stored or, with
-// trans_b, [N, K], row stride ldb): c[N] with the bits gm_matmul_f16_torch gives for M = 1 on B
-// widened to f32. The AVX-512 kernels read the f16 bits (half the bytes: decode streams the
-// weights); gm_matmul_f16_row_fast says whether they run here (else scalar code, same bits).
-void gm_matmul_f16_torch_row(const float *a, const uint16_t *B, int ldb, bool trans_b, const float *bias, float alpha,
-                             float *c, int N, int K, int threads);
+// gm_matmul_f16_torch with B given as f16 bits (an f16 run's weights; B [K, N] as stored or, with
+// trans_b, [N, K], row stride ldb): the same bits as on B widened to f32. The AVX-512 kernels read
+// the f16 bits (half the bytes: decode streams the weights, the lm_head's strips take half the
+// cache); gm_matmul_f16_row_fast says whether they run here (else scalar code, same bits). Fast
+// for one row (decode) and for B transposed (lm_head); other shapes run row by row.
+void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
+                           float alpha, float *C, int ldc, int M, int N, int K, int threads);
 bool gm_matmul_f16_row_fast(void);
 // bf16 product in the order of AVX512-BF16 dot products (matmul_bf16.c: pairs of K, odd element
 // first, DAZ/FTZ), f32 accumulation, alpha * acc (+ bias); A and B hold bf16 values. The same bits

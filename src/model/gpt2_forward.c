@@ -74,7 +74,7 @@ static void residual_add(gm_dtype dt, float *h, const float *y, size_t n) {
 static void linear(const gpt2_run *r, const float *x, int K, const float *W, const uint32_t *Wp, const uint16_t *Wh,
                    const float *b, float *out, int cols) {
   if (r->dt == GM_BF16 && Wp) gm_matmul_bf16_packed(x, K, Wp, b, 1.0f, out, cols, r->N, cols, K, r->threads);
-  else if (r->dt == GM_F16 && Wh && r->N == 1) gm_matmul_f16_torch_row(x, Wh, cols, false, b, 1.0f, out, cols, K, r->threads);
+  else if (r->dt == GM_F16 && Wh && r->N == 1) gm_matmul_f16_torch_h(x, K, Wh, cols, false, b, 1.0f, out, cols, 1, cols, K, r->threads);
   else gpt2_matmul(r->dt, x, K, W, cols, false, b, 1.0f, out, cols, r->N, cols, K, r->threads);
   gm_round_inplace(r->dt, out, (size_t)r->N * cols);
 }
@@ -115,7 +115,7 @@ static void lm_head(const gpt2_run *r, const float *xn, int keep, float *logits)
       const float *x = xn + ((size_t)b * r->T + (r->T - keep)) * D;
       float *o = logits + (size_t)b * keep * V;
       if (bf16p) gm_matmul_bf16_packed(x, D, m->lm_head_p, NULL, 1.0f, o, V, keep, V, D, r->threads);
-      else if (f16h && keep == 1) gm_matmul_f16_torch_row(x, m->lm_head_h, D, true, NULL, 1.0f, o, V, D, r->threads);
+      else if (f16h) gm_matmul_f16_torch_h(x, D, m->lm_head_h, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
       else gpt2_matmul(r->dt, x, D, m->lm_head, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
     }
   } else if (keep == r->T) {
