@@ -32,8 +32,6 @@ void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int l
                                   float *C, int ldc, int i0, int i1, int j0, int j1, int K);
 void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
                             float *C);
-void gm_trans_row_f16_avx512(const float *x, const uint16_t *B, int ldb, const float *bias, float alpha, float *C, int j0,
-                             int j1, int K);
 void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
                                int ldc, int i0, int i1, int j0, int j1, int K);
 
@@ -186,7 +184,7 @@ static float dot_f32arith_f16_scalar(const float *x, const uint16_t *y, int K) {
 // Columns j0..j1 of rows 0..M-1 (one work item).
 static void f16h_piece(bool fast, const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
                        float alpha, float *C, int ldc, int M, int j0, int j1, int K) {
-  if (fast && trans_b && M > 1 && (K & ~63) >= 128) { // rows in blocks of 64 so the strip of B stays in L1
+  if (fast && trans_b) { // rows in blocks of 64 so the strip of B stays in L1
     for (int i = 0; i < M; i += 64)
       gm_trans_block_f16_avx512(A, lda, B, ldb, bias, alpha, C, ldc, i, i + 64 < M ? i + 64 : M, j0, j1, K);
     return;
@@ -194,8 +192,7 @@ static void f16h_piece(bool fast, const float *A, int lda, const uint16_t *B, in
   for (int i = 0; i < M; i++) {
     const float *a = A + (size_t)i * lda;
     float *c = C + (size_t)i * ldc;
-    if (fast && trans_b) gm_trans_row_f16_avx512(a, B, ldb, bias, alpha, c, j0, j1, K);
-    else if (fast) gm_dot4_row_f16_avx512(a, B + j0, ldb, K, j1 - j0, alpha, bias ? bias + j0 : NULL, c + j0);
+    if (fast) gm_dot4_row_f16_avx512(a, B + j0, ldb, K, j1 - j0, alpha, bias ? bias + j0 : NULL, c + j0);
     else
       for (int j = j0; j < j1; j++) {
         float v = alpha * (trans_b ? dot_f32arith_f16_scalar(a, B + (size_t)j * ldb, K) : dot4_col_f16_scalar(a, B, ldb, K, j));

@@ -310,12 +310,6 @@ static inline __attribute__((always_inline)) void trans_one_row_body(const float
     for (int q = 0; q < 4; q++) sums[q][0][b] = acc[b][q];
 }
 
-static void trans_one_row(const float *x, const float *const ys[TB], int main_end, __m512 sums[4][TA][TB]) {
-  const void *yv[TB];
-  for (int b = 0; b < TB; b++) yv[b] = ys[b];
-  trans_one_row_body(x, yv, main_end, sums, false);
-}
-
 // Every register of the block, one pass each (a short edge block repeats its spare rows).
 static void trans_passes(const float *const xs[TA], const void *const ys[TB], int main_end, __m512 sums[4][TA][TB], bool half) {
   if (half)
@@ -324,99 +318,58 @@ static void trans_passes(const float *const xs[TA], const void *const ys[TB], in
     for (int q = 0; q < 4; q++) trans_pass(TA, TB, xs, ys, main_end, q, sums[q], false);
 }
 
-void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
-                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K) {
+// The sum of the elements after the 64-element blocks (K % 64 of them), added to the blocks' folded
+// sum in the f32 order of the rest; y holds f32 values or (half) f16 bits, widened first.
+static float add_rest(const float *x, const void *y, int main_end, int K, float sum, bool half) {
+  if (main_end == K) return sum + 0.0f; // ATen still adds the (zero) folded rest register: -0 -> +0
+  if (!half) return gm_dot_f32arith_tail(x, (const float *)y, K, sum);
+  float rest[64];
+  const uint16_t *yh = (const uint16_t *)y + main_end;
+  for (int k = 0; k < K - main_end; k++) rest[k] = _cvtsh_ss(yh[k]);
+  return gm_dot_f32arith_tail(x + main_end, rest, K - main_end, sum);
+}
+
+// C[i, j] = alpha * dot(A row i, B row j) (+ bias[j]) for rows i0..i1, columns j0..j1: four rows
+// of A against six rows of B at a time (one row of A: trans_one_row_body). B holds f32 values or
+// (half) f16 bits; half is a constant at each call.
+static inline __attribute__((always_inline)) void trans_block(const float *A, int lda, const void *B, int ldb,
+                                                             const float *bias, float alpha, float *C, int ldc, int i0,
+                                                             int i1, int j0, int j1, int K, bool half) {
   int main_end = K & ~63;
-  if (main_end < 128) { trans_block_short(A, lda, B, ldb, bias, alpha, C, ldc, i0, i1, j0, j1, K); return; }
+  size_t elem = half ? sizeof(uint16_t) : sizeof(float);
   for (int j = j0; j < j1; j += TB) {
     int nj = j1 - j < TB ? j1 - j : TB;
-    const float *ys[TB];
-    for (int b = 0; b < TB; b++) ys[b] = B + (size_t)(j + (b < nj ? b : 0)) * ldb;
+    const void *ys[TB];
+    for (int b = 0; b < TB; b++) ys[b] = (const char *)B + (size_t)(j + (b < nj ? b : 0)) * ldb * elem;
     for (int i = i0; i < i1; i += TA) {
       int ni = i1 - i < TA ? i1 - i : TA;
       const float *xs[TA];
       for (int a = 0; a < TA; a++) xs[a] = A + (size_t)(i + (a < ni ? a : 0)) * lda;
       __m512 sums[4][TA][TB];
-      if (ni == 1) trans_one_row(xs[0], ys, main_end, sums);
-      else {
-        const void *yv[TB];
-        for (int b = 0; b < TB; b++) yv[b] = ys[b];
-        trans_passes(xs, yv, main_end, sums, false);
-      }
+      if (ni == 1) trans_one_row_body(xs[0], ys, main_end, sums, half);
+      else trans_passes(xs, ys, main_end, sums, half);
       for (int a = 0; a < ni; a++)
         for (int b = 0; b < nj; b++) {
           float sum = fold_main(sums[0][a][b], sums[1][a][b], sums[2][a][b], sums[3][a][b]);
-          // no rest: ATen still adds the (zero) folded rest register, which turns -0 into +0
-          sum = main_end != K ? gm_dot_f32arith_tail(xs[a], ys[b], K, sum) : sum + 0.0f;
-          float v = alpha * sum;
+          float v = alpha * add_rest(xs[a], ys[b], main_end, K, sum, half);
           C[(size_t)(i + a) * ldc + j + b] = bias ? bias[j + b] + v : v;
         }
     }
   }
 }
 
-// One row x of A against rows j0..j1 of B given as f16 bits (an f16 run's lm_head, decode): the
-// order of gm_matmul_trans_block_avx512 for one row, for any K (with one or no 64-element block
-// this is the short kernel's order too: its fold16 adds the same lanes as fold_main).
-void gm_trans_row_f16_avx512(const float *x, const uint16_t *B, int ldb, const float *bias, float alpha, float *C, int j0,
-                             int j1, int K);
-void gm_trans_row_f16_avx512(const float *x, const uint16_t *B, int ldb, const float *bias, float alpha, float *C, int j0,
-                             int j1, int K) {
-  int main_end = K & ~63;
-  for (int j = j0; j < j1; j += TB) {
-    int nj = j1 - j < TB ? j1 - j : TB;
-    const void *ys[TB];
-    for (int b = 0; b < TB; b++) ys[b] = B + (size_t)(j + (b < nj ? b : 0)) * ldb;
-    __m512 sums[4][TA][TB];
-    trans_one_row_body(x, ys, main_end, sums, true);
-    for (int b = 0; b < nj; b++) {
-      float sum = fold_main(sums[0][0][b], sums[1][0][b], sums[2][0][b], sums[3][0][b]);
-      if (main_end != K) { // the rest (< 64 elements) widened, then the f32 order of the rest
-        float rest[64];
-        const uint16_t *y = (const uint16_t *)ys[b] + main_end;
-        for (int k = 0; k < K - main_end; k++) rest[k] = _cvtsh_ss(y[k]);
-        sum = gm_dot_f32arith_tail(x + main_end, rest, K - main_end, sum);
-      } else {
-        sum = sum + 0.0f; // ATen adds the (zero) folded rest register: -0 -> +0
-      }
-      float v = alpha * sum;
-      C[j + b] = bias ? bias[j + b] + v : v;
-    }
-  }
+void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
+                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K) {
+  if ((K & ~63) < 128) { trans_block_short(A, lda, B, ldb, bias, alpha, C, ldc, i0, i1, j0, j1, K); return; }
+  trans_block(A, lda, B, ldb, bias, alpha, C, ldc, i0, i1, j0, j1, K, false);
 }
 
-// Rows i0..i1 of A against rows j0..j1 of B given as f16 bits (an f16 run's lm_head, prefill): the
-// order of gm_matmul_trans_block_avx512 for K with two or more 64-element blocks (four rows of A by
-// six rows of B, one pass per register); B's rows take half the cache of the f32 copy.
+// The same with B given as f16 bits (an f16 run's lm_head), for any K (with one or no 64-element
+// block this is also the short kernel's order: its fold16 adds the same lanes as fold_main). B's
+// rows take half the cache, and a decode row streams half the bytes.
 void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
                                int ldc, int i0, int i1, int j0, int j1, int K);
 void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
                                int ldc, int i0, int i1, int j0, int j1, int K) {
-  int main_end = K & ~63;
-  for (int j = j0; j < j1; j += TB) {
-    int nj = j1 - j < TB ? j1 - j : TB;
-    const void *ys[TB];
-    for (int b = 0; b < TB; b++) ys[b] = B + (size_t)(j + (b < nj ? b : 0)) * ldb;
-    for (int i = i0; i < i1; i += TA) {
-      int ni = i1 - i < TA ? i1 - i : TA;
-      const float *xs[TA];
-      for (int a = 0; a < TA; a++) xs[a] = A + (size_t)(i + (a < ni ? a : 0)) * lda;
-      __m512 sums[4][TA][TB];
-      trans_passes(xs, ys, main_end, sums, true);
-      for (int a = 0; a < ni; a++)
-        for (int b = 0; b < nj; b++) {
-          float sum = fold_main(sums[0][a][b], sums[1][a][b], sums[2][a][b], sums[3][a][b]);
-          if (main_end != K) {
-            float rest[64];
-            const uint16_t *y = (const uint16_t *)ys[b] + main_end;
-            for (int k = 0; k < K - main_end; k++) rest[k] = _cvtsh_ss(y[k]);
-            sum = gm_dot_f32arith_tail(xs[a] + main_end, rest, K - main_end, sum);
-          } else {
-            sum = sum + 0.0f;
-          }
-          float v = alpha * sum;
-          C[(size_t)(i + a) * ldc + j + b] = bias ? bias[j + b] + v : v;
-        }
-    }
-  }
+  trans_block(A, lda, B, ldb, bias, alpha, C, ldc, i0, i1, j0, j1, K, true);
 }
