@@ -106,12 +106,16 @@ for dts, th in [(d, t) for d in args.dtypes for t in args.threads]:
     # the same FLOP count per token as gptmeg's (its JSON): kept rows' lm_head only, or all of it
     tp_gf = g["prefill_gflops"] / g["prefill_tokens_per_s"] * tp
     ta_gf = g["prefill_all_logits_gflops"] / g["prefill_all_logits_tokens_per_s"] * ta
-    print(f"{th:7d} {'gptmeg':>8} {g['gemm_gflops']:10.1f} {g['prefill_tokens_per_s']:14.1f} {g['prefill_pct_of_gemm']:14.0f}% "
-          f"{g['prefill_all_logits_tokens_per_s']:17.1f} {g['prefill_all_logits_pct_of_gemm']:10.0f}% "
+    # gptmeg's gemm in the run's dtype (f16/bf16: its own matmul; f32: OpenBLAS), as torch's column
+    gg = g.get("gemm_dtype_gflops", g["gemm_gflops"])
+    gp = g.get("prefill_pct_of_dtype_gemm", g["prefill_pct_of_gemm"])
+    gpa = g.get("prefill_all_logits_pct_of_dtype_gemm", g["prefill_all_logits_pct_of_gemm"])
+    print(f"{th:7d} {'gptmeg':>8} {gg:10.1f} {g['prefill_tokens_per_s']:14.1f} {gp:14.0f}% "
+          f"{g['prefill_all_logits_tokens_per_s']:17.1f} {gpa:10.0f}% "
           f"{g['decode_tokens_per_s']:13.1f} {g['decode_ms_per_token']:14.2f}")
     print(f"{'':7} {'torch':>8} {tg:10.1f} {tp:14.1f} {100 * tp_gf / tg:14.0f}% {ta:17.1f} {100 * ta_gf / tg:10.0f}% "
           f"{td:13.1f} {1e3 / td:14.2f}")
-    print(f"{'':7} {'ratio':>8} {g['gemm_gflops'] / tg:10.2f} {g['prefill_tokens_per_s'] / tp:14.2f} {'':>15} "
+    print(f"{'':7} {'ratio':>8} {gg / tg:10.2f} {g['prefill_tokens_per_s'] / tp:14.2f} {'':>15} "
           f"{g['prefill_all_logits_tokens_per_s'] / ta:17.2f} {'':>11} {g['decode_tokens_per_s'] / td:13.2f}")
     print(f"{'':7} {'memory':>8} gptmeg VmHWM {g['vm_hwm_bytes'] / 2**20:.0f} MiB generation path "
           f"({g['vm_hwm_over_weights_kv']:.2f}x weights {g['weights_bytes'] / 2**20:.0f} MiB + KV "

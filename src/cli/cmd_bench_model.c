@@ -18,7 +18,8 @@ static const char *bench_model_help =
     "Builds a random model of the config's shape in memory (default gpt2, the 124M shape; no files),\n"
     "then times, in one run:\n"
     "  gemm         the f32 matmul the forward uses (OpenBLAS sgemm single-threaded per tile, OpenMP\n"
-    "               over tiles) on square N x N x N (default 2048): GFLOP/s, the machine's reachable rate\n"
+    "               over tiles) on square N x N x N (default 2048): GFLOP/s, the machine's reachable rate;\n"
+    "               with --dtype f16|bf16 also gptmeg's matmul in that dtype on the same shape\n"
     "  prefill      one forward of N tokens (default 512, B=1; best of 2) as generation runs it: only\n"
     "               the last position's logits (logits_to_keep = 1): tokens/s, GFLOP/s, % of gemm\n"
     "  decode       after a --prompt-token prefill (default 128, last logits only), --decode\n"
@@ -119,6 +120,23 @@ int cmd_bench_model(int argc, char **argv) {
     if (t < t_gemm) t_gemm = t;
   }
   double gemm_gflops = 2.0 * (double)gemm_n * gemm_n * gemm_n / t_gemm * 1e-9;
+  // f16/bf16 runs: also the rate of the run's own matmul (the prefill's linear layers), same shape.
+  double gemm_dt_gflops = 0;
+  if (dt != GM_F32) {
+    gm_round_inplace(dt, A, nn);
+    gm_round_inplace(dt, Bm, nn);
+    double t_dt = 1e30;
+    for (int rep = 0; rep < 3; rep++) {
+      double t1 = gm_now_s();
+      if (dt == GM_BF16)
+        gm_matmul_bf16(A, (int)gemm_n, Bm, (int)gemm_n, false, NULL, 1.0f, C, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)threads);
+      else
+        gm_matmul_f16_torch(A, (int)gemm_n, Bm, (int)gemm_n, false, NULL, 1.0f, C, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)threads);
+      double t = gm_now_s() - t1;
+      if (t < t_dt) t_dt = t;
+    }
+    gemm_dt_gflops = 2.0 * (double)gemm_n * gemm_n * gemm_n / t_dt * 1e-9;
+  }
   free(A); free(Bm); free(C);
 
   // 2. The model, random, in memory.
@@ -193,6 +211,11 @@ int cmd_bench_model(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "init_s", t_init);
     cJSON_AddNumberToObject(o, "gemm_n", (double)gemm_n);
     cJSON_AddNumberToObject(o, "gemm_gflops", gemm_gflops);
+    if (dt != GM_F32) {
+      cJSON_AddNumberToObject(o, "gemm_dtype_gflops", gemm_dt_gflops);
+      cJSON_AddNumberToObject(o, "prefill_pct_of_dtype_gemm", 100 * pf_flops / t_prefill * 1e-9 / gemm_dt_gflops);
+      cJSON_AddNumberToObject(o, "prefill_all_logits_pct_of_dtype_gemm", 100 * all_flops / t_all * 1e-9 / gemm_dt_gflops);
+    }
     cJSON_AddNumberToObject(o, "prefill_tokens", (double)prefill);
     cJSON_AddNumberToObject(o, "prefill_s", t_prefill);
     cJSON_AddNumberToObject(o, "prefill_tokens_per_s", pf_tps);
@@ -228,6 +251,10 @@ int cmd_bench_model(int argc, char **argv) {
     printf("model    %s, %s, %.1f M parameters (random, built in %.2f s), %ld thread(s)\n", cfg_s, gm_dtype_name(dt),
            (double)m.n_params / 1e6, t_init, threads);
     printf("gemm     %ldx%ldx%ld f32: %.1f GFLOP/s\n", gemm_n, gemm_n, gemm_n, gemm_gflops);
+    if (dt != GM_F32)
+      printf("gemm     %ldx%ldx%ld %s (gptmeg's %s matmul): %.1f GFLOP/s; prefill %.0f%%, all-logits %.0f%% of it\n", gemm_n,
+             gemm_n, gemm_n, gm_dtype_name(dt), gm_dtype_name(dt), gemm_dt_gflops, 100 * pf_flops / t_prefill * 1e-9 / gemm_dt_gflops,
+             100 * all_flops / t_all * 1e-9 / gemm_dt_gflops);
     printf("prefill  %ld tokens, last logits only (generation): %.3f s, %.1f tokens/s, %.1f GFLOP/s = %.0f%% of gemm\n",
            prefill, t_prefill, pf_tps, pf_gf, 100 * pf_gf / gemm_gflops);
     printf("decode   %ld tokens after a %ld-token prompt: %.1f tokens/s, %.2f ms/token, %.1f GFLOP/s, %.1f GB/s of matrix "
