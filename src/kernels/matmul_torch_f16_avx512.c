@@ -261,23 +261,23 @@ static void trans_block_short(const float *A, int lda, const float *B, int ldb, 
   }
 }
 
-enum { TA = 4, TB = 6 }; // rows of A by rows of B per block
+enum { TA = 4, TB = 4 }; // rows of A by rows of B per block: 16 pairs, folded together by fold16
 
 // Register q of every (row of A, row of B) pair of the block, over the 64-element blocks below
-// main_end: 24 accumulators, 4 + 6 loads per 24 FMAs. na, nb are constants at each call.
+// main_end: 16 accumulators, 4 + 4 loads per 16 FMAs. na, nb are constants at each call.
 static inline __attribute__((always_inline)) void trans_pass(int na, int nb, const float *const xs[TA],
                                                             const void *const ys[TB], int main_end, int q,
                                                             __m512 out[TA][TB], bool half) {
   __m512 acc[TA][TB];
 #pragma GCC unroll 4
   for (int a = 0; a < na; a++)
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int b = 0; b < nb; b++) acc[a][b] = _mm512_setzero_ps();
   for (int l = 16 * q; l < main_end; l += 64) {
     __m512 x[TA];
 #pragma GCC unroll 4
     for (int a = 0; a < na; a++) x[a] = _mm512_loadu_ps(xs[a] + l);
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int b = 0; b < nb; b++) {
       __m512 y = load_b(ys[b], (size_t)l, half);
 #pragma GCC unroll 4
@@ -286,7 +286,7 @@ static inline __attribute__((always_inline)) void trans_pass(int na, int nb, con
   }
 #pragma GCC unroll 4
   for (int a = 0; a < na; a++)
-#pragma GCC unroll 6
+#pragma GCC unroll 4
     for (int b = 0; b < nb; b++) out[a][b] = acc[a][b];
 }
 
@@ -295,7 +295,7 @@ static inline __attribute__((always_inline)) void trans_pass(int na, int nb, con
 static inline __attribute__((always_inline)) void trans_one_row_body(const float *x, const void *const ys[TB], int main_end,
                                                                     __m512 sums[4][TA][TB], bool half) {
   __m512 acc[TB][4];
-#pragma GCC unroll 6
+#pragma GCC unroll 4
   for (int b = 0; b < TB; b++)
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++) acc[b][q] = _mm512_setzero_ps();
@@ -303,7 +303,7 @@ static inline __attribute__((always_inline)) void trans_one_row_body(const float
 #pragma GCC unroll 4
     for (int q = 0; q < 4; q++) {
       __m512 xv = _mm512_loadu_ps(x + l + 16 * q);
-#pragma GCC unroll 6
+#pragma GCC unroll 4
       for (int b = 0; b < TB; b++) acc[b][q] = _mm512_fmadd_ps(xv, load_b(ys[b], (size_t)l + 16 * q, half), acc[b][q]);
     }
   for (int b = 0; b < TB; b++)
@@ -329,8 +329,28 @@ static float add_rest(const float *x, const void *y, int main_end, int K, float 
   return gm_dot_f32arith_tail(x + main_end, rest, K - main_end, sum);
 }
 
+// A full 4 x 4 block with no rest after the 64-element blocks: the 16 pairs fold together (fold16
+// adds the same lanes as fold_main), lane 4a + b = C[i + a, j + b]; then alpha *, + 0 (the zero
+// rest register), + bias, each a separate rounding as in the element-by-element code.
+static inline __attribute__((always_inline)) void store_block16(__m512 sums[4][TA][TB], const float *bias, float alpha,
+                                                               float *C, int ldc, int i, int j) {
+  __m512 v[16];
+#pragma GCC unroll 4
+  for (int a = 0; a < TA; a++)
+#pragma GCC unroll 4
+    for (int b = 0; b < TB; b++)
+      v[TB * a + b] = _mm512_add_ps(_mm512_add_ps(sums[0][a][b], sums[2][a][b]), _mm512_add_ps(sums[1][a][b], sums[3][a][b]));
+  __m512 out = _mm512_add_ps(fold16(v), _mm512_setzero_ps());
+  out = _mm512_mul_ps(_mm512_set1_ps(alpha), out);
+  if (bias) out = _mm512_add_ps(_mm512_broadcast_f32x4(_mm_loadu_ps(bias + j)), out);
+  _mm_storeu_ps(C + (size_t)i * ldc + j, _mm512_castps512_ps128(out));
+  _mm_storeu_ps(C + (size_t)(i + 1) * ldc + j, _mm512_extractf32x4_ps(out, 1));
+  _mm_storeu_ps(C + (size_t)(i + 2) * ldc + j, _mm512_extractf32x4_ps(out, 2));
+  _mm_storeu_ps(C + (size_t)(i + 3) * ldc + j, _mm512_extractf32x4_ps(out, 3));
+}
+
 // C[i, j] = alpha * dot(A row i, B row j) (+ bias[j]) for rows i0..i1, columns j0..j1: four rows
-// of A against six rows of B at a time (one row of A: trans_one_row_body). B holds f32 values or
+// of A against four rows of B at a time (one row of A: trans_one_row_body). B holds f32 values or
 // (half) f16 bits; half is a constant at each call.
 static inline __attribute__((always_inline)) void trans_block(const float *A, int lda, const void *B, int ldb,
                                                              const float *bias, float alpha, float *C, int ldc, int i0,
@@ -348,6 +368,10 @@ static inline __attribute__((always_inline)) void trans_block(const float *A, in
       __m512 sums[4][TA][TB];
       if (ni == 1) trans_one_row_body(xs[0], ys, main_end, sums, half);
       else trans_passes(xs, ys, main_end, sums, half);
+      if (ni == TA && nj == TB && main_end == K) {
+        store_block16(sums, bias, alpha, C, ldc, i, j);
+        continue;
+      }
       for (int a = 0; a < ni; a++)
         for (int b = 0; b < nj; b++) {
           float sum = fold_main(sums[0][a][b], sums[1][a][b], sums[2][a][b], sums[3][a][b]);
