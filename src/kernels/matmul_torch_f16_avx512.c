@@ -179,8 +179,9 @@ void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, i
 // The transposed-B order of matmul_torch_f16.c with AVX-512: ATen's eight 8-lane registers of a
 // 64-element block sit pairwise in four 16-lane registers (register q holds r = 2q and 2q + 1),
 // so the same sums come out. Computes C[i, j] = alpha * dot(A row i, B row j) (+ bias[j]) for
-// rows i0..i1 and columns j0..j1, four rows of A against six rows of B at a time; register q of
-// the block's 24 pairs is summed in its own pass over K (q = 0..3), then each pair folds.
+// rows i0..i1 and columns j0..j1, four rows of A against four rows of B at a time; register q of
+// the block's 16 pairs is summed in its own pass over K (q = 0..3), then the 16 pairs fold
+// together (fold16 below; fold_main one by one at the edges and where K % 64 leaves a rest).
 float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
 
 static float fold_main(__m512 q0, __m512 q1, __m512 q2, __m512 q3) {
