@@ -5,8 +5,12 @@
 // each lane runs Welford's update over chunks of 16 steps, chunks are merged through a binary
 // cascade, the leftover N % width elements run a scalar Welford, and the 8 lanes are then merged
 // into it one by one.
-// Where ATen's source writes a*b + c, GCC (which builds PyTorch with -ffp-contract=fast) emits an
-// FMA; those sites are written here as fmaf so the bits do not depend on our compiler.
+// Which multiply-adds torch's build fused was measured, site by site, against torch 2.15's own mean
+// and rstd (tools/ref/probe_layernorm_f16.py; tests/test_layernorm.c holds every dtype to them bit
+// for bit): the Welford steps and the scalar merges are fused, the vector merges round the mean's
+// product and fuse d * ((d * c) * m0) onto (m2 + m2_add), and the scalar tail's m2 step is fused
+// only in the f16 kernel. Those sites are written as fmaf or as separate operations (this project
+// builds with -ffp-contract=off), so the bits do not depend on our compiler.
 // rstd = 1 / sqrt(var + (float)eps); y = fma((x - mean) * rstd, w, b) for f32 rows (width 8),
 // y = fma(fma(x, rstd, -rstd * mean), w, b) for f16/bf16 rows (width 16).
 #include "kernels/layernorm_row.h"
@@ -14,7 +18,7 @@
 
 #include <omp.h>
 
-void gm_layernorm_row_avx2(const float *x, const float *w, const float *b, float *y, int D, float eps, int width);
+void gm_layernorm_row_avx2(const float *x, const float *w, const float *b, float *y, int D, float eps, gm_ln_kernel kernel);
 
 static bool have_fma(void) {
   static int cached = -1;
@@ -22,14 +26,19 @@ static bool have_fma(void) {
   return cached;
 }
 
-void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, int R, int D, double eps, int width,
+void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, int R, int D, double eps, gm_ln_kernel kernel,
                       int threads) {
   if (threads <= 0) threads = omp_get_max_threads();
-  if (width != 8 && width != 16) width = 8;
   const bool fma = have_fma();
 #pragma omp parallel for schedule(static) num_threads(threads) if (R > 16)
   for (int r = 0; r < R; r++) {
-    if (fma) gm_layernorm_row_avx2(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, width);
-    else layernorm_row(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, width);
+    if (fma) gm_layernorm_row_avx2(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, kernel);
+    else layernorm_row(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, kernel);
   }
+}
+
+void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kernel, float *mean, float *rstd) {
+  float var;
+  row_moments(x, D, kernel, mean, &var);
+  *rstd = 1.0f / sqrtf(var + (float)eps);
 }

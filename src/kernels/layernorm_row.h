@@ -4,6 +4,8 @@
 #ifndef GPTMEG_KERNELS_LAYERNORM_ROW_H
 #define GPTMEG_KERNELS_LAYERNORM_ROW_H
 
+#include "kernels/nn.h"
+
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -25,13 +27,20 @@ static void merge_lane(long cnt, float m1a, float m2a, long *m0, float *m1, floa
   *m0 = n;
 }
 
+// Merges the 8-lane accumulators a into `into` (ATen's AddMomentsVec: the two halves of an f16/bf16
+// step, and the chunk cascade). Its roundings differ from the scalar merge's: as measured against
+// torch 2.15's own mean and rstd (tools/ref/probe_layernorm_f16.py, f32/f16/bf16 rows of 8 to 3072
+// elements), the mean's product is rounded before the add, and the m2 update is
+// fma(d, (d * c) * m0, m2 + m2_add), the old sums added first.
 static void merge_moments(const moments *a, moments *into, int lanes) {
-  long m0 = 0;
+  long n = into->count + a->count;
+  float c = n == 0 ? 0.0f : (float)a->count / (float)n, m0 = (float)into->count;
   for (int k = 0; k < lanes; k++) {
-    m0 = into->count;
-    merge_lane(a->count, a->m1[k], a->m2[k], &m0, &into->m1[k], &into->m2[k]);
+    float d = a->m1[k] - into->m1[k];
+    into->m1[k] = into->m1[k] + c * d;
+    into->m2[k] = fmaf(d, (d * c) * m0, into->m2[k] + a->m2[k]);
   }
-  into->count = m0;
+  into->count = n;
 }
 
 static int ceil_log2(long x) {
@@ -44,7 +53,8 @@ static int ceil_log2(long x) {
 // Mean and biased variance of x[0..N). ATen loads `width` elements per step (8 f32, or 16 f16/bf16
 // widened into two 8-lane halves); each half runs its own Welford update and the halves are merged
 // one after the other into 8-lane accumulators.
-static void row_moments(const float *x, int N, int width, float *mean, float *var) {
+static void row_moments(const float *x, int N, gm_ln_kernel kernel, float *mean, float *var) {
+  const int width = kernel == GM_LN_KERNEL_F32 ? 8 : 16;
   static const float inv[CHUNK] = {1.0f,       1.0f / 2,  1.0f / 3,  1.0f / 4,  1.0f / 5,  1.0f / 6,
                                    1.0f / 7,  1.0f / 8,  1.0f / 9,  1.0f / 10, 1.0f / 11, 1.0f / 12,
                                    1.0f / 13, 1.0f / 14, 1.0f / 15, 1.0f / 16};
@@ -83,18 +93,19 @@ static void row_moments(const float *x, int N, int width, float *mean, float *va
     float d = x[i] - m1;
     m0++;
     m1 = m1 + d / (float)m0;
-    m2 = fmaf(d, x[i] - m1, m2);
+    // measured: torch's f16 kernel fuses this multiply-add, its bf16 and f32 kernels do not
+    m2 = kernel == GM_LN_KERNEL_F16 ? fmaf(d, x[i] - m1, m2) : m2 + d * (x[i] - m1);
   }
   for (int k = 0; k < lanes; k++) merge_lane(stack[0].count, stack[0].m1[k], stack[0].m2[k], &m0, &m1, &m2);
   *mean = m1;
   *var = m2 / (float)N;
 }
 
-static void layernorm_row(const float *x, const float *w, const float *b, float *y, int D, float eps, int width) {
+static void layernorm_row(const float *x, const float *w, const float *b, float *y, int D, float eps, gm_ln_kernel kernel) {
   float mean, var;
-  row_moments(x, D, width, &mean, &var);
+  row_moments(x, D, kernel, &mean, &var);
   float rstd = 1.0f / sqrtf(var + eps);
-  if (width == 8) { // ATen's f32 kernel: (x - mean) * rstd, then * w + b fused
+  if (kernel == GM_LN_KERNEL_F32) { // ATen's f32 kernel: (x - mean) * rstd, then * w + b fused
     for (int i = 0; i < D; i++) y[i] = fmaf((x[i] - mean) * rstd, w[i], b[i]);
   } else { // its reduced-type kernel: x * rstd + (-rstd * mean) fused, then * w + b fused
     float shift = -rstd * mean;

@@ -71,13 +71,20 @@ void gm_sgemm1(const float *A, int lda, const float *B, int ldb, bool trans_b, f
 // Makes OpenBLAS single-threaded (idempotent).
 void gm_blas_single_thread(void);
 
+// Which of ATen's CPU layer-norm kernels to reproduce: the f32 one (8-element steps), or the
+// reduced-type one for f16 or bf16 rows (16-element steps as two 8-lane halves; the two differ only
+// in one rounding of the scalar tail).
+typedef enum { GM_LN_KERNEL_F32, GM_LN_KERNEL_F16, GM_LN_KERNEL_BF16 } gm_ln_kernel;
+
 // y[R, D] = layer_norm(x[R, D]) * w + b, f32 in/out, in ATen's CPU order (layernorm.c): Welford
-// moments in 8 lanes over steps of `width` elements (8: ATen's f32 kernel on AVX2; 16: its
-// f16/bf16 kernel), rstd = 1/sqrt(var + (float)eps), y = fma((x - mean) * rstd, w, b) (width 8)
-// or fma(fma(x, rstd, -rstd * mean), w, b) (width 16).
+// moments in 8 lanes over steps of 8 (GM_LN_KERNEL_F32) or 16 elements, rstd = 1/sqrt(var +
+// (float)eps), y = fma((x - mean) * rstd, w, b) (f32) or fma(fma(x, rstd, -rstd * mean), w, b).
 // Rows in parallel; x and y may alias.
-void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, int R, int D, double eps, int width,
-                      int threads);
+void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, int R, int D, double eps,
+                      gm_ln_kernel kernel, int threads);
+// The row's mean and rstd = 1/sqrt(var + (float)eps) as that kernel computes them (f32, before
+// anything is rounded to the dtype): what torch.native_layer_norm returns with f32 weights.
+void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kernel, float *mean, float *rstd);
 
 // In place softmax of s[0..n) followed by n_masked entries holding mask_value (not stored), as
 // ATen's last-dimension softmax computes it on AVX2: m = max (masked entries included), e = expf(s - m),

@@ -80,9 +80,11 @@ static void linear(const gpt2_run *r, const float *x, int K, const float *W, con
 }
 
 static void layer_norm(const gpt2_run *r, const float *h, const float *w, const float *b, float *out) {
-  // ATen's f32 kernel reads 8 elements a step; its f16/bf16 kernel 16 (the native rule on reduced types)
-  int width = r->dt != GM_F32 && r->p->layer_norm == GM_LN_NATIVE ? 16 : 8;
-  gm_layernorm_f32(h, w, b, out, r->N, r->m->cfg.n_embd, r->m->cfg.layer_norm_epsilon, width, r->threads);
+  // the native rule on f16/bf16 rows runs ATen's reduced-type kernel; f32 rows (and `fp32`) its f32 one
+  gm_ln_kernel kernel = GM_LN_KERNEL_F32;
+  if (r->p->layer_norm == GM_LN_NATIVE && r->dt == GM_F16) kernel = GM_LN_KERNEL_F16;
+  if (r->p->layer_norm == GM_LN_NATIVE && r->dt == GM_BF16) kernel = GM_LN_KERNEL_BF16;
+  gm_layernorm_f32(h, w, b, out, r->N, r->m->cfg.n_embd, r->m->cfg.layer_norm_epsilon, kernel, r->threads);
   gm_round_inplace(r->dt, out, (size_t)r->N * r->m->cfg.n_embd);
 }
 
