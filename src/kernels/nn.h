@@ -87,15 +87,13 @@ void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, 
 void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kernel, float *mean, float *rstd);
 
 // In place softmax of s[0..n) followed by n_masked entries holding mask_value (not stored), as
-// ATen's last-dimension softmax computes it on AVX2: m = max (masked entries included), e = expf(s - m),
-// sum in 8 lanes (element j in lane j % 8) folded as a tree (one by one below 8 elements),
-// s = e * (1/sum), all in f32.
-void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value);
-// s[j] = expf(s[j] - m) for j < n, the subtraction in f32 and expf this process's libm's: through
-// an AVX-512 replica of glibc's expf (softmax_exp_avx512.c) when the CPU has AVX-512 and the
-// replica agrees with expf on a sample (checked once; gm_exp_shift_row_fast says which).
+// PyTorch 2.15's CPU softmax computes it on AVX-512 machines (softmax.c): m = max (masked entries
+// included), e = SLEEF's expf_u10(s - m), the sum in 16 lanes folded as a tree, s = e * (1/sum),
+// all in f32. reduced: the row is an f16/bf16 tensor's (ATen's reduced-type kernel: the last
+// total % 16 elements take libm's expf and are added one by one after the fold).
+void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool reduced);
+// s[j] = expf_u10(s[j] - m) for j < n (SLEEF, the FMA builds: the same bits on AVX-512, AVX2 and scalar).
 void gm_exp_shift_row(float *s, int n, float m);
-bool gm_exp_shift_row_fast(void);
 // x[j] = x[j] / d for j < n (IEEE f32 division; vectorised where the CPU allows, same bits).
 void gm_div_row_f32(float *x, int n, float d);
 

@@ -134,7 +134,7 @@ static void head_softmax(const gpt2_run *r, const score_rule *s, float *X) {
   for (int i = 0; i < r->T; i++) {
     float *x = X + (size_t)i * r->len;
     int vis = r->t0 + i + 1;
-    gm_softmax_row_f32(x, vis, r->len - vis, s->mask);
+    gm_softmax_row_f32(x, vis, r->len - vis, s->mask, r->dt != GM_F32 && !s->x_f32);
     gm_round_inplace(r->dt, x, (size_t)vis);
   }
 }
