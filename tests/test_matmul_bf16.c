@@ -1,6 +1,10 @@
 // gm_matmul_bf16: the AVX512-BF16 kernel against the scalar definition of its order (pairs of K,
 // odd element first, DAZ/FTZ), bit for bit, with bias and alpha, both B layouts, odd and even K,
 // edge sizes, pre-packed B, the allocation-free fallback, and 1 vs 2 threads. Without the instructions both runs take the scalar path.
+// And against PyTorch 2.15 (tools/ref/gen_matmul_goldens.py: addmm, linear and matmul in bf16 with K
+// across oneDNN's K blocks), bit for bit.
+#include "gptmeg/core.h"
+#include "gptmeg/safetensors.h"
 #include "harness.h"
 #include "kernels/nn.h"
 
@@ -12,8 +16,57 @@ static void fill(gm_rng *r, float *x, size_t n, double scale) {
   for (size_t i = 0; i < n; i++) x[i] = gm_round_f32(GM_BF16, (float)(scale * gm_rng_normal(r)));
 }
 
+#define GOLDEN GPTMEG_SOURCE_DIR "/tests/golden/matmul/bf16.safetensors"
+
+static float *get(const gm_safetensors *st, int s, const char *what, int64_t *d0, int64_t *d1) {
+  char name[64];
+  snprintf(name, sizeof name, "s%d.%s", s, what);
+  const gm_st_tensor *t = gm_st_find(st, name);
+  if (!t) return NULL;
+  float *x = malloc(t->numel * sizeof(float));
+  if (x) gm_st_read_f32(t, x);
+  if (d0) *d0 = t->shape[0];
+  if (d1) *d1 = t->ndim > 1 ? t->shape[1] : 1;
+  return x;
+}
+
+static void test_torch(void) {
+  gm_safetensors st;
+  if (gm_st_open(&st, GOLDEN)) { CHECK(0, "%s", gm_errmsg()); return; }
+  int shapes = 0;
+  for (int s = 0;; s++) {
+    int64_t M, K, N, k2;
+    float *A = get(&st, s, "A", &M, &K);
+    if (!A) break;
+    shapes++;
+    float *B = get(&st, s, "B", &k2, &N), *Bt = get(&st, s, "Bt", NULL, NULL), *bias = get(&st, s, "bias", NULL, NULL);
+    size_t n = (size_t)M * N;
+    float *C = malloc(n * sizeof(float));
+    const struct { const char *name; bool trans; bool with_bias; } cases[] = {
+        {"addmm", false, true}, {"linear", true, true}, {"matmul", false, false}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+      float *ref = get(&st, s, cases[c].name, NULL, NULL);
+      for (int threads = 1; threads <= 2; threads++) {
+        gm_matmul_bf16(A, (int)K, cases[c].trans ? Bt : B, cases[c].trans ? (int)K : (int)N, cases[c].trans,
+                       cases[c].with_bias ? bias : NULL, 1.0f, C, (int)N, (int)M, (int)N, (int)K, threads);
+        gm_round_inplace(GM_BF16, C, n);
+        int bad = 0;
+        for (size_t i = 0; i < n; i++) bad += memcmp(&C[i], &ref[i], sizeof(float)) != 0;
+        CHECK(bad == 0, "torch: shape %d (M %lld, K %lld, N %lld) %s, %d threads: %d of %zu differ", s, (long long)M,
+              (long long)K, (long long)N, cases[c].name, threads, bad, n);
+      }
+      free(ref);
+    }
+    printf("  torch: M %lld K %lld N %lld, addmm/linear/matmul bit-identical\n", (long long)M, (long long)K, (long long)N);
+    free(A); free(B); free(Bt); free(bias); free(C);
+  }
+  CHECK(shapes >= 8, "only %d shapes in %s", shapes, GOLDEN);
+  gm_st_close(&st);
+}
+
 int main(void) {
-  static const int shapes[][3] = {{1, 1, 1}, {5, 8, 7}, {9, 37, 20}, {4, 768, 50}, {7, 129, 33}, {13, 64, 100}, {1, 768, 40}, {21, 33, 65}};
+  test_torch();
+  static const int shapes[][3] = {{1, 1, 1}, {5, 8, 7}, {9, 37, 20}, {4, 768, 50}, {7, 129, 33}, {13, 64, 100}, {1, 768, 40}, {21, 33, 65}, {9, 1000, 40}, {3, 1025, 33}, {10, 2600, 20}};
   gm_rng r;
   gm_rng_seed(&r, 9);
   for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {

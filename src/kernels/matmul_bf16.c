@@ -1,10 +1,14 @@
-// bf16 matmul in the order of AVX512-BF16 dot products (contract in nn.h). A and B hold bf16
-// values in f32 buffers. Each output accumulates the K products in pairs, as one VDPBF16PS lane
+// bf16 matmul in PyTorch 2.15's CPU order for bf16 on AVX512-BF16 machines (oneDNN's matmul, as
+// measured: tools/ref/gen_matmul_goldens.py, contract in nn.h). A and B hold bf16 values in f32
+// buffers. K is cut into blocks of 512 elements (K <= 1024) or 1024 (K > 1024; one block when
+// K <= 512). Within a block each output accumulates the products in pairs, as one VDPBF16PS lane
 // does: acc = (acc + a[2p+1] * b[2p+1]) + a[2p] * b[2p] for p = 0, 1, ..., both additions rounded
 // to f32 (RNE), bf16 subnormal inputs read as zero and f32 subnormal results flushed to zero; an
-// odd K's last pair has a zero second element. The result is alpha * acc, plus bias when given.
-// The scalar code here and the AVX512-BF16 kernel give the same bits (tests/test_matmul_bf16.c),
-// on any thread count.
+// odd K's last pair has a zero second element. The blocks' sums are added in order (f32), then the
+// result is alpha * sum, plus bias when given. The scalar code here and the AVX512-BF16 kernel give
+// the same bits (tests/test_matmul_bf16.c), on any thread count. (torch's one-row products take
+// other kernels; gptmeg keeps this order for one row too, so a decode step equals its row of a
+// longer product.)
 #include "kernels/nn.h"
 
 #include <float.h>
@@ -15,8 +19,13 @@
 
 enum { STRIP = 32 }; // columns per work item
 
-void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                              const float *bias, float *C, int ldc);
+void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
+                              float alpha, const float *bias, float *C, int ldc);
+
+// Pairs per K block: 256 (512 elements) for K <= 1024, else 512 (1024 elements).
+static int block_pairs(int P) { return P <= 512 ? 256 : 512; }
+
+// One VDPBF16PS lane step: acc + a[2p+1] * b[2p+1], then + a[2p] * b[2p] (pairs a, b as packed).
 
 static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
 
@@ -35,18 +44,26 @@ static float from_bf16(uint32_t h) {
   return f;
 }
 
+static float pair_step(float acc, uint32_t a, uint32_t b) {
+  acc = ftz(acc + ftz(from_bf16(a >> 16) * from_bf16(b >> 16)));
+  return ftz(acc + ftz(from_bf16(a & 0xffff) * from_bf16(b & 0xffff)));
+}
+
 // C[:, strip] for ncols columns of pairs Bs (row p at Bs + p * ldbs).
 static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                          const float *bias, float *C, int ldc) {
+  const int Pb = block_pairs(P);
   for (int i = 0; i < M; i++)
     for (int j = 0; j < ncols; j++) {
-      float acc = 0.0f;
+      float acc = 0.0f, sum = 0.0f;
       for (int p = 0; p < P; p++) {
-        uint32_t a = Ap[(size_t)i * P + p], b = Bs[(size_t)p * ldbs + j];
-        acc = ftz(acc + ftz(from_bf16(a >> 16) * from_bf16(b >> 16)));
-        acc = ftz(acc + ftz(from_bf16(a & 0xffff) * from_bf16(b & 0xffff)));
+        acc = pair_step(acc, Ap[(size_t)i * P + p], Bs[(size_t)p * ldbs + j]);
+        if ((p + 1) % Pb == 0 || p + 1 == P) { // end of a K block
+          sum = p < Pb ? acc : sum + acc;
+          acc = 0.0f;
+        }
       }
-      float v = alpha * acc;
+      float v = alpha * sum;
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
     }
 }
@@ -100,10 +117,10 @@ static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
 // allocated, and the tests' reference): pairs are formed element by element from A and B or Bp.
 void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
                          const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
-  int P = (K + 1) / 2;
+  int P = (K + 1) / 2, Pb = block_pairs(P);
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
-      float acc = 0.0f;
+      float acc = 0.0f, sum = 0.0f;
       for (int p = 0; p < P; p++) {
         const float *a = A + (size_t)i * lda + 2 * p;
         uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f), bp;
@@ -113,10 +130,13 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
           float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
           bp = pair(lo, hi);
         }
-        acc = ftz(acc + ftz(from_bf16(ap >> 16) * from_bf16(bp >> 16)));
-        acc = ftz(acc + ftz(from_bf16(ap & 0xffff) * from_bf16(bp & 0xffff)));
+        acc = pair_step(acc, ap, bp);
+        if ((p + 1) % Pb == 0 || p + 1 == P) { // end of a K block
+          sum = p < Pb ? acc : sum + acc;
+          acc = 0.0f;
+        }
       }
-      float v = alpha * acc;
+      float v = alpha * sum;
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
     }
 }
@@ -144,7 +164,7 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
       }
       const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
       if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
-      if (simd) gm_bf16_strip_avx512bf16(Ap, P, strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+      if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
       else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
     }
     free(Bs);

@@ -1,32 +1,52 @@
 // AVX512-BF16 body of gm_matmul_bf16 (order and contract in matmul_bf16.c): VDPBF16PS does one
 // pair step per lane, eight rows by 32 columns at a time (16 accumulators, enough independent
 // chains to cover the instruction's latency), then four, then one. Each output is one chain over
-// p whatever the blocking, so the bits do not depend on it.
+// the pairs of a K block whatever the blocking of rows and columns, so the bits do not depend on
+// it; the blocks' sums meet in C (the first stored, the next added), then alpha and the bias.
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                              const float *bias, float *C, int ldc);
+void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
+                              float alpha, const float *bias, float *C, int ldc);
 
-// Rows of pairs at Bs + p * ldbs, ncols (<= 32) of them valid.
-void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                              const float *bias, float *C, int ldc) {
-  int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
-  __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);
-  __m512 va = _mm512_set1_ps(alpha);
-  __m512 vb0 = bias ? _mm512_maskz_loadu_ps(m0, bias) : _mm512_setzero_ps();
-  __m512 vb1 = bias && n1 ? _mm512_maskz_loadu_ps(m1, bias + 16) : _mm512_setzero_ps();
+typedef struct {
+  __mmask16 m0, m1;  // valid columns of the two 16-column halves
+  __m512 va, vb0, vb1;
+  bool bias, first, last;
+} strip_out;
+
+// Writes one row's two accumulators for this K block: the first block's sum is stored (or, when it
+// is also the last, finished), later blocks are added to what C holds; the last finishes with
+// alpha * sum (+ bias).
+static inline __attribute__((always_inline)) void put_row(const strip_out *o, float *c, __m512 a0, __m512 a1) {
+  if (!o->first) {
+    a0 = _mm512_add_ps(_mm512_maskz_loadu_ps(o->m0, c), a0);
+    a1 = _mm512_add_ps(_mm512_maskz_loadu_ps(o->m1, c + 16), a1);
+  }
+  if (o->last) {
+    a0 = _mm512_mul_ps(o->va, a0);
+    a1 = _mm512_mul_ps(o->va, a1);
+    if (o->bias) { a0 = _mm512_add_ps(o->vb0, a0); a1 = _mm512_add_ps(o->vb1, a1); }
+  }
+  _mm512_mask_storeu_ps(c, o->m0, a0);
+  if (o->m1) _mm512_mask_storeu_ps(c + 16, o->m1, a1);
+}
+
+// Pairs [p0, p1) of every row of the strip.
+static void strip_block(const uint32_t *Ap, int P, int p0, int p1, const uint32_t *Bs, int ldbs, int M,
+                        const strip_out *o, float *C, int ldc) {
   int i = 0;
   for (; i + 8 <= M; i += 8) {
     const uint32_t *a = Ap + (size_t)i * P;
     __m512 acc[8][2];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (int p = 0; p < P; p++) {
+    for (int p = p0; p < p1; p++) {
       const uint32_t *row = Bs + (size_t)p * ldbs;
-      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, row);
-      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16);
+      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(o->m0, row);
+      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(o->m1, row + 16);
 #pragma GCC unroll 8
       for (int r = 0; r < 8; r++) {
         __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[(size_t)r * P + p]);
@@ -35,28 +55,20 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int
       }
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < 8; r++) {
-      __m512 v0 = _mm512_mul_ps(va, acc[r][0]), v1 = _mm512_mul_ps(va, acc[r][1]);
-      if (bias) { v0 = _mm512_add_ps(vb0, v0); v1 = _mm512_add_ps(vb1, v1); }
-      _mm512_mask_storeu_ps(C + (size_t)(i + r) * ldc, m0, v0);
-      if (m1) _mm512_mask_storeu_ps(C + (size_t)(i + r) * ldc + 16, m1, v1);
-    }
+    for (int r = 0; r < 8; r++) put_row(o, C + (size_t)(i + r) * ldc, acc[r][0], acc[r][1]);
   }
   for (; i < M; i += 4) {
     int R = M - i < 4 ? M - i : 4;
     if (R == 1) { // a single row (decode): one row of accumulators
       const uint32_t *a0 = Ap + (size_t)i * P;
       __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
-      for (int p = 0; p < P; p++) {
+      for (int p = p0; p < p1; p++) {
         const uint32_t *row = Bs + (size_t)p * ldbs;
         __m512bh x = (__m512bh)_mm512_set1_epi32((int)a0[p]);
-        c0 = _mm512_dpbf16_ps(c0, x, (__m512bh)_mm512_maskz_loadu_epi32(m0, row));
-        c1 = _mm512_dpbf16_ps(c1, x, (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16));
+        c0 = _mm512_dpbf16_ps(c0, x, (__m512bh)_mm512_maskz_loadu_epi32(o->m0, row));
+        c1 = _mm512_dpbf16_ps(c1, x, (__m512bh)_mm512_maskz_loadu_epi32(o->m1, row + 16));
       }
-      __m512 v0 = _mm512_mul_ps(va, c0), v1 = _mm512_mul_ps(va, c1);
-      if (bias) { v0 = _mm512_add_ps(vb0, v0); v1 = _mm512_add_ps(vb1, v1); }
-      _mm512_mask_storeu_ps(C + (size_t)i * ldc, m0, v0);
-      if (m1) _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16, m1, v1);
+      put_row(o, C + (size_t)i * ldc, c0, c1);
       continue;
     }
     const uint32_t *a[4];
@@ -65,10 +77,10 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int
     __m512 acc[4][2];
 #pragma GCC unroll 4
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
-    for (int p = 0; p < P; p++) {
+    for (int p = p0; p < p1; p++) {
       const uint32_t *row = Bs + (size_t)p * ldbs;
-      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, row);
-      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16);
+      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(o->m0, row);
+      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(o->m1, row + 16);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; r++) {
         __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[r][p]);
@@ -76,11 +88,26 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, const uint32_t *Bs, int
         acc[r][1] = _mm512_dpbf16_ps(acc[r][1], x, b1);
       }
     }
-    for (int r = 0; r < R; r++) {
-      __m512 v0 = _mm512_mul_ps(va, acc[r][0]), v1 = _mm512_mul_ps(va, acc[r][1]);
-      if (bias) { v0 = _mm512_add_ps(vb0, v0); v1 = _mm512_add_ps(vb1, v1); }
-      _mm512_mask_storeu_ps(C + (size_t)(i + r) * ldc, m0, v0);
-      if (m1) _mm512_mask_storeu_ps(C + (size_t)(i + r) * ldc + 16, m1, v1);
-    }
+    for (int r = 0; r < R; r++) put_row(o, C + (size_t)(i + r) * ldc, acc[r][0], acc[r][1]);
+  }
+}
+
+// Rows of pairs at Bs + p * ldbs, ncols (<= 32) of them valid; K blocks of Pb pairs.
+void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
+                              float alpha, const float *bias, float *C, int ldc) {
+  int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
+  strip_out o;
+  o.m0 = (__mmask16)((1u << n0) - 1u);
+  o.m1 = (__mmask16)((1u << n1) - 1u);
+  o.va = _mm512_set1_ps(alpha);
+  o.vb0 = bias ? _mm512_maskz_loadu_ps(o.m0, bias) : _mm512_setzero_ps();
+  o.vb1 = bias && n1 ? _mm512_maskz_loadu_ps(o.m1, bias + 16) : _mm512_setzero_ps();
+  o.bias = bias != NULL;
+  for (int p0 = 0; p0 < P || p0 == 0; p0 += Pb) {
+    int p1 = P - p0 < Pb ? P : p0 + Pb;
+    o.first = p0 == 0;
+    o.last = p1 >= P;
+    strip_block(Ap, P, p0, p1, Bs, ldbs, M, &o, C, ldc);
+    if (o.last) break;
   }
 }

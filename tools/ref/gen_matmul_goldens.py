@@ -7,7 +7,9 @@ For each shape (M, K, N) the file holds random f16 operands and what torch retur
   baddbmm(empty, A[None], Bt.T[None], beta=0, alpha) B transposed (Bt is [N, K])
 so gm_matmul_f16_torch is checked bit for bit in both of its orders, with and without bias and
 alpha, for K below, at and above the 64-element blocks of the transposed order.
-Writes tests/golden/matmul/f16.safetensors. Run from the repo root.
+Writes tests/golden/matmul/f16.safetensors; and tests/golden/matmul/bf16.safetensors with the same
+products in bf16 (addmm and linear, K across oneDNN's K blocks: 512 and 1024 elements, the point
+where its order departs from one chain of pairs). Run from the repo root.
 """
 import json
 import os
@@ -18,6 +20,8 @@ from safetensors.torch import save_file
 
 OUT = os.path.join("tests", "golden", "matmul")
 SHAPES = [(5, 8, 7), (9, 37, 20), (6, 64, 17), (7, 100, 33), (4, 768, 50), (3, 200, 3), (10, 130, 16)]
+BF16_SHAPES = [(8, 64, 16), (8, 512, 16), (8, 768, 16), (8, 1000, 16), (8, 1025, 16), (8, 2048, 16), (4, 3072, 16),
+               (4, 5000, 16)]
 ALPHA = 0.35355339059327373  # 1/sqrt(8), as transformers' scale_factor
 
 
@@ -42,6 +46,25 @@ def main():
     save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(OUT, "f16.safetensors"),
               metadata={"torch": torch.__version__, "shapes": json.dumps(SHAPES), "alpha": repr(ALPHA)})
     print(f"gen_matmul_goldens: {len(SHAPES)} shapes -> {OUT}/f16.safetensors")
+    t = {}
+    for i, (m, k, n) in enumerate(BF16_SHAPES):
+        # +-2^12 at k = 3 and k = K-5 cancel exactly, so what survives of the small products (lost
+        # to rounding where they share an accumulator with 2^12) shows the order in every output
+        a = torch.randn(m, k, generator=gen)
+        b = torch.randn(k, n, generator=gen) / k ** 0.5
+        bt = torch.randn(n, k, generator=gen) / k ** 0.5
+        a[:, 3] = a[:, k - 5] = 1.0
+        b[3, :], b[k - 5, :], bt[:, 3], bt[:, k - 5] = 2.0 ** 12, -2.0 ** 12, 2.0 ** 12, -2.0 ** 12
+        a, b, bt = a.bfloat16(), b.bfloat16(), bt.bfloat16()
+        bias = (0.01 * torch.randn(n, generator=gen)).bfloat16()
+        p = f"s{i}."
+        t[p + "A"], t[p + "B"], t[p + "Bt"], t[p + "bias"] = a, b, bt, bias
+        t[p + "addmm"] = torch.addmm(bias, a, b)
+        t[p + "linear"] = torch.nn.functional.linear(a, bt, bias)
+        t[p + "matmul"] = torch.matmul(a, b)
+    save_file({k: v.contiguous() for k, v in t.items()}, os.path.join(OUT, "bf16.safetensors"),
+              metadata={"torch": torch.__version__, "shapes": json.dumps(BF16_SHAPES)})
+    print(f"gen_matmul_goldens: {len(BF16_SHAPES)} shapes -> {OUT}/bf16.safetensors")
     return 0
 
 
