@@ -37,6 +37,7 @@ static inline __attribute__((always_inline)) void put_row(const strip_out *o, fl
 // Pairs [p0, p1) of every row of the strip.
 static void strip_block(const uint32_t *Ap, int P, int p0, int p1, const uint32_t *Bs, int ldbs, int M,
                         const strip_out *o, float *C, int ldc) {
+  const __mmask16 m0 = o->m0, m1 = o->m1;
   int i = 0;
   for (; i + 8 <= M; i += 8) {
     const uint32_t *a = Ap + (size_t)i * P;
@@ -45,8 +46,8 @@ static void strip_block(const uint32_t *Ap, int P, int p0, int p1, const uint32_
     for (int r = 0; r < 8; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int p = p0; p < p1; p++) {
       const uint32_t *row = Bs + (size_t)p * ldbs;
-      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(o->m0, row);
-      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(o->m1, row + 16);
+      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, row);
+      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16);
 #pragma GCC unroll 8
       for (int r = 0; r < 8; r++) {
         __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[(size_t)r * P + p]);
@@ -65,8 +66,8 @@ static void strip_block(const uint32_t *Ap, int P, int p0, int p1, const uint32_
       for (int p = p0; p < p1; p++) {
         const uint32_t *row = Bs + (size_t)p * ldbs;
         __m512bh x = (__m512bh)_mm512_set1_epi32((int)a0[p]);
-        c0 = _mm512_dpbf16_ps(c0, x, (__m512bh)_mm512_maskz_loadu_epi32(o->m0, row));
-        c1 = _mm512_dpbf16_ps(c1, x, (__m512bh)_mm512_maskz_loadu_epi32(o->m1, row + 16));
+        c0 = _mm512_dpbf16_ps(c0, x, (__m512bh)_mm512_maskz_loadu_epi32(m0, row));
+        c1 = _mm512_dpbf16_ps(c1, x, (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16));
       }
       put_row(o, C + (size_t)i * ldc, c0, c1);
       continue;
@@ -79,8 +80,8 @@ static void strip_block(const uint32_t *Ap, int P, int p0, int p1, const uint32_
     for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
     for (int p = p0; p < p1; p++) {
       const uint32_t *row = Bs + (size_t)p * ldbs;
-      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(o->m0, row);
-      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(o->m1, row + 16);
+      __m512bh b0 = (__m512bh)_mm512_maskz_loadu_epi32(m0, row);
+      __m512bh b1 = (__m512bh)_mm512_maskz_loadu_epi32(m1, row + 16);
 #pragma GCC unroll 4
       for (int r = 0; r < 4; r++) {
         __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[r][p]);
