@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include "gptmeg/safetensors.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,4 +74,15 @@ char *test_slurp(const char *path) { return test_slurp_len(path, NULL); }
 int test_done(const char *name) {
   printf("%s: %d checks, %d failed, %d skipped\n", name, test_checks, test_failures, skips);
   return test_failures ? 1 : 0;
+}
+
+float *test_st_f32(const void *st, const char *name, int64_t *d0, int64_t *d1) {
+  const gm_st_tensor *t = gm_st_find((const gm_safetensors *)st, name);
+  if (!t) return NULL;
+  float *x = malloc(t->numel * sizeof(float));
+  if (!x) return NULL;
+  gm_st_read_f32(t, x);
+  if (d0) *d0 = t->shape[0];
+  if (d1) *d1 = t->ndim > 1 ? t->shape[1] : 1;
+  return x;
 }

@@ -3,6 +3,7 @@
 #define GPTMEG_TEST_HARNESS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 extern int test_failures;
@@ -33,6 +34,9 @@ double test_max_abs_diff(const float *a, const float *b, size_t n);
 char *test_slurp(const char *path);
 // The same, also giving the length (len may be NULL).
 char *test_slurp_len(const char *path, size_t *len);
+// Tensor `name` of an open safetensors file widened to f32 (caller frees; NULL if absent), with
+// its first two dimensions (d0, d1 may be NULL; d1 = 1 for a vector).
+float *test_st_f32(const void *st, const char *name, int64_t *d0, int64_t *d1);
 // Prints the summary and returns the process exit code.
 int test_done(const char *name);
 

@@ -16,13 +16,7 @@
 static float *get(const gm_safetensors *st, int s, const char *what, int64_t *d0, int64_t *d1) {
   char name[64];
   snprintf(name, sizeof name, "s%d.%s", s, what);
-  const gm_st_tensor *t = gm_st_find(st, name);
-  if (!t) return NULL;
-  float *x = malloc(t->numel * sizeof(float));
-  gm_st_read_f32(t, x);
-  if (d0) *d0 = t->shape[0];
-  if (d1) *d1 = t->ndim > 1 ? t->shape[1] : 1;
-  return x;
+  return test_st_f32(st, name, d0, d1);
 }
 
 static int count_diff(const float *a, const float *b, size_t n) {

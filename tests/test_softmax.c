@@ -113,12 +113,7 @@ static void test_rows(void) {
 static float *get(const gm_safetensors *st, const char *dt, int n, const char *what, int64_t *rows) {
   char name[64];
   snprintf(name, sizeof name, "%s.%d.%s", dt, n, what);
-  const gm_st_tensor *t = gm_st_find(st, name);
-  if (!t) return NULL;
-  float *x = malloc(t->numel * sizeof(float));
-  if (x) gm_st_read_f32(t, x);
-  if (rows) *rows = t->shape[0];
-  return x;
+  return test_st_f32(st, name, rows, NULL);
 }
 
 static void test_torch(void) {
