@@ -48,8 +48,9 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
 void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
                            float alpha, float *C, int ldc, int M, int N, int K, int threads);
 bool gm_matmul_f16_row_fast(void);
-// bf16 product in the order of AVX512-BF16 dot products (matmul_bf16.c: pairs of K, odd element
-// first, DAZ/FTZ), f32 accumulation, alpha * acc (+ bias); A and B hold bf16 values. The same bits
+// bf16 product in torch 2.15's oneDNN order (matmul_bf16.c): K in blocks of 512 (K <= 1024) or 1024
+// elements, each an AVX512-BF16 dot-product chain (pairs of K, odd element first, DAZ/FTZ), the
+// blocks added in order in f32, then alpha * sum (+ bias); A and B hold bf16 values. The same bits
 // with or without the instructions, for any thread count.
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                     float *C, int ldc, int M, int N, int K, int threads);
