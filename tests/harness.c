@@ -86,3 +86,9 @@ float *test_st_f32(const void *st, const char *name, int64_t *d0, int64_t *d1) {
   if (d1) *d1 = t->ndim > 1 ? t->shape[1] : 1;
   return x;
 }
+
+int test_count_diff(const float *a, const float *b, size_t n) {
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return bad;
+}

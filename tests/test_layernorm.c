@@ -19,12 +19,6 @@ static float *get(const gm_safetensors *st, const char *dt, int n, const char *w
   return test_st_f32(st, name, rows, NULL);
 }
 
-static int count_diff(const float *a, const float *b, size_t n) {
-  int bad = 0;
-  for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-  return bad;
-}
-
 int main(void) {
   gm_safetensors st;
   if (gm_st_open(&st, GOLDEN)) {
@@ -62,7 +56,7 @@ int main(void) {
       for (int threads = 1; threads <= 2; threads++) {
         gm_layernorm_f32(x, w, b, out, (int)R, N, 1e-5, dts[d].kernel, threads);
         gm_round_inplace(dts[d].dt, out, n);
-        int bad = count_diff(out, y, n);
+        int bad = test_count_diff(out, y, n);
         CHECK(bad == 0, "%s rows of %d, %d threads: %d of %zu outputs differ from torch", dts[d].name, N, threads, bad, n);
         if (threads == 1) memcpy(out1, out, n * sizeof(float));
         else CHECK(memcmp(out, out1, n * sizeof(float)) == 0, "%s rows of %d: threads change the bits", dts[d].name, N);

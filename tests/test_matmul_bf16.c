@@ -44,8 +44,7 @@ static void test_torch(void) {
         gm_matmul_bf16(A, (int)K, cases[c].trans ? Bt : B, cases[c].trans ? (int)K : (int)N, cases[c].trans,
                        cases[c].with_bias ? bias : NULL, 1.0f, C, (int)N, (int)M, (int)N, (int)K, threads);
         gm_round_inplace(GM_BF16, C, n);
-        int bad = 0;
-        for (size_t i = 0; i < n; i++) bad += memcmp(&C[i], &ref[i], sizeof(float)) != 0;
+        int bad = test_count_diff(C, ref, n);
         CHECK(bad == 0, "torch: shape %d (M %lld, K %lld, N %lld) %s, %d threads: %d of %zu differ", s, (long long)M,
               (long long)K, (long long)N, cases[c].name, threads, bad, n);
       }

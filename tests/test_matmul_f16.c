@@ -19,12 +19,6 @@ static float *get(const gm_safetensors *st, int s, const char *what, int64_t *d0
   return test_st_f32(st, name, d0, d1);
 }
 
-static int count_diff(const float *a, const float *b, size_t n) {
-  int bad = 0;
-  for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
-  return bad;
-}
-
 static void run_all(const char *isa);
 
 // Every ISA gives the scalar order's bits on shapes that exercise the AVX-512 blocking's edges:
@@ -49,7 +43,7 @@ static void check_blocking_edges(void) {
           gm_matmul_f16_torch(A, K, B, trans ? K : N, trans, bias, 0.125f, C0, N, M, N, K, 1);
           unsetenv("GPTMEG_SIMD");
           gm_matmul_f16_torch(A, K, B, trans ? K : N, trans, bias, 0.125f, C1, N, M, N, K, 2);
-          CHECK(count_diff(C0, C1, (size_t)M * N) == 0, "M %d N %d K %d trans %d: default ISA differs from the scalar order", M,
+          CHECK(test_count_diff(C0, C1, (size_t)M * N) == 0, "M %d N %d K %d trans %d: default ISA differs from the scalar order", M,
                 N, K, trans);
           uint16_t *Bh = malloc(sizeof(uint16_t) * K * N);
           gm_f32_to_dtype_buf(GM_F16, B, Bh, (size_t)K * N);
@@ -58,7 +52,7 @@ static void check_blocking_edges(void) {
             memset(C1, 0xff, sizeof(float) * M * N);
             gm_matmul_f16_torch_h(A, K, Bh, trans ? K : N, trans, bias, 0.125f, C1, N, M, N, K, 2);
             unsetenv("GPTMEG_SIMD");
-            CHECK(count_diff(C0, C1, (size_t)M * N) == 0, "M %d N %d K %d trans %d: the product from f16 bits (%s) differs", M, N,
+            CHECK(test_count_diff(C0, C1, (size_t)M * N) == 0, "M %d N %d K %d trans %d: the product from f16 bits (%s) differs", M, N,
                   K, trans, scalar ? "scalar" : "default ISA");
           }
           free(Bh);
@@ -101,7 +95,7 @@ static void run_all(const char *isa) {
         gm_matmul_f16_torch(A, (int)K, cases[c].trans ? Bt : B, cases[c].trans ? (int)K : (int)N, cases[c].trans,
                             cases[c].with_bias ? bias : NULL, cases[c].alpha, C, (int)N, (int)M, (int)N, (int)K, threads);
         gm_round_inplace(GM_F16, C, n);
-        int bad = count_diff(C, ref, n);
+        int bad = test_count_diff(C, ref, n);
         CHECK(bad == 0, "%s: shape %d (M %lld, K %lld, N %lld) %s, %d threads: %d of %zu differ from torch", isa, s, (long long)M,
               (long long)K, (long long)N, cases[c].name, threads, bad, n);
         if (threads == 1) memcpy(C2, C, n * sizeof(float));

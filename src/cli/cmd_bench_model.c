@@ -42,6 +42,21 @@ static long long vm_hwm(void) {
   return kb < 0 ? -1 : kb * 1024;
 }
 
+// GFLOP/s of the forward's matmul in dtype dt on square n x n x n (best of 3): OpenBLAS's f32
+// tiles, or gptmeg's f16/bf16 torch-order products.
+static double gemm_rate(gm_dtype dt, const float *A, const float *B, float *C, int n, int threads) {
+  double best = 1e30;
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = gm_now_s();
+    if (dt == GM_BF16) gm_matmul_bf16(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
+    else if (dt == GM_F16) gm_matmul_f16_torch(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
+    else gm_matmul_f32(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
+    double t = gm_now_s() - t0;
+    if (t < best) best = t;
+  }
+  return 2.0 * (double)n * n * n / best * 1e-9;
+}
+
 // FLOPs of a forward over T new positions after t0 cached ones (B=1) computing the logits of the
 // last `keep` positions. c must be resolved (n_inner set: the model's cfg, not the defaults).
 static double forward_flops(const gm_gpt2_config *c, int t0, int T, int keep) {
@@ -112,30 +127,13 @@ int cmd_bench_model(int argc, char **argv) {
   gm_rng r;
   gm_rng_seed(&r, 1);
   for (size_t i = 0; i < nn; i++) { A[i] = (float)gm_rng_uniform(&r) - 0.5f; Bm[i] = (float)gm_rng_uniform(&r) - 0.5f; }
-  double t_gemm = 1e30;
-  for (int rep = 0; rep < 3; rep++) {
-    double t0 = gm_now_s();
-    gm_matmul_f32(A, (int)gemm_n, Bm, (int)gemm_n, false, NULL, 1.0f, C, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)threads);
-    double t = gm_now_s() - t0;
-    if (t < t_gemm) t_gemm = t;
-  }
-  double gemm_gflops = 2.0 * (double)gemm_n * gemm_n * gemm_n / t_gemm * 1e-9;
+  double gemm_gflops = gemm_rate(GM_F32, A, Bm, C, (int)gemm_n, (int)threads);
   // f16/bf16 runs: also the rate of the run's own matmul (the prefill's linear layers), same shape.
   double gemm_dt_gflops = 0;
   if (dt != GM_F32) {
     gm_round_inplace(dt, A, nn);
     gm_round_inplace(dt, Bm, nn);
-    double t_dt = 1e30;
-    for (int rep = 0; rep < 3; rep++) {
-      double t1 = gm_now_s();
-      if (dt == GM_BF16)
-        gm_matmul_bf16(A, (int)gemm_n, Bm, (int)gemm_n, false, NULL, 1.0f, C, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)threads);
-      else
-        gm_matmul_f16_torch(A, (int)gemm_n, Bm, (int)gemm_n, false, NULL, 1.0f, C, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)gemm_n, (int)threads);
-      double t = gm_now_s() - t1;
-      if (t < t_dt) t_dt = t;
-    }
-    gemm_dt_gflops = 2.0 * (double)gemm_n * gemm_n * gemm_n / t_dt * 1e-9;
+    gemm_dt_gflops = gemm_rate(dt, A, Bm, C, (int)gemm_n, (int)threads);
   }
   free(A); free(Bm); free(C);
 

@@ -38,7 +38,5 @@ void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, 
 }
 
 void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kernel, float *mean, float *rstd) {
-  float var;
-  row_moments(x, D, kernel, mean, &var);
-  *rstd = 1.0f / sqrtf(var + (float)eps);
+  row_stats(x, D, kernel, (float)eps, mean, rstd);
 }

@@ -101,10 +101,16 @@ static void row_moments(const float *x, int N, gm_ln_kernel kernel, float *mean,
   *var = m2 / (float)N;
 }
 
+// The row's mean and rstd = 1 / sqrt(var + eps), as the kernel hands them to its output loop.
+static void row_stats(const float *x, int D, gm_ln_kernel kernel, float eps, float *mean, float *rstd) {
+  float var;
+  row_moments(x, D, kernel, mean, &var);
+  *rstd = 1.0f / sqrtf(var + eps);
+}
+
 static void layernorm_row(const float *x, const float *w, const float *b, float *y, int D, float eps, gm_ln_kernel kernel) {
-  float mean, var;
-  row_moments(x, D, kernel, &mean, &var);
-  float rstd = 1.0f / sqrtf(var + eps);
+  float mean, rstd;
+  row_stats(x, D, kernel, eps, &mean, &rstd);
   if (kernel == GM_LN_KERNEL_F32) { // ATen's f32 kernel: (x - mean) * rstd, then * w + b fused
     for (int i = 0; i < D; i++) y[i] = fmaf((x[i] - mean) * rstd, w[i], b[i]);
   } else { // its reduced-type kernel: x * rstd + (-rstd * mean) fused, then * w + b fused

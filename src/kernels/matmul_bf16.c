@@ -25,8 +25,6 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t 
 // Pairs per K block: 256 (512 elements) for K <= 1024, else 512 (1024 elements).
 static int block_pairs(int P) { return P <= 512 ? 256 : 512; }
 
-// One VDPBF16PS lane step: acc + a[2p+1] * b[2p+1], then + a[2p] * b[2p] (pairs a, b as packed).
-
 static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
 
 // bf16 bits of an f32 holding a bf16 value, subnormals read as zero (DAZ).
@@ -44,9 +42,18 @@ static float from_bf16(uint32_t h) {
   return f;
 }
 
+// One VDPBF16PS lane step: acc + a[2p+1] * b[2p+1], then + a[2p] * b[2p] (pairs a, b as packed).
 static float pair_step(float acc, uint32_t a, uint32_t b) {
   acc = ftz(acc + ftz(from_bf16(a >> 16) * from_bf16(b >> 16)));
   return ftz(acc + ftz(from_bf16(a & 0xffff) * from_bf16(b & 0xffff)));
+}
+
+// After pair p: at the end of a K block the block's chain joins the sum of the blocks before it
+// (the first block is the sum) and the next chain starts from zero.
+static void end_of_pair(int p, int P, int Pb, float *acc, float *sum) {
+  if ((p + 1) % Pb != 0 && p + 1 != P) return;
+  *sum = p < Pb ? *acc : *sum + *acc;
+  *acc = 0.0f;
 }
 
 // C[:, strip] for ncols columns of pairs Bs (row p at Bs + p * ldbs).
@@ -58,10 +65,7 @@ static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs
       float acc = 0.0f, sum = 0.0f;
       for (int p = 0; p < P; p++) {
         acc = pair_step(acc, Ap[(size_t)i * P + p], Bs[(size_t)p * ldbs + j]);
-        if ((p + 1) % Pb == 0 || p + 1 == P) { // end of a K block
-          sum = p < Pb ? acc : sum + acc;
-          acc = 0.0f;
-        }
+        end_of_pair(p, P, Pb, &acc, &sum);
       }
       float v = alpha * sum;
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
@@ -131,10 +135,7 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
           bp = pair(lo, hi);
         }
         acc = pair_step(acc, ap, bp);
-        if ((p + 1) % Pb == 0 || p + 1 == P) { // end of a K block
-          sum = p < Pb ? acc : sum + acc;
-          acc = 0.0f;
-        }
+        end_of_pair(p, P, Pb, &acc, &sum);
       }
       float v = alpha * sum;
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;

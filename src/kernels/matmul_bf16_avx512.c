@@ -104,7 +104,7 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t 
   o.vb0 = bias ? _mm512_maskz_loadu_ps(o.m0, bias) : _mm512_setzero_ps();
   o.vb1 = bias && n1 ? _mm512_maskz_loadu_ps(o.m1, bias + 16) : _mm512_setzero_ps();
   o.bias = bias != NULL;
-  for (int p0 = 0; p0 < P || p0 == 0; p0 += Pb) {
+  for (int p0 = 0;; p0 += Pb) { // at least one block, also when P = 0
     int p1 = P - p0 < Pb ? P : p0 + Pb;
     o.first = p0 == 0;
     o.last = p1 >= P;

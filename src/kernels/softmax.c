@@ -71,7 +71,7 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
   float sum;
   if (!reduced) {
     if (total < 16) {
-      sum = s[0];
+      sum = elem(s, n, total, rest_vec, rest_vec, 0);
       for (int j = 1; j < total; j++) sum = sum + elem(s, n, total, rest_vec, rest_vec, j);
     } else {
       sum = lane_sum16(s, n, total, rest_vec, rest_vec);
