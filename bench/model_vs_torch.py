@@ -106,7 +106,7 @@ for dts, th in [(d, t) for d in args.dtypes for t in args.threads]:
     # the same FLOP count per token as gptmeg's (its JSON): kept rows' lm_head only, or all of it
     tp_gf = g["prefill_gflops"] / g["prefill_tokens_per_s"] * tp
     ta_gf = g["prefill_all_logits_gflops"] / g["prefill_all_logits_tokens_per_s"] * ta
-    # gptmeg's gemm in the run's dtype (f16/bf16: its own matmul; f32: OpenBLAS), as torch's column
+    # gptmeg's own matmul in the run's dtype (torch's summation order), beside torch's GEMM
     gg = g.get("gemm_dtype_gflops", g["gemm_gflops"])
     gp = g.get("prefill_pct_of_dtype_gemm", g["prefill_pct_of_gemm"])
     gpa = g.get("prefill_all_logits_pct_of_dtype_gemm", g["prefill_all_logits_pct_of_gemm"])

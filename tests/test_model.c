@@ -71,14 +71,20 @@ static bool golden_load(const char *name, golden *g) {
 }
 
 // Decodes the golden tokens through the KV cache (a prefix of 3, then one token per step) and
-// compares with the full forward.
+// compares with the full forward: within 1e-5 relative to the largest |logit|. Not bit for bit by
+// design: a decode step's softmax and P @ V run over the keys so far, the full forward's over all
+// T with the later ones masked, so their sums are cut differently (in torch too: transformers'
+// own KV-cache decode differs from its full forward by up to 1.05e-5 absolute on these goldens,
+// whose logits reach |30|).
 static void check_kv(const char *name, const gm_gpt2 *m, const gm_profile *p, const golden *g, const float *full) {
   gm_kv_cache kv;
   CHECK(gm_kv_init(&kv, m, g->B, g->T) == 0, "%s: kv init: %s", name, gm_errmsg());
   size_t V = (size_t)g->V;
   float *step = malloc((size_t)g->B * 3 * V * sizeof(float));
   int32_t *tok = malloc((size_t)g->B * 3 * sizeof(int32_t));
-  double worst = 0;
+  double worst = 0, scale = 1.0;
+  for (size_t i = 0; i < (size_t)g->B * g->T * V; i++)
+    if (fabs(full[i]) > scale) scale = fabs(full[i]);
   int t = 0;
   while (t < g->T) {
     int n = t == 0 ? 3 : 1;
@@ -93,8 +99,9 @@ static void check_kv(const char *name, const gm_gpt2 *m, const gm_profile *p, co
     t += n;
   }
   CHECK(kv.len == g->T, "%s: cache length %d", name, kv.len);
-  CHECK(worst <= 1e-5, "%s: KV-cache decode differs from the full forward by %.3g", name, worst);
-  printf("  %-16s kv-decode max |diff| %.3g\n", name, worst);
+  CHECK(worst <= 1e-5 * scale, "%s: KV-cache decode differs from the full forward by %.3g (%.3g relative)", name,
+        worst, worst / scale);
+  printf("  %-16s kv-decode max |diff| %.3g (%.3g of max |logit|)\n", name, worst, worst / scale);
   // one more step than the cache holds is refused
   tok[0] = 0;
   if (g->B == 1) CHECK(gm_gpt2_forward_cached(m, p, &kv, tok, 1, 1, step, 1) != 0, "%s: cache overflow accepted", name);

@@ -17,9 +17,9 @@ static const char *bench_model_help =
     "\n"
     "Builds a random model of the config's shape in memory (default gpt2, the 124M shape; no files),\n"
     "then times, in one run:\n"
-    "  gemm         the f32 matmul the forward uses (OpenBLAS sgemm single-threaded per tile, OpenMP\n"
-    "               over tiles) on square N x N x N (default 2048): GFLOP/s, the machine's reachable rate;\n"
-    "               with --dtype f16|bf16 also gptmeg's matmul in that dtype on the same shape\n"
+    "  gemm         OpenBLAS sgemm (single-threaded per tile, OpenMP over tiles) on square N x N x N\n"
+    "               (default 2048): GFLOP/s, the machine's reachable f32 rate; and gptmeg's own matmul\n"
+    "               in the run's dtype (torch's summation order) on the same shape\n"
     "  prefill      one forward of N tokens (default 512, B=1; best of 2) as generation runs it: only\n"
     "               the last position's logits (logits_to_keep = 1): tokens/s, GFLOP/s, % of gemm\n"
     "  decode       after a --prompt-token prefill (default 128, last logits only), --decode\n"
@@ -42,15 +42,16 @@ static long long vm_hwm(void) {
   return kb < 0 ? -1 : kb * 1024;
 }
 
-// GFLOP/s of the forward's matmul in dtype dt on square n x n x n (best of 3): OpenBLAS's f32
-// tiles, or gptmeg's f16/bf16 torch-order products.
-static double gemm_rate(gm_dtype dt, const float *A, const float *B, float *C, int n, int threads) {
+// GFLOP/s on square n x n x n (best of 3): OpenBLAS's f32 tiles (blas), or the forward's own
+// torch-order product in dtype dt.
+static double gemm_rate(bool blas, gm_dtype dt, const float *A, const float *B, float *C, int n, int threads) {
   double best = 1e30;
   for (int rep = 0; rep < 3; rep++) {
     double t0 = gm_now_s();
-    if (dt == GM_BF16) gm_matmul_bf16(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
+    if (blas) gm_matmul_f32_openblas(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
+    else if (dt == GM_BF16) gm_matmul_bf16(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
     else if (dt == GM_F16) gm_matmul_f16_torch(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
-    else gm_matmul_f32(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
+    else gm_matmul_f32_torch(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
     double t = gm_now_s() - t0;
     if (t < best) best = t;
   }
@@ -120,21 +121,17 @@ int cmd_bench_model(int argc, char **argv) {
   gm_profile prof;
   if (gm_profile_get("hf", dt, &prof)) return cli_fail("%s", gm_errmsg());
 
-  // 1. GEMM rate of the forward's f32 matmul (square, tiles over threads).
+  // 1. The machine's f32 GEMM rate (OpenBLAS), and the run's own matmul in its dtype.
   size_t nn = (size_t)gemm_n * gemm_n;
   float *A = malloc(nn * sizeof(float)), *Bm = malloc(nn * sizeof(float)), *C = malloc(nn * sizeof(float));
   if (!A || !Bm || !C) { free(A); free(Bm); free(C); return cli_fail("out of memory for %ld^2 matrices", gemm_n); }
   gm_rng r;
   gm_rng_seed(&r, 1);
   for (size_t i = 0; i < nn; i++) { A[i] = (float)gm_rng_uniform(&r) - 0.5f; Bm[i] = (float)gm_rng_uniform(&r) - 0.5f; }
-  double gemm_gflops = gemm_rate(GM_F32, A, Bm, C, (int)gemm_n, (int)threads);
-  // f16/bf16 runs: also the rate of the run's own matmul (the prefill's linear layers), same shape.
-  double gemm_dt_gflops = 0;
-  if (dt != GM_F32) {
-    gm_round_inplace(dt, A, nn);
-    gm_round_inplace(dt, Bm, nn);
-    gemm_dt_gflops = gemm_rate(dt, A, Bm, C, (int)gemm_n, (int)threads);
-  }
+  double gemm_gflops = gemm_rate(true, GM_F32, A, Bm, C, (int)gemm_n, (int)threads);
+  gm_round_inplace(dt, A, nn);
+  gm_round_inplace(dt, Bm, nn);
+  double gemm_dt_gflops = gemm_rate(false, dt, A, Bm, C, (int)gemm_n, (int)threads);
   free(A); free(Bm); free(C);
 
   // 2. The model, random, in memory.
@@ -209,11 +206,9 @@ int cmd_bench_model(int argc, char **argv) {
     cJSON_AddNumberToObject(o, "init_s", t_init);
     cJSON_AddNumberToObject(o, "gemm_n", (double)gemm_n);
     cJSON_AddNumberToObject(o, "gemm_gflops", gemm_gflops);
-    if (dt != GM_F32) {
-      cJSON_AddNumberToObject(o, "gemm_dtype_gflops", gemm_dt_gflops);
-      cJSON_AddNumberToObject(o, "prefill_pct_of_dtype_gemm", 100 * pf_flops / t_prefill * 1e-9 / gemm_dt_gflops);
-      cJSON_AddNumberToObject(o, "prefill_all_logits_pct_of_dtype_gemm", 100 * all_flops / t_all * 1e-9 / gemm_dt_gflops);
-    }
+    cJSON_AddNumberToObject(o, "gemm_dtype_gflops", gemm_dt_gflops);
+    cJSON_AddNumberToObject(o, "prefill_pct_of_dtype_gemm", 100 * pf_flops / t_prefill * 1e-9 / gemm_dt_gflops);
+    cJSON_AddNumberToObject(o, "prefill_all_logits_pct_of_dtype_gemm", 100 * all_flops / t_all * 1e-9 / gemm_dt_gflops);
     cJSON_AddNumberToObject(o, "prefill_tokens", (double)prefill);
     cJSON_AddNumberToObject(o, "prefill_s", t_prefill);
     cJSON_AddNumberToObject(o, "prefill_tokens_per_s", pf_tps);
@@ -248,9 +243,8 @@ int cmd_bench_model(int argc, char **argv) {
   } else {
     printf("model    %s, %s, %.1f M parameters (random, built in %.2f s), %ld thread(s)\n", cfg_s, gm_dtype_name(dt),
            (double)m.n_params / 1e6, t_init, threads);
-    printf("gemm     %ldx%ldx%ld f32: %.1f GFLOP/s\n", gemm_n, gemm_n, gemm_n, gemm_gflops);
-    if (dt != GM_F32)
-      printf("gemm     %ldx%ldx%ld %s (gptmeg's %s matmul): %.1f GFLOP/s; prefill %.0f%%, all-logits %.0f%% of it\n", gemm_n,
+    printf("gemm     %ldx%ldx%ld f32 (OpenBLAS): %.1f GFLOP/s\n", gemm_n, gemm_n, gemm_n, gemm_gflops);
+    printf("gemm     %ldx%ldx%ld %s (gptmeg's %s matmul): %.1f GFLOP/s; prefill %.0f%%, all-logits %.0f%% of it\n", gemm_n,
              gemm_n, gemm_n, gm_dtype_name(dt), gm_dtype_name(dt), gemm_dt_gflops, 100 * pf_flops / t_prefill * 1e-9 / gemm_dt_gflops,
              100 * all_flops / t_all * 1e-9 / gemm_dt_gflops);
     printf("prefill  %ld tokens, last logits only (generation): %.3f s, %.1f tokens/s, %.1f GFLOP/s = %.0f%% of gemm\n",

@@ -1,6 +1,6 @@
 // Internal f32 kernels of the GPT-2 forward (matmul, layer norm, softmax, attention).
-// Every kernel gives the same bits for any thread count: work is cut into a fixed set of
-// independent pieces that does not depend on `threads`, and OpenBLAS runs single-threaded.
+// Every kernel gives the same bits for any thread count: each output has one fixed order of
+// operations, whichever thread computes it.
 #ifndef GPTMEG_KERNELS_NN_H
 #define GPTMEG_KERNELS_NN_H
 
@@ -16,24 +16,27 @@ void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n);
 void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
 
 // C[M, N] (row stride ldc) = A[M, K] (stride lda) @ op(B) [+ bias[N]], f32 in, f32 out.
-// op(B) = B [K, N] (stride ldb) or, with trans_b, B^T for B [N, K] (stride ldb).
-// Accumulation is OpenBLAS cblas_sgemm's (f32, its own K blocking); with a bias, C is first set
-// to the bias and sgemm runs with beta = 1, as torch.addmm(bias, x, w) does. alpha scales A@B.
-// Pieces: tiles of 256 rows x 256 columns, one sgemm each, so each call packs only its own block of
-// B, enlarged where needed so that every piece stays on OpenBLAS's packed kernels (matmul.c): there
-// an element's bits depend only on K, so they do not depend on the thread count or on which rows
-// are computed. A one-row product (decode) runs sgemv over slices of 1152 columns instead (other
-// bits than the same row inside a product of more rows).
-void gm_matmul_f32(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                   float *C, int ldc, int M, int N, int K, int threads);
-// The same product always through sgemm pieces, one row included: each row gets the bits it has in
-// any product of more rows with the same K (the rows a forward keeps for its logits).
-void gm_matmul_f32_gemm(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                        float *C, int ldc, int M, int N, int K, int threads);
-// True if an M x N x K product (B transposed or not, alpha, with or without a bias) runs on
-// OpenBLAS's packed kernels as one sgemm, so that its elements have the bits of any bigger product
-// with the same K: for callers that cut a product themselves (the causal blocks of the scores).
-bool gm_matmul_f32_packed(int M, int N, int K, bool trans_b, float alpha, bool bias);
+// op(B) = B [K, N] (stride ldb) or, with trans_b, B^T for B [N, K] (stride ldb). alpha scales A@B.
+// Through OpenBLAS cblas_sgemm (its own summation order), single-threaded per 256 x 256 tile with
+// OpenMP over tiles: the machine's GEMM rate that `bench model` reports, not the forward's product.
+void gm_matmul_f32_openblas(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                            float alpha, float *C, int ldc, int M, int N, int K, int threads);
+// The same product in PyTorch 2.15's f32 CPU order on AVX-512 x86 (MKL's sgemm as torch calls it
+// when A has 4 or more rows; matmul_torch_f32.c): K cut into blocks (gm_f32_torch_block_end), one
+// FMA chain per output and block from zero over a[k] * R(alpha * b[k]) (MKL scales B as it packs
+// it), the blocks added in order onto the bias. The forward's f32 products; bit for bit torch's
+// addmm/linear/mm/bmm/baddbmm on this machine class when A has >= 4 rows and op(B) >= 16 columns
+// (tests/test_matmul_f32.c). One row takes the same order (torch's one-row kernels differ), so a
+// decoded row equals its row of a full forward. Any thread count and any choice of rows give
+// the same bits; without AVX-512 the scalar definition runs (same bits, slower).
+void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads);
+// The scalar definition of the same order (the tests' reference).
+void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                                float alpha, float *C, int ldc, int M, int N, int K);
+// End of the K block that starts at k0: K <= 192 one block; K below 384 two halves (odd K: halves
+// of K - 1, then the last element alone); from 384 on blocks of 192, then the rest.
+int gm_f32_torch_block_end(int K, int k0);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
 // count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm
@@ -66,12 +69,6 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
 void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp);
 void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
                            int M, int N, int K, int threads);
-// Single sgemm on the calling thread (for callers that parallelise themselves).
-void gm_sgemm1(const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha, float beta, float *C,
-               int ldc, int M, int N, int K);
-// Makes OpenBLAS single-threaded (idempotent).
-void gm_blas_single_thread(void);
-
 // Which of ATen's CPU layer-norm kernels to reproduce: the f32 one (8-element steps), or the
 // reduced-type one for f16 or bf16 rows (16-element steps as two 8-lane halves; the two differ only
 // in one rounding of the scalar tail).

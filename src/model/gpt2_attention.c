@@ -7,7 +7,7 @@
 //   upcast      S = q@(f32(s)*k)^T in f32 (FMA per l), no rounding (config.reorder_and_upcast_attn, hf)
 // Softmax input X: S, or with qk-layer-scaling S * c (in f32 when softmax is fp32, else rounded).
 // Masked keys (j > query position) take the mask value; P = R(softmax_f32(X)); out = R(P @ v).
-// q@k^T and P@v accumulate in f32 (gpt2_matmul: torch's order for f16, sgemm otherwise).
+// q@k^T and P@v accumulate in f32 (gpt2_matmul: torch's order in every dtype).
 #include "kernels/nn.h"
 #include "model/gpt2_internal.h"
 
@@ -84,21 +84,14 @@ static void upcast_scores(const gpt2_run *r, float alpha, const float *q, int ld
 }
 
 // X[i, j] = alpha * q_i . k_j (f32 accumulation, gpt2_matmul) for at least the keys row i sees
-// (j <= t0 + i), in blocks of rb query rows, each computing keys [0, t0 + its last row]: about half
+// (j <= t0 + i), in blocks of 64 query rows, each computing keys [0, t0 + its last row]: about half
 // the products of the full [T, len] square for a prefill. X [T, len]; entries past a block's keys
-// are left as they were. f16/bf16 products are defined element by element, so any block gives the
-// same bits; in f32 the head is cut only if every block stays on OpenBLAS's packed kernels
-// (gm_matmul_f32_packed), which give each element the bits of the full square.
+// are left as they were. Every dtype's product is defined element by element, so any block gives
+// the bits of the full square.
 static void causal_scores(const gpt2_run *r, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
-  const int T = r->T, len = r->len, t0 = r->t0;
-  int rb = 64;
-  if (r->dt == GM_F32) {
-    if (!gm_matmul_f32_packed(T, len, hd, true, alpha, false)) rb = T;
-    while (rb < T && !gm_matmul_f32_packed(rb, t0 + rb, hd, true, alpha, false)) rb *= 2;
-  }
-  int nb = T / rb > 1 ? T / rb : 1;
-  for (int b = 0; b < nb; b++) {
-    int i0 = b * rb, i1 = b == nb - 1 ? T : i0 + rb;
+  const int T = r->T, len = r->len, t0 = r->t0, rb = 64;
+  for (int i0 = 0; i0 < T; i0 += rb) {
+    int i1 = T - i0 < rb ? T : i0 + rb;
     gpt2_matmul(r->dt, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1,
                 hd, 1);
   }
@@ -154,7 +147,6 @@ int gpt2_attention(const gpt2_run *r, int l, const float *qkv, float *scores, fl
       }
   score_rule s = rule_of(r, l);
   const size_t per_head = (size_t)T * len;
-  gm_blas_single_thread();
 #pragma omp parallel for schedule(dynamic, 1) num_threads(r->threads)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;

@@ -5,11 +5,11 @@
 // dtype values and rounds once where eager PyTorch writes its result to a dtype tensor:
 //   embed      h = R(wte[tok] + wpe[pos])
 //   ln         R(layer_norm_f32(h))                 ATen's order; native on f16/bf16 steps by 16, fp32 by 8
-//   linear     R(x @ W + b)                          f32 accumulation, bias before the rounding (gpt2_matmul)
+//   linear     R(x @ W + b)                          f32 accumulation in torch's order, bias first (gpt2_matmul)
 //   scores     gpt2_attention.c
 //   residual   h = R(h + y)
 //   mlp act    gpt2_act.c
-// The bits do not depend on the thread count (fixed work split, single-threaded BLAS calls).
+// The bits do not depend on the thread count (every product is defined element by element).
 #include "kernels/nn.h"
 #include "model/gpt2_internal.h"
 
@@ -59,7 +59,7 @@ void gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, 
                  float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (dt == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
   else if (dt == GM_BF16) gm_matmul_bf16(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
-  else gm_matmul_f32(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
+  else gm_matmul_f32_torch(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
 }
 
 // h[n] = R(h + y)
@@ -105,14 +105,15 @@ static int check_args(const gm_gpt2 *m, const gm_profile *p, const gm_kv_cache *
 }
 
 // logits [B, keep, V] = R(ln_f(h) @ lm_head^T) for the last `keep` rows of each sequence of xn [N, D].
-// One row in all (decode) streams the weights through the one-row kernels; otherwise the kept rows
-// go through the row kernels, whose per-element bits do not depend on which rows are computed, so
-// they equal the same rows of the all-logits forward.
+// Every dtype's order is per element, so the kept rows equal the same rows of the all-logits
+// forward; one row (decode) streams the weights through the one-row kernels.
 static void lm_head(const gpt2_run *r, const float *xn, int keep, float *logits) {
   const gm_gpt2 *m = r->m;
   const int D = m->cfg.n_embd, V = m->cfg.vocab_size;
   const bool bf16p = r->dt == GM_BF16 && m->lm_head_p, f16h = r->dt == GM_F16 && m->lm_head_h;
-  if (r->N == 1 || r->dt != GM_F32) { // f16/bf16 orders are per element: any rows, same bits
+  if (keep == r->T && !bf16p && !f16h) { // every row: one product over all sequences
+    gpt2_matmul(r->dt, xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r->N, V, D, r->threads);
+  } else {
     for (int b = 0; b < r->B; b++) {
       const float *x = xn + ((size_t)b * r->T + (r->T - keep)) * D;
       float *o = logits + (size_t)b * keep * V;
@@ -120,12 +121,6 @@ static void lm_head(const gpt2_run *r, const float *xn, int keep, float *logits)
       else if (f16h) gm_matmul_f16_torch_h(x, D, m->lm_head_h, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
       else gpt2_matmul(r->dt, x, D, m->lm_head, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
     }
-  } else if (keep == r->T) {
-    gm_matmul_f32_gemm(xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r->N, V, D, r->threads);
-  } else {
-    for (int b = 0; b < r->B; b++)
-      gm_matmul_f32_gemm(xn + ((size_t)b * r->T + (r->T - keep)) * D, D, m->lm_head, D, true, NULL, 1.0f,
-                         logits + (size_t)b * keep * V, V, keep, V, D, r->threads);
   }
   gm_round_inplace(r->dt, logits, (size_t)r->B * keep * V);
 }
