@@ -15,6 +15,7 @@
 #include "harness.h"
 #include "kernels/gelu_ops.h"
 #include "kernels/gelu_torch_fast.h"
+#include "kernels/gelu_torch_ops_simd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -150,6 +151,19 @@ int main(void) {
         if (dtypes[di] != GM_F32) run_case(variants[vi], dtypes[di], bwd, 65536, 2, true, &t);
       }
     }
+  }
+  // The f16/bf16 tanh and erf run by table lookup: every grid value's lookup equals the lambda.
+  if (gelu_fast_pick_isa() == GELU_FAST_ISA_AVX512) {
+    float *in = malloc(65536 * sizeof(float)), *want = malloc(65536 * sizeof(float)), *got = malloc(65536 * sizeof(float));
+    for (int half = 0; half < 2; half++) {
+      for (uint32_t b = 0; b < 65536; b++) in[b] = half ? gm_f16_to_f32((uint16_t)b) : gm_bf16_to_f32((uint16_t)b);
+      gelu_torch_vec_tanh_avx512(in, want, 65536);
+      gelu_torch_vec_lookup16_avx512(want, half, in, got, 65536);
+      int bad = 0;
+      for (uint32_t b = 0; b < 65536; b++) bad += memcmp(&want[b], &got[b], 4) != 0 && !(isnan(want[b]) && isnan(got[b]));
+      CHECK(bad == 0, "%s lookup: %d of 65536 grid values read another entry", half ? "f16" : "bf16", bad);
+    }
+    free(in); free(want); free(got);
   }
   // GPTMEG_SIMD caps the fast path's ISA.
   const char *old = getenv("GPTMEG_SIMD");

@@ -55,3 +55,20 @@ void gelu_torch_vec_erf_avx512(const float *in, float *out, size_t n) { map16(la
 void gelu_torch_vec_sigmoid_avx512(const float *in, float *out, size_t n) {
   map16(lane_sigmoid, in, out, n);
 }
+
+// The 16-bit pattern of each lane (f16 by an exact vcvtps2ph, bf16 the high half), as indices.
+static __m512i index16(int half, __m512 v) {
+  if (half) return _mm512_cvtepu16_epi32(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return _mm512_srli_epi32(_mm512_castps_si512(v), 16);
+}
+
+void gelu_torch_vec_lookup16_avx512(const float *table, int half, const float *in, float *out, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, _mm512_i32gather_ps(index16(half, _mm512_loadu_ps(in + i)), table, 4));
+  if (i < n) {
+    __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+    __m512i idx = index16(half, _mm512_maskz_loadu_ps(m, in + i));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, idx, table, 4));
+  }
+}

@@ -10,6 +10,9 @@ void gelu_torch_vec_exp_avx512(const float *in, float *out, size_t n);     // Sl
 void gelu_torch_vec_erf_avx512(const float *in, float *out, size_t n);     // A&S 7.1.26 + Sleef exp
 void gelu_torch_vec_sigmoid_avx512(const float *in, float *out, size_t n); // 1/(1+Sleef_expf(0-x))
 
+// out[i] = table[the f16 (half) or bf16 bits of in[i]] for i < n: the inputs must lie on that
+// dtype's grid (so the bits are exact); table has 65536 entries. One gather per 16 lanes.
+void gelu_torch_vec_lookup16_avx512(const float *table, int half, const float *in, float *out, size_t n);
 
 // out[i] = (float)f((double)in[i]) with f glibc's double tanh/erf/exp (op: gelu_vml_op of
 // gelu_ops.h), the same bits, 8 lanes at a time (gelu_torch_libm_avx512.c).
