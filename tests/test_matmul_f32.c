@@ -1,7 +1,7 @@
 // gm_matmul_f32_torch: against PyTorch 2.15 (tools/ref/gen_matmul_goldens.py: addmm, linear,
 // matmul, bmm, and addmm/baddbmm with alpha, for K across MKL's blocks), bit for bit; the AVX-512
-// kernels against the scalar definition of the order (both B layouts, bias and alpha, one row,
-// edge sizes, 1 vs 2 threads); and each row equal to the same row computed alone (what the
+// and AVX2 kernels against the scalar definition of the order (both B layouts, bias and alpha, one
+// row, edge sizes, 1 vs 2 threads); and each row equal to the same row computed alone (what the
 // forward's kept rows and KV-cache decoding rely on).
 #include "gptmeg/core.h"
 #include "gptmeg/safetensors.h"
@@ -85,6 +85,11 @@ static void test_kernels(void) {
         CHECK(test_count_diff(C1, C2, nc) == 0, "shape %zu (M %d K %d N %d) trans %d variant %d: %d differ from the definition",
               s, M, K, N, trans, variant, test_count_diff(C1, C2, nc));
         CHECK(test_count_diff(C2, C3, nc) == 0, "shape %zu trans %d variant %d: 2 threads differ from 1", s, trans, variant);
+        setenv("GPTMEG_SIMD", "avx2", 1); // the AVX2 kernel (or the scalar code without AVX2)
+        gm_matmul_f32_torch(A, K, B, ldb, trans, bs, alpha, C3, N, M, N, K, 2);
+        unsetenv("GPTMEG_SIMD");
+        CHECK(test_count_diff(C1, C3, nc) == 0, "shape %zu trans %d variant %d: AVX2 path differs from the definition", s,
+              trans, variant);
         int bad_rows = 0;
         for (int i = 0; i < M; i++) {
           gm_matmul_f32_torch(A + (size_t)i * K, K, B, ldb, trans, bs, alpha, row, N, 1, N, K, 2);

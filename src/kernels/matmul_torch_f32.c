@@ -15,6 +15,10 @@
 void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                                const float *bias, float *C, int ldc);
 void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
+void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
+                             const float *bias, float *C, int ldc);
+void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
+                                 const float *bias, float *C);
 void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
                                     const float *bias, float *C, int ldc);
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
@@ -35,10 +39,24 @@ int gm_f32_torch_block_end(int K, int k0) {
   return K - k0 > 192 ? k0 + 192 : K;
 }
 
-static bool avx512_allowed(void) {
+// Highest ISA allowed: the CPU's, capped by GPTMEG_SIMD=avx512|avx2|scalar (as the other kernels).
+// 2 = AVX-512, 1 = AVX2+FMA, 0 = scalar.
+static int isa_level(void) {
   const char *cap = getenv("GPTMEG_SIMD");
-  if (cap && (!strcmp(cap, "scalar") || !strcmp(cap, "avx2"))) return false;
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  int lvl = cap && !strcmp(cap, "scalar") ? 0 : cap && !strcmp(cap, "avx2") ? 1 : 2;
+  if (lvl == 2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) lvl = 1;
+  if (lvl >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) lvl = 0;
+  return lvl;
+}
+
+// Bs [K, 64] = alpha * the nc columns of op(B) from column j0 (element by element: the AVX2 path).
+static void pack_strip_scalar(const float *B, int ldb, bool trans_b, int j0, int nc, int K, float alpha, float *Bs) {
+  if (trans_b)
+    for (int j = 0; j < nc; j++)
+      for (int k = 0; k < K; k++) Bs[(size_t)k * STRIP + j] = alpha * B[(size_t)(j0 + j) * ldb + k];
+  else
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < nc; j++) Bs[(size_t)k * STRIP + j] = alpha * B[(size_t)k * ldb + j0 + j];
 }
 
 // The element-by-element definition: the fallback without AVX-512 and the tests' reference.
@@ -85,19 +103,22 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
                          float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
-  bool simd = avx512_allowed() && K > 0;
+  int isa = K > 0 ? isa_level() : 0;
+  bool simd = isa == 2;
   if (simd && M == 1 && !trans_b) {
     one_row(A, B, ldb, bias, alpha, C, N, K, threads);
     return;
   }
-  if (simd && M < FEW_ROWS && trans_b) { // decode's lm_head: no strip copy to pay for a few rows
+  if ((simd && M < FEW_ROWS && trans_b) || (isa == 1 && M == 1 && trans_b)) { // decode's lm_head: no strip copy
     int n_strips = (N + STRIP - 1) / STRIP;
     if (threads > n_strips) threads = n_strips;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads) if (threads > 1)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-      gm_f32_torch_rows_trans_avx512(A, lda, B + (size_t)j0 * ldb, ldb, M, nc, K, alpha, bias ? bias + j0 : NULL, C + j0,
-                                     ldc);
+      if (simd)
+        gm_f32_torch_rows_trans_avx512(A, lda, B + (size_t)j0 * ldb, ldb, M, nc, K, alpha, bias ? bias + j0 : NULL,
+                                       C + j0, ldc);
+      else gm_f32_torch_row_trans_avx2(A, B + (size_t)j0 * ldb, ldb, nc, K, alpha, bias ? bias + j0 : NULL, C + j0);
     }
     return;
   }
@@ -106,20 +127,21 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   // B's strip is copied contiguous ([K, 64], times alpha) when it is transposed (a transpose per
   // 16 x 16 tile), when alpha != 1, or when more than one block of six rows walks it: read in
   // place, a strip of a long K spans K rows of B, one page each for wide B (TLB misses, no prefetch).
-  bool pack = simd && (trans_b || M > 6 || alpha != 1.0f);
+  bool pack = isa > 0 && (trans_b || M > 6 || alpha != 1.0f);
 #pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
   {
     float *Bs = pack ? malloc((size_t)K * STRIP * sizeof(float)) : NULL;
 #pragma omp for schedule(dynamic, 2)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-      if (!simd || (pack && !Bs)) { // no AVX-512, or no memory for the copy: the definition itself
+      if (isa == 0 || (pack && !Bs)) { // no SIMD, or no memory for the copy: the definition itself
         matmul_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, j0, j0 + nc, K);
         continue;
       }
       const float *Bst = B + j0;
       int ldbs = ldb;
-      if (Bs && trans_b) gm_f32_torch_pack_trans_avx512(B + (size_t)j0 * ldb, ldb, nc, K, alpha, Bs);
+      if (Bs && isa == 1) pack_strip_scalar(B, ldb, trans_b, j0, nc, K, alpha, Bs);
+      else if (Bs && trans_b) gm_f32_torch_pack_trans_avx512(B + (size_t)j0 * ldb, ldb, nc, K, alpha, Bs);
       else if (Bs && alpha != 1.0f)
         for (int k = 0; k < K; k++)
           for (int j = 0; j < nc; j++) Bs[(size_t)k * STRIP + j] = alpha * B[(size_t)k * ldb + j0 + j];
@@ -129,7 +151,8 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
         Bst = Bs;
         ldbs = STRIP;
       }
-      gm_f32_torch_strip_avx512(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
+      if (isa == 2) gm_f32_torch_strip_avx512(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
+      else gm_f32_torch_strip_avx2(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
     }
     free(Bs);
   }
