@@ -25,7 +25,7 @@ void gm_matmul_f32_openblas(const float *A, int lda, const float *B, int ldb, bo
 // when A has 4 or more rows; matmul_torch_f32.c): K cut into blocks (gm_f32_torch_block_end), one
 // FMA chain per output and block from zero over a[k] * R(alpha * b[k]) (MKL scales B as it packs
 // it), the blocks added in order onto the bias. The forward's f32 products; bit for bit torch's
-// addmm/linear/mm/bmm/baddbmm on this machine class when A has >= 4 rows and op(B) >= 16 columns
+// addmm/linear/mm/bmm/baddbmm on this machine class when A has >= 4 rows and op(B) >= 12 columns
 // (tests/test_matmul_f32.c). One row takes the same order (torch's one-row kernels differ), so a
 // decoded row equals its row of a full forward. Any thread count and any choice of rows give
 // the same bits; without AVX-512 the scalar definition runs (same bits, slower).
