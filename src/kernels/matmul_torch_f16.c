@@ -86,9 +86,7 @@ static float dot_f32arith_scalar(const float *x, const float *y, int K) {
   return gm_dot_f32arith_tail(x, y, K, fold8(reg[0]));
 }
 
-// Highest ISA allowed: the CPU's, capped by GPTMEG_SIMD=avx512|avx2|scalar (as the GELU kernels).
-// 2 = AVX-512, 1 = AVX2+FMA, 0 = scalar.
-static int isa_level(void) {
+int gm_matmul_isa_level(void) {
   const char *cap = getenv("GPTMEG_SIMD");
   int lvl = cap && !strcmp(cap, "scalar") ? 0 : cap && !strcmp(cap, "avx2") ? 1 : 2;
   if (lvl == 2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) lvl = 1;
@@ -101,7 +99,7 @@ typedef float (*dot_fn)(const float *, const float *, int);
 
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                               int ldc, int M, int N, int K, int threads) {
-  int isa = isa_level();
+  int isa = gm_matmul_isa_level();
   dot_fn dot = isa >= 1 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
   bool avx512 = isa == 2;
   int n_strips = (N + STRIP - 1) / STRIP;
@@ -127,7 +125,7 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
-  if (M == 1 && isa_level() == 2) { // decode: stream B row by row
+  if (M == 1 && gm_matmul_isa_level() == 2) { // decode: stream B row by row
     int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
     if (threads > n_blocks) threads = n_blocks;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
@@ -137,7 +135,7 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
     }
     return;
   }
-  bool avx512 = isa_level() == 2;
+  bool avx512 = gm_matmul_isa_level() == 2;
   strip_fn fn = avx512 ? gm_dot4_strip_avx512 : dot4_strip_scalar;
   int n_strips = (N + STRIP_NT - 1) / STRIP_NT;
   if (threads > n_strips) threads = n_strips;
@@ -167,7 +165,7 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
 // gm_matmul_f16_torch's on the widened B; the AVX-512 kernels read the f16 bits directly (half the
 // bytes of the f32 copy), the scalar code widens as it goes.
 
-bool gm_matmul_f16_row_fast(void) { return isa_level() == 2 && __builtin_cpu_supports("avx512bw"); }
+bool gm_matmul_f16_row_fast(void) { return gm_matmul_isa_level() == 2 && __builtin_cpu_supports("avx512bw"); }
 
 // c[j] for one column j, the as-stored order of dot4_strip_scalar.
 static float dot4_col_f16_scalar(const float *a, const uint16_t *B, int ldb, int K, int j) {

@@ -3,8 +3,8 @@
 // and emulations, docs/numerics.md). K is cut into blocks (gm_f32_torch_block_end); within a block
 // each output is one FMA chain over k in order, starting from zero, of a[k] * R(alpha * b[k]) (MKL
 // scales B as it packs it); the blocks' sums are added in order onto the bias (or onto the first
-// block when there is none). An output's bits depend only on its row of A, its column of op(B), K, alpha and the bias,
-// so any thread count, work split or choice of rows gives the same bits.
+// block when there is none). An output's bits depend only on its row of A, its column of op(B), K,
+// alpha and the bias, so any thread count, work split or choice of rows gives the same bits.
 #include "kernels/nn.h"
 
 #include <math.h>
@@ -39,17 +39,8 @@ int gm_f32_torch_block_end(int K, int k0) {
   return K - k0 > 192 ? k0 + 192 : K;
 }
 
-// Highest ISA allowed: the CPU's, capped by GPTMEG_SIMD=avx512|avx2|scalar (as the other kernels).
-// 2 = AVX-512, 1 = AVX2+FMA, 0 = scalar.
-static int isa_level(void) {
-  const char *cap = getenv("GPTMEG_SIMD");
-  int lvl = cap && !strcmp(cap, "scalar") ? 0 : cap && !strcmp(cap, "avx2") ? 1 : 2;
-  if (lvl == 2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) lvl = 1;
-  if (lvl >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) lvl = 0;
-  return lvl;
-}
-
-// Bs [K, 64] = alpha * the nc columns of op(B) from column j0 (element by element: the AVX2 path).
+// Bs [K, 64] = alpha * the nc columns of op(B) from column j0, element by element (AVX2, or alpha
+// != 1 with B as stored).
 static void pack_strip_scalar(const float *B, int ldb, bool trans_b, int j0, int nc, int K, float alpha, float *Bs) {
   if (trans_b)
     for (int j = 0; j < nc; j++)
@@ -59,7 +50,7 @@ static void pack_strip_scalar(const float *B, int ldb, bool trans_b, int j0, int
       for (int j = 0; j < nc; j++) Bs[(size_t)k * STRIP + j] = alpha * B[(size_t)k * ldb + j0 + j];
 }
 
-// The element-by-element definition: the fallback without AVX-512 and the tests' reference.
+// The element-by-element definition: the fallback without SIMD and the tests' reference.
 // Columns j0..j1 of rows 0..M-1.
 static void matmul_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                           float *C, int ldc, int M, int j0, int j1, int K) {
@@ -103,7 +94,7 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
                          float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
-  int isa = K > 0 ? isa_level() : 0;
+  int isa = K > 0 ? gm_matmul_isa_level() : 0;
   bool simd = isa == 2;
   if (simd && M == 1 && !trans_b) {
     one_row(A, B, ldb, bias, alpha, C, N, K, threads);
@@ -140,11 +131,8 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
       }
       const float *Bst = B + j0;
       int ldbs = ldb;
-      if (Bs && isa == 1) pack_strip_scalar(B, ldb, trans_b, j0, nc, K, alpha, Bs);
-      else if (Bs && trans_b) gm_f32_torch_pack_trans_avx512(B + (size_t)j0 * ldb, ldb, nc, K, alpha, Bs);
-      else if (Bs && alpha != 1.0f)
-        for (int k = 0; k < K; k++)
-          for (int j = 0; j < nc; j++) Bs[(size_t)k * STRIP + j] = alpha * B[(size_t)k * ldb + j0 + j];
+      if (Bs && trans_b && isa == 2) gm_f32_torch_pack_trans_avx512(B + (size_t)j0 * ldb, ldb, nc, K, alpha, Bs);
+      else if (Bs && (trans_b || alpha != 1.0f)) pack_strip_scalar(B, ldb, trans_b, j0, nc, K, alpha, Bs);
       else if (Bs)
         for (int k = 0; k < K; k++) memcpy(Bs + (size_t)k * STRIP, B + (size_t)k * ldb + j0, (size_t)nc * sizeof(float));
       if (Bs) {
