@@ -130,7 +130,22 @@ static void test_chunked_gelu_equals_one_call(void) {
   free(x); free(y1); free(y2);
 }
 
+// Every profile's GELU runs in the torch-cpu mode, megatron's fused bias-GELU included (it runs on
+// f32 tensors in torch; the eager mode's tanh differs by up to 2 ulps in f32, which only the 124M
+// check with torch's MKL shows: tools/ref/check_fidelity.py, docs/numerics.md).
+static void test_profiles_use_torch_cpu(void) {
+  const char *names[] = {"hf", "hf-legacy", "meg", "megatron"};
+  for (int i = 0; i < 4; i++) {
+    gm_profile p;
+    CHECK(gm_profile_get(names[i], GM_F32, &p) == 0, "%s: %s", names[i], gm_errmsg());
+    CHECK(p.gelu_mode == MODE_TORCH_CPU, "%s: GELU mode %d", names[i], (int)p.gelu_mode);
+    if (!p.act_from_config)
+      CHECK(p.act_override.mode == MODE_TORCH_CPU, "%s: activation override in mode %d", names[i], (int)p.act_override.mode);
+  }
+}
+
 int main(void) {
+  test_profiles_use_torch_cpu();
   test_chunked_gelu_equals_one_call();
   test_fidelity();
   return test_done("test_profile");

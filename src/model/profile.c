@@ -38,7 +38,7 @@ int gm_profile_get(const char *name, gm_dtype dt, gm_profile *out) {
     out->mask = GM_MASK_NEG_1E4;
     out->softmax = GM_SOFTMAX_F32;
     out->act_from_config = false;
-    out->act_override = (gm_gelu_spec){GELU_MEGATRON, MODE_EAGER}; // evaluated in f32: see act_bias_fused
+    out->act_override = (gm_gelu_spec){GELU_MEGATRON, MODE_TORCH_CPU}; // evaluated on f32 tensors: see act_bias_fused
     out->act_bias_fused = true;
     out->honor_upcast_option = false;
   } else {
@@ -79,7 +79,7 @@ int gm_profile_set_knob(gm_profile *p, const char *knob, const char *v) {
       p->act_from_config = true;
     } else {
       gm_gelu_spec s;
-      // a bare variant keeps the profile's mode (eager), not the library's default
+      // a bare variant keeps the profile's mode (torch-cpu), not the library's default
       if (!strchr(v, ':')) {
         if (gm_gelu_variant_parse(v, &s.variant)) return gm_fail("--act: %s", gm_errmsg());
         s.mode = p->gelu_mode;
