@@ -50,10 +50,9 @@ static void block_chains_rows(int R, const float *const a[ROWS], const float *B,
 }
 
 // C[:, strip] for ncols (<= 64) columns of B [K, ncols] (row stride ldb, alpha already applied):
-// six rows of A by four
-// vectors at a time (24 accumulators; 4 loads of B and 6 broadcasts of A per 24 FMAs). Each
-// block's sums meet C in order: the first is stored (onto the bias when there is one), later ones
-// are added to what C holds.
+// six rows of A by four vectors at a time (24 accumulators; 4 loads of B and 6 broadcasts of A per
+// 24 FMAs). Each block's sums meet C in order: the first is stored (onto the bias when there is
+// one), later ones are added to what C holds.
 void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                                const float *bias, float *C, int ldc);
 void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
