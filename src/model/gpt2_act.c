@@ -27,6 +27,30 @@ static int gelu_torch_one_thread(gm_gelu_spec s, gm_dtype dt, const void *x, voi
   return rc ? gm_fail("GELU %s failed on a later chunk", gm_gelu_variant_info(s.variant)->name) : 0;
 }
 
+// One chunk of the 16-bit torch-cpu GELU: y[at..at+len) from x[at..at+len) (f32 buffers holding dt
+// values) through dt's bits in buffers on this thread's stack.
+static int gelu_torch_chunk16(gm_gelu_spec s, gm_dtype dt, const float *x, float *y, size_t at, size_t len) {
+  uint16_t bx[TORCH_CHUNK], by[TORCH_CHUNK];
+  gm_f32_to_dtype_buf(dt, x + at, bx, len);
+  if (gm_gelu_fwd(s, dt, bx, by, len, 1)) return -1;
+  gm_dtype_to_f32_buf(dt, by, y + at, len);
+  return 0;
+}
+
+// gelu_torch_one_thread for f16/bf16 values held in f32 buffers, chunk by chunk (the same chunks,
+// so the same bits), with no n-sized 16-bit copies (they cost page faults on every call).
+static int gelu_torch_one_thread16(gm_gelu_spec s, gm_dtype dt, const float *x, float *y, size_t n, int threads) {
+  long chunks = (long)((n + TORCH_CHUNK - 1) / TORCH_CHUNK);
+  if (gelu_torch_chunk16(s, dt, x, y, 0, n < TORCH_CHUNK ? n : TORCH_CHUNK)) return -1; // the message stays on this thread
+  int rc = 0;
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(| : rc)
+  for (long c = 1; c < chunks; c++) {
+    size_t at = (size_t)c * TORCH_CHUNK, len = n - at < TORCH_CHUNK ? n - at : TORCH_CHUNK;
+    rc |= gelu_torch_chunk16(s, dt, x, y, at, len) != 0;
+  }
+  return rc ? gm_fail("GELU %s failed on a later chunk", gm_gelu_variant_info(s.variant)->name) : 0;
+}
+
 // y = act(x) for n values of dtype dt held in f32 buffers; GELU family through gm_gelu_fwd in
 // `mode` (f16/bf16 go through 16-bit buffers), relu and silu as torch computes them (silu in f32
 // opmath, one rounding).
@@ -57,10 +81,11 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
     gm_gelu_spec s = {a.gelu, mode};
     if (dt == GM_F32 || n == 0)
       return mode == MODE_TORCH_CPU ? gelu_torch_one_thread(s, GM_F32, x, y, n, threads) : gm_gelu_fwd(s, GM_F32, x, y, n, threads);
+    if (mode == MODE_TORCH_CPU) return gelu_torch_one_thread16(s, dt, x, y, n, threads);
     uint16_t *bx = malloc(n * sizeof(uint16_t)), *by = malloc(n * sizeof(uint16_t));
     if (!bx || !by) { free(bx); free(by); return gm_fail("out of memory for the activation (%zu values)", n); }
     gm_f32_to_dtype_buf(dt, x, bx, n);
-    int rc = mode == MODE_TORCH_CPU ? gelu_torch_one_thread(s, dt, bx, by, n, threads) : gm_gelu_fwd(s, dt, bx, by, n, threads);
+    int rc = gm_gelu_fwd(s, dt, bx, by, n, threads);
     if (!rc) gm_dtype_to_f32_buf(dt, by, y, n);
     free(bx);
     free(by);
