@@ -7,7 +7,10 @@ tokens, and prints per profile and dtype: the share of logits bit-identical, pos
 token differs, and the largest |difference|. For models too big for the test goldens (the 124M
 shape: `gptmeg init --config gpt2 --out DIR`, or an HF GPT-2 directory).
   python3 tools/ref/check_fidelity.py --model DIR [--gptmeg build/gptmeg] [--tokens 32]
-      [--profiles hf meg] [--dtypes f16 bf16]
+      [--profiles hf meg] [--dtypes f16 bf16] [--mkl]
+--mkl sets GPTMEG_TORCH_MKL to this torch's libtorch_cpu.so for gptmeg, so its f32 tanh/erf/exp are
+MKL VML as torch's are: with it the f32 logits are bit-identical (docs/numerics.md); without it the
+op-by-op GELUs' f32 tanh is glibc's double result rounded (within about 2e-6 of torch's logits).
 """
 import argparse
 import os
@@ -30,11 +33,16 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--profiles", nargs="+", default=list(gm_profiles.PROFILES))
     ap.add_argument("--dtypes", nargs="+", default=["f32", "f16", "bf16"], choices=list(gm_profiles.DTYPES))
+    ap.add_argument("--mkl", action="store_true")
     args = ap.parse_args()
+    env = dict(os.environ)
+    if args.mkl:
+        env["GPTMEG_TORCH_MKL"] = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
     torch.set_num_threads(1)
     vocab = gm_profiles.load(args.model, "hf", torch.float32).config.vocab_size
     tok = np.random.default_rng(args.seed).integers(0, vocab, size=(1, args.tokens)).astype(np.int64)
-    print(f"torch {torch.__version__}, model {args.model}, {args.tokens} random tokens (seed {args.seed})")
+    print(f"torch {torch.__version__}, model {args.model}, {args.tokens} random tokens (seed {args.seed}), "
+          f"gptmeg f32 tanh/erf: {'MKL VML' if 'GPTMEG_TORCH_MKL' in env else 'glibc double, rounded'}")
     print(f"{'profile':10s} {'dtype':5s} {'bit-identical':>14s} {'top-1 differs':>14s} {'max |diff|':>11s}")
     with tempfile.TemporaryDirectory() as tmp:
         tpath, lpath = os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")
@@ -43,7 +51,7 @@ def main():
             for prof in args.profiles:
                 ref = gm_profiles.run(gm_profiles.load(args.model, prof, gm_profiles.DTYPES[dts]), tok).float().numpy()
                 r = subprocess.run([args.gptmeg, "logits", "--model", args.model, "--tokens-npy", tpath, "--out", lpath,
-                                    "--dtype", dts, "--profile", prof, "--threads", "2"], capture_output=True, text=True)
+                                    "--dtype", dts, "--profile", prof, "--threads", "2"], capture_output=True, text=True, env=env)
                 if r.returncode != 0:
                     print(r.stderr, file=sys.stderr)
                     return 1
