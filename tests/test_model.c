@@ -71,7 +71,8 @@ static bool golden_load(const char *name, golden *g) {
 }
 
 // Decodes the golden tokens through the KV cache (a prefix of 3, then one token per step) and
-// compares with the full forward: within 1e-5 relative to the largest |logit|. Not bit for bit by
+// compares with the full forward: within 1e-5, or a millionth of the largest |logit| where that is
+// larger (logits of |25| have an ulp of 1.9e-6). Not bit for bit by
 // design: a decode step's softmax and P @ V run over the keys so far, the full forward's over all
 // T with the later ones masked, so their sums are cut differently (in torch too: transformers'
 // own KV-cache decode differs from its full forward by up to 1.05e-5 absolute on these goldens,
@@ -99,8 +100,8 @@ static void check_kv(const char *name, const gm_gpt2 *m, const gm_profile *p, co
     t += n;
   }
   CHECK(kv.len == g->T, "%s: cache length %d", name, kv.len);
-  CHECK(worst <= 1e-5 * scale, "%s: KV-cache decode differs from the full forward by %.3g (%.3g relative)", name,
-        worst, worst / scale);
+  double bound = 1e-6 * scale > 1e-5 ? 1e-6 * scale : 1e-5;
+  CHECK(worst <= bound, "%s: KV-cache decode differs from the full forward by %.3g (bound %.3g)", name, worst, bound);
   printf("  %-16s kv-decode max |diff| %.3g (%.3g of max |logit|)\n", name, worst, worst / scale);
   // one more step than the cache holds is refused
   tok[0] = 0;
