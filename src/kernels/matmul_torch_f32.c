@@ -100,9 +100,9 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
     one_row(A, B, ldb, bias, alpha, C, N, K, threads);
     return;
   }
+  int n_strips = (N + STRIP - 1) / STRIP;
+  if (threads > n_strips) threads = n_strips;
   if ((simd && M < FEW_ROWS && trans_b) || (isa == 1 && M == 1 && trans_b)) { // decode's lm_head: no strip copy
-    int n_strips = (N + STRIP - 1) / STRIP;
-    if (threads > n_strips) threads = n_strips;
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads) if (threads > 1)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
@@ -113,8 +113,6 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
     }
     return;
   }
-  int n_strips = (N + STRIP - 1) / STRIP;
-  if (threads > n_strips) threads = n_strips;
   // B's strip is copied contiguous ([K, 64], times alpha) when it is transposed (a transpose per
   // 16 x 16 tile), when alpha != 1, or when more than one block of six rows walks it: read in
   // place, a strip of a long K spans K rows of B, one page each for wide B (TLB misses, no prefetch).

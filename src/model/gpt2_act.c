@@ -8,47 +8,45 @@
 
 enum { TORCH_CHUNK = 16384 }; // a multiple of every vector step of ATen's GELU loops (at most 64)
 
+// One torch-cpu GELU call over x [n] of dtype dt into y; via16: x and y are f32 buffers holding
+// f16/bf16 values, passed to the GELU as 16-bit bits chunk by chunk (no n-sized copies).
+typedef struct {
+  gm_gelu_spec s;
+  gm_dtype dt;
+  const void *x;
+  void *y;
+  bool via16;
+} gelu_job;
+
+// Elements at..at+len of the job on the calling thread (16-bit buffers on its stack when via16).
+static int gelu_chunk(const gelu_job *j, size_t at, size_t len) {
+  if (!j->via16) {
+    size_t es = gm_dtype_size(j->dt);
+    return gm_gelu_fwd(j->s, j->dt, (const char *)j->x + at * es, (char *)j->y + at * es, len, 1);
+  }
+  uint16_t bx[TORCH_CHUNK], by[TORCH_CHUNK];
+  gm_f32_to_dtype_buf(j->dt, (const float *)j->x + at, bx, len);
+  if (gm_gelu_fwd(j->s, j->dt, bx, by, len, 1)) return -1;
+  gm_dtype_to_f32_buf(j->dt, by, (float *)j->y + at, len);
+  return 0;
+}
+
 // torch-cpu GELU as PyTorch computes it on one thread (one contiguous run: vector steps, then the
 // scalar tail), evaluated in chunks on `threads` threads. Every chunk but the last is a whole number
 // of vector steps, so each element takes the path it takes in the one-thread run: same bits
 // (tests/test_profile.c checks chunked against one call).
-static int gelu_torch_one_thread(gm_gelu_spec s, gm_dtype dt, const void *x, void *y, size_t n, int threads) {
+static int gelu_torch_one_thread(const gelu_job *j, size_t n, int threads) {
   long chunks = (long)((n + TORCH_CHUNK - 1) / TORCH_CHUNK);
-  size_t es = gm_dtype_size(dt);
   // The first chunk on this thread, so that a refusal (an unsupported variant/dtype) keeps its
   // message, which is thread-local; the other chunks can then only fail the same way.
-  if (gm_gelu_fwd(s, dt, x, y, n < TORCH_CHUNK ? n : TORCH_CHUNK, 1)) return -1;
+  if (gelu_chunk(j, 0, n < TORCH_CHUNK ? n : TORCH_CHUNK)) return -1;
   int rc = 0;
 #pragma omp parallel for schedule(static) num_threads(threads) reduction(| : rc)
   for (long c = 1; c < chunks; c++) {
     size_t at = (size_t)c * TORCH_CHUNK, len = n - at < TORCH_CHUNK ? n - at : TORCH_CHUNK;
-    rc |= gm_gelu_fwd(s, dt, (const char *)x + at * es, (char *)y + at * es, len, 1) != 0;
+    rc |= gelu_chunk(j, at, len) != 0;
   }
-  return rc ? gm_fail("GELU %s failed on a later chunk", gm_gelu_variant_info(s.variant)->name) : 0;
-}
-
-// One chunk of the 16-bit torch-cpu GELU: y[at..at+len) from x[at..at+len) (f32 buffers holding dt
-// values) through dt's bits in buffers on this thread's stack.
-static int gelu_torch_chunk16(gm_gelu_spec s, gm_dtype dt, const float *x, float *y, size_t at, size_t len) {
-  uint16_t bx[TORCH_CHUNK], by[TORCH_CHUNK];
-  gm_f32_to_dtype_buf(dt, x + at, bx, len);
-  if (gm_gelu_fwd(s, dt, bx, by, len, 1)) return -1;
-  gm_dtype_to_f32_buf(dt, by, y + at, len);
-  return 0;
-}
-
-// gelu_torch_one_thread for f16/bf16 values held in f32 buffers, chunk by chunk (the same chunks,
-// so the same bits), with no n-sized 16-bit copies (they cost page faults on every call).
-static int gelu_torch_one_thread16(gm_gelu_spec s, gm_dtype dt, const float *x, float *y, size_t n, int threads) {
-  long chunks = (long)((n + TORCH_CHUNK - 1) / TORCH_CHUNK);
-  if (gelu_torch_chunk16(s, dt, x, y, 0, n < TORCH_CHUNK ? n : TORCH_CHUNK)) return -1; // the message stays on this thread
-  int rc = 0;
-#pragma omp parallel for schedule(static) num_threads(threads) reduction(| : rc)
-  for (long c = 1; c < chunks; c++) {
-    size_t at = (size_t)c * TORCH_CHUNK, len = n - at < TORCH_CHUNK ? n - at : TORCH_CHUNK;
-    rc |= gelu_torch_chunk16(s, dt, x, y, at, len) != 0;
-  }
-  return rc ? gm_fail("GELU %s failed on a later chunk", gm_gelu_variant_info(s.variant)->name) : 0;
+  return rc ? gm_fail("GELU %s failed on a later chunk", gm_gelu_variant_info(j->s.variant)->name) : 0;
 }
 
 // y = act(x) for n values of dtype dt held in f32 buffers; GELU family through gm_gelu_fwd in
@@ -79,9 +77,9 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
   }
   case GM_ACT_GELU_FAMILY: {
     gm_gelu_spec s = {a.gelu, mode};
-    if (dt == GM_F32 || n == 0)
-      return mode == MODE_TORCH_CPU ? gelu_torch_one_thread(s, GM_F32, x, y, n, threads) : gm_gelu_fwd(s, GM_F32, x, y, n, threads);
-    if (mode == MODE_TORCH_CPU) return gelu_torch_one_thread16(s, dt, x, y, n, threads);
+    if (mode == MODE_TORCH_CPU && n > 0)
+      return gelu_torch_one_thread(&(gelu_job){s, dt, x, y, dt != GM_F32}, n, threads);
+    if (dt == GM_F32 || n == 0) return gm_gelu_fwd(s, GM_F32, x, y, n, threads);
     uint16_t *bx = malloc(n * sizeof(uint16_t)), *by = malloc(n * sizeof(uint16_t));
     if (!bx || !by) { free(bx); free(by); return gm_fail("out of memory for the activation (%zu values)", n); }
     gm_f32_to_dtype_buf(dt, x, bx, n);
