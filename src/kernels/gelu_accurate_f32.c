@@ -1,77 +1,78 @@
 // Accurate mode, f32 forward of the tanh and sigmoid families in f32 lanes (scalar reference).
-// f(x) = x*s with s = 1/(1+exp(-2z)) (tanh forms, z = a*x*(1+k*x^2)) or 1/(1+exp(-b*x)) (quick_gelu).
-// With e = exp(-2|z|) = 2^t (t <= 0) the function is x/(1+e) for x >= 0 and (x/(c+1/e'))*2^n for
-// x < 0 (e = 2^n * e'), so nothing cancels and nothing overflows. Operations, in this order
-// (-ffp-contract=off, FMAs written out):
-//   f64: t = |x*fma(k, x*x, 1)| * M  (M = -2a*log2(e); quick_gelu: t = |x| * (-b*log2(e)))
-//        n = nearbyint(t), r = t - n (exact), both converted to f32 (n exactly, r rounded once)
-//   f32: rho = r (x >= 0) or -r (x < 0); P = the degree-6 Taylor polynomial of (2^rho - 1)/rho
-//        (Horner, FMAs), so 2^rho = 1 + rho*P; c = 2^max(n, -100); m = c (x >= 0) or 1 (x < 0)
-//        D = 1 + c + m*rho*P, carried as Dh + Dl (two Fast2Sums around B = fma(m*rho, P, Al)):
-//          x >= 0: D = 1 + c*2^r = 1 + e;   x < 0: D = c + 2^-r
-//        q0 = x / Dh; R = fma(-q0, Dh, x) (the exact remainder); q = fma(fma(-q0, Dl, R), 1/Dh, q0)
-//          with 1/Dh from the bit-pattern guess 0x7ef311c3 - bits(Dh) and one Newton step (it
-//          only scales a correction below an ulp of q)
-//        x >= 0: y = q;   x < 0: y = q * 2^n (rounds once: subnormal results);   x = 0: y = x
-//   So the error before the last rounding is the polynomial's, r's rounding, and B's rounding
-//   (weight <= 0.42): about 1e-7 relative, under one ulp of f32 after the last rounding.
+// f(x) = x*s with s = 1/(1+2^T), T = M*x*(1 + k*x^2) (tanh forms; M = -2a*log2(e)) or M*x
+// (quick_gelu; M = -b*log2(e)). With A = -|T| = n + r (n integer, |r| <= 1/2):
+//   x >= 0: f = x / (1 + 2^n*2^r)          x < 0: f = 2^n * x / (2^n + 2^-r)
+// so nothing cancels and nothing overflows. Operations, in this order (-ffp-contract=off, FMAs
+// written out):
+//   f32: xl = max(x, -2^16) (the numerator; keeps -inf finite), xc = min(xl, 2^16)
+//   f64: a = |xc|; A = a * fma(Mk, a*a, M) (Mk = M*k, 0 for quick_gelu; a*a is exact);
+//        n = nearbyint(A), r = A - n (exact); both converted to f32 (r rounded once)
+//   f32: rho = r (x >= 0) or -r (x < 0); P = a degree-5 minimax fit of (2^rho - 1)/rho (Horner,
+//        FMAs; 2^rho = 1 + rho*P to 2^-26.7 relative); c = 2^max(n, -100); m = c (x >= 0) or 1;
+//        D = 1 + c + m*rho*P, formed as Ah = 1 + c, Al = c - (Ah - 1) (exact), B = fma(m*rho, P, Al),
+//        Dh = Ah + B (the one rounding of D that matters, at most half an ulp of D);
+//        q = xl / Dh; x >= 0 (or NaN): y = q;  x < 0: y = q * 2^n, rounded once (subnormal results).
+//   Error before the last rounding: Dh's rounding (<= 2^-24 relative) plus r's rounding, the fit and
+//   B's rounding (together well under 2^-24 relative), so |q - f| < 2 ulp and y is within 2 ulp.
+//   Special values fall out of the same operations: +-0 -> +-0 (D = 2), x > 2^16 or +inf -> x
+//   (c = 2^-100, D = 1), x < -2^16 or -inf -> -0 (scale below 2^-150), NaN -> NaN (x's, quieted).
 // Certified error against exact: docs/numerics.md section 6 (gptmeg act certify, every f32).
 // The AVX-512 and AVX2 kernels perform the same IEEE operations, so all three give the same bits.
 #include "kernels/gelu_math.h"
 
-#include <string.h>
-
-// (ln 2)^k / k!, k = 1..7, rounded to f32.
+// (ln 2)^k / k!, k = 1..7, rounded to f32 (the erf kernels' 2^x).
 const float gelu_acc32_exp2_poly[7] = {0x1.62e430p-1f, 0x1.ebfbe0p-3f, 0x1.c6b08ep-5f, 0x1.3b2ab6p-7f,
                                        0x1.5d87fep-10f, 0x1.430912p-13f, 0x1.ffcbfcp-17f};
 
-double gelu_acc32_t_scale(const gelu_acc_params *p) {
+// (2^rho - 1)/rho on [-1/2, 1/2]: Chebyshev fit of degree 5 (mpmath chebyfit), coefficients rounded
+// to f32; 1 + rho*P is within 2^-26.7 of 2^rho (relative) over the interval.
+const float gelu_acc32_exp2_fit5[6] = {0x1.62e430p-1f, 0x1.ebfbe0p-3f, 0x1.c6af6cp-5f,
+                                       0x1.3b2a54p-7f, 0x1.5f0890p-10f, 0x1.44138ap-13f};
+
+void gelu_acc32_reduction(const gelu_acc_params *p, double *M, double *Mk) {
   const double log2e = 1.4426950408889634;
-  return p->fam == GELU_FAM_SIGMOID ? -(p->a * log2e) : -2.0 * p->a * log2e;
+  if (p->fam == GELU_FAM_SIGMOID) {
+    *M = -(p->a * log2e);
+    *Mk = 0;
+  } else {
+    *M = -2.0 * p->a * log2e;
+    *Mk = *M * p->k;
+  }
 }
 
-// 1/d to about 1.5% for d in [0.5, 4]: a guess from the bit pattern, then one Newton step.
-float gelu_acc32_recip_approx(float d) {
-  uint32_t u;
-  memcpy(&u, &d, 4);
-  u = 0x7ef311c3u - u;
-  float g;
-  memcpy(&g, &u, 4);
-  return g * fmaf(-d, g, 2.0f);
+// q * 2^n rounded once, n <= 0 integral (or below -2^31): the first product is exact (|q| >= 2^-26
+// whenever n < -100), the second rounds.
+static float scale_once(float q, float n) {
+  float n1 = n > -100.0f ? n : -100.0f;
+  float n2 = n - n1 > -100.0f ? n - n1 : -100.0f;
+  return (q * ldexpf(1.0f, (int)n1)) * ldexpf(1.0f, (int)n2);
 }
 
-static float pow2i(int n) { return ldexpf(1.0f, n); } // n in [-126, 127]: exact
-
-static float one_f32lane(const gelu_acc_params *p, double M, float x) {
-  if (isnan(x)) return x;
-  if (x < p->lo) return -0.0f;
-  if (x > p->hi) return x;
-  double xd = x;
-  double t = p->fam == GELU_FAM_SIGMOID ? fabs(xd) * M : fabs(xd * fma(p->k, xd * xd, 1.0)) * M;
-  double nd = nearbyint(t);
-  float r = (float)(t - nd);
-  int n = (int)nd;
+static float one_f32lane(double M, double Mk, float x) {
+  const float big = 0x1p16f;
+  float xl = x < -big ? -big : x;
+  float xc = xl > big ? big : xl;
+  double a = fabs((double)xc);
+  double A = a * fma(Mk, a * a, M);
+  double nd = nearbyint(A);
+  float r = (float)(A - nd);
+  float n = (float)nd;
   bool neg = x < 0;
   float rho = neg ? -r : r;
-  const float *C = gelu_acc32_exp2_poly;
-  float P = C[6];
-  for (int j = 5; j >= 0; j--) P = fmaf(P, rho, C[j]);
-  int n1 = n > -100 ? n : -100;
-  float c = pow2i(n1);
+  const float *C = gelu_acc32_exp2_fit5;
+  float P = C[5];
+  for (int j = 4; j >= 0; j--) P = fmaf(P, rho, C[j]);
+  float c = ldexpf(1.0f, (int)(n > -100.0f ? n : -100.0f)); // NaN n: -100, as VMAXPS gives it
   float m = neg ? 1.0f : c;
   float Ah = 1.0f + c, Al = c - (Ah - 1.0f);
   float B = fmaf(m * rho, P, Al);
-  float Dh = Ah + B, Dl = B - (Dh - Ah);
-  float q0 = x / Dh;
-  float R = fmaf(-q0, Dh, x);
-  float q = fmaf(fmaf(-q0, Dl, R), gelu_acc32_recip_approx(Dh), q0);
-  if (x == 0) return x;
-  if (!neg) return q;
-  int n2 = n - n1 > -100 ? n - n1 : -100;
-  return (q * pow2i(n1)) * pow2i(n2);
+  float Dh = Ah + B;
+  float q = xl / Dh;
+  return neg ? scale_once(q, n) : q;
 }
 
 void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n) {
-  double M = gelu_acc32_t_scale(p);
-  for (size_t i = 0; i < n; i++) y[i] = one_f32lane(p, M, x[i]);
+  double M, Mk;
+  gelu_acc32_reduction(p, &M, &Mk);
+  for (size_t i = 0; i < n; i++) y[i] = one_f32lane(M, Mk, x[i]);
 }

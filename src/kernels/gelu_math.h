@@ -151,9 +151,9 @@ const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt);
 
 // ---- accurate f32 forward in f32 lanes (tanh and sigmoid families; gelu_accurate_f32*.c) ------
 // The contract and the operations: gelu_accurate_f32.c. Scalar, AVX-512 and AVX2 give the same bits.
-extern const float gelu_acc32_exp2_poly[7];
-double gelu_acc32_t_scale(const gelu_acc_params *p);     // M: t = |x*(1 + k*x^2)| * M
-float gelu_acc32_recip_approx(float d);                  // 1/d to ~1.5%, d in [0.5, 4]
+extern const float gelu_acc32_exp2_poly[7];  // Taylor terms of 2^x (the erf kernels)
+extern const float gelu_acc32_exp2_fit5[6];  // (2^rho - 1)/rho, degree-5 fit (tanh/sigmoid)
+void gelu_acc32_reduction(const gelu_acc_params *p, double *M, double *Mk); // A = a*fma(Mk, a^2, M)
 void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
