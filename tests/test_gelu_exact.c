@@ -4,6 +4,7 @@
 // backward for every variant, f32 and f64 samples, known values and special values.
 #include "gptmeg/gelu.h"
 #include "harness.h"
+#include "kernels/gelu_math.h"
 
 #include <math.h>
 #include <mpfr.h>
@@ -240,8 +241,91 @@ static void check_known(void) {
   free(x); free(a); free(b);
 }
 
+// The double step (gelu_exact_f64.c) on f32 inputs whose result lies within 2^-10 ULP of a
+// rounding midpoint (found with the long-double point value), on the 300 f32 each side of the zero
+// of f' (near -0.75, where 1 + t*om and Phi + x*phi cancel and the double value is off by up to
+// ~1/16 ULP), on the deep negative tails (signed zeros, subnormal and underflowing exp/erfc) and on
+// tiny x (the x/2 rule, odd subnormals): where it decides, its result, and always the exact mode's,
+// must equal the 400-bit MPFR reference. Its bound taken 4096 times too small fails here.
+static double mid_dist(long double y) { // distance of y to the nearest f32 rounding midpoint, in ULPs
+  if (y == 0 || !isfinite(y)) return 1;
+  int e;
+  frexpl(y, &e);
+  long double m = ldexpl(fabsl(y), -(e - 24 > -149 ? e - 24 : -149));
+  return (double)fabsl(m - floorl(m) - 0.5L);
+}
+
+static double f32_at(uint32_t bits) {
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static void check_f64_step(void) {
+  gm_rng r; gm_rng_seed(&r, 17);
+  gelu_fmt f = gelu_fmt_of(GM_F32);
+  size_t scan = test_quick() ? 1 << 14 : 1 << 17;
+  long hard = 0, decided = 0; // decided: of the hard inputs
+  for (int v = 0; v < GELU_N_VARIANTS; v++)
+    for (int deriv = 0; deriv < 2; deriv++) {
+      gelu_family fam = gelu_family_of(v);
+      double lo, hi;
+      gelu_core_range(v, &lo, &hi);
+      if (v == GELU_10) hi = 10;
+      double z0 = -0.9, z1 = -0.6; // the zero of f'
+      for (int it = 0; it < 60; it++) {
+        double m = (z0 + z1) / 2;
+        if (gelu_ld_point(v, 1, m) < 0) z0 = m; else z1 = m;
+      }
+      float zf = (float)z0;
+      uint32_t zb;
+      memcpy(&zb, &zf, 4);
+      size_t n_tail = 40, n_tiny = 40, n_zero = deriv ? 600 : 0;
+      for (size_t i = 0; i < scan + n_tail + n_tiny + n_zero; i++) {
+        double x, dy = 1;
+        if (i < scan) { // candidates: keep those near a midpoint
+          int k = (int)(i % 4);
+          if (k == 0) x = gm_rng_normal(&r) * 3;
+          else if (k == 1) x = lo + (hi - lo) * gm_rng_uniform(&r);
+          else if (k == 2) x = -0.75 + (gm_rng_uniform(&r) - 0.5) / 8;
+          else x = ldexp(gm_rng_uniform(&r) + 0.5, (int)(gm_rng_uniform(&r) * 36) - 30);
+          x = (float)x;
+          if (deriv && i % 3 == 0) dy = (float)ldexp(gm_rng_uniform(&r) + 0.5, (int)(gm_rng_uniform(&r) * 40) - 20);
+          if (x == 0 || x < lo || x > hi) continue;
+          if (mid_dist(dy * gelu_ld_point(v, deriv, x)) > 0x1p-10) continue;
+          hard++;
+        } else if (i < scan + n_tail) { // negative tails, as deep as ref() keeps enough bits
+          double t0 = fam == GELU_FAM_ERF ? -30 : fam == GELU_FAM_SIGMOID ? -400 : -17;
+          double t1 = fam == GELU_FAM_ERF ? -40 : fam == GELU_FAM_SIGMOID ? -460 : -23;
+          x = (float)(t0 + (t1 - t0) * gm_rng_uniform(&r));
+          if (deriv) dy = (float)(gm_rng_normal(&r) * 0x1p100);
+        } else if (i < scan + n_tail + n_tiny) { // subnormals 1..16 quanta, then |x| < 2^-100
+          size_t j = i - scan - n_tail;
+          x = j < 32 ? f32_at((uint32_t)(j / 2 + 1)) : (float)ldexp(gm_rng_uniform(&r) + 0.5, -101 - (int)(j % 24));
+          if (j % 2) x = -x;
+        } else {
+          x = f32_at(zb + (uint32_t)(i - scan - n_tail - n_tiny) - 300);
+        }
+        double e = ref(v, deriv, x, dy, GM_F32);
+        long double d;
+        if (gelu_f64_decide(v, deriv, x, dy, f, &d)) {
+          decided += i < scan;
+          CHECK(gm_ulp_dist_f64(e, (double)d) == 0 && signbit(e) == signbit((double)d),
+                "double step %s %s x=%a dy=%a: %a, MPFR %a", gm_gelu_variant_info(v)->name, deriv ? "bwd" : "fwd",
+                x, dy, (double)d, e);
+        }
+        double a = exact1(v, deriv, x, dy, GM_F32);
+        CHECK(gm_ulp_dist_f64(e, a) == 0 && signbit(e) == signbit(a), "%s %s x=%a dy=%a: exact %a, MPFR %a",
+              gm_gelu_variant_info(v)->name, deriv ? "bwd" : "fwd", x, dy, a, e);
+      }
+    }
+  // Its bound is ~2^-14 ULP of f32, so most of these are still decided in double: the step is tested.
+  CHECK(hard > 200 && decided > hard / 2, "double step: %ld inputs near a midpoint, %ld decided", hard, decided);
+}
+
 int main(void) {
   check_known();
+  check_f64_step();
   check_u16(GM_F16);
   check_u16(GM_BF16);
   check_sample(GM_F32, test_quick() ? 100 : 1000);

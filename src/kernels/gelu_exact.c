@@ -4,10 +4,12 @@
 // exact derivative of the written forward (autograd variants) or gelu_megatron's custom rule over
 // the reals; gelu_10's gradient is +0 where its clip is active (x > 10, as torch's clamp masks it).
 //
-// Method (Ziv): a long-double interval enclosing the value (gelu_exact_ld.c); when both ends round
-// to the same dtype value that is the answer. Otherwise MPFR interval arithmetic (directed
-// rounding, monotone exp/erfc) at 96, 160, 320, 1024, 4096 bits until both ends agree. The values
-// are transcendental for x != 0, so the loop ends.
+// Method (Ziv): for f32, f16 and bf16 results, first a double point value with a running error
+// bound (gelu_exact_f64.c; no interval, so one call to each of exp and erfc it needs); when both
+// ends of value -+ bound round to the same dtype value that is the answer. Then (and for f64) a
+// long-double interval enclosing the value (gelu_exact_ld.c), decided the same way. Otherwise MPFR
+// interval arithmetic (directed rounding, monotone exp/erfc) at 96, 160, 320, 1024, 4096 bits
+// until both ends agree. The values are transcendental for x != 0, so the loop ends.
 //
 // Special values (chosen, as limits of the real function): f(NaN) = NaN; f(+-0) = +-0;
 // f(+inf) = +inf; f(-inf) = -0 (the limit is 0 from below); gelu_10: f(x > 10) = 10.
@@ -177,6 +179,7 @@ static bool same(long double a, long double b) { return a == b && signbit(a) == 
 // RN_fmt(dy * f'(x)) (deriv) or RN_fmt(f(x)) (dy = 1); x finite, nonzero, in the core range.
 static long double ziv(gm_gelu_variant v, int deriv, long double x, long double dy, gelu_fmt f) {
   long double lo, hi;
+  if (f.p <= 24 && gelu_f64_decide(v, deriv, (double)x, (double)dy, f, &lo)) return lo;
   gelu_ld_interval(v, deriv, x, &lo, &hi);
   if (deriv) {
     long double a = lo * dy, b = hi * dy;

@@ -83,6 +83,11 @@ static inline void gelu_store(gm_dtype dt, void *buf, size_t i, long double v) {
 void gelu_ld_interval(gm_gelu_variant v, int deriv, long double x, long double *lo, long double *hi);
 // Long double point evaluation of the same rewritten forms (no bound), for accurate f64.
 long double gelu_ld_point(gm_gelu_variant v, int deriv, long double x);
+// Double evaluation of the same forms with a running error bound (gelu_exact_f64.c), the exact
+// mode's first Ziv step for f32, f16 and bf16 (f.p <= 24; false for f64). Sets *r to RN(f(x))
+// (deriv = 0, dy = 1) or RN(dy * f'(x)) (deriv = 1; dy finite, nonzero) in the format and returns
+// true when the bound decides the rounding; false otherwise. x as for gelu_ld_interval.
+bool gelu_f64_decide(gm_gelu_variant v, int deriv, double x, double dy, gelu_fmt f, long double *r);
 
 // The region where the functions need computing; outside it, for every dtype and every finite dy:
 //   x < neg: f rounds to -0, f' is negative and dy*f' rounds to -0 (times the sign of dy);
