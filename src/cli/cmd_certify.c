@@ -13,8 +13,9 @@ static const char *help =
     "                          [--checkpoint FILE] [--json]\n"
     "\n"
     "Runs every representable input of the dtype in [LO, HI] (default: all of them, -inf to +inf,\n"
-    "NaNs excluded) through SPEC and compares it with the correctly rounded result (exact mode:\n"
-    "double-double evaluation, MPFR where that cannot decide the rounding). Prints the worst ULP\n"
+    "NaNs excluded) through SPEC and compares it with the correctly rounded result (exact mode: a\n"
+    "double evaluation with an error bound, then long double, then MPFR, until the rounding is\n"
+    "decided). Prints the worst ULP\n"
     "error, where it occurs, and the histogram; --json gives max_ulp, worst_input, ulp_histogram, n.\n"
     "--grad certifies the backward with dy = 1. Progress and ETA go to stderr. With --checkpoint\n"
     "the state is saved after every chunk and a rerun with the same arguments resumes from it.\n";

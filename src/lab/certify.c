@@ -1,6 +1,6 @@
 // Exhaustive certification of a GELU implementation against the exact mode, chunk by chunk.
-// The exact mode (kernels/gelu_exact*.c) evaluates fast in double-double and falls back to MPFR
-// near rounding boundaries, so every reference value is the correctly rounded one.
+// The exact mode (kernels/gelu_exact*.c) evaluates in double, then long double, with error bounds,
+// and falls back to MPFR near rounding boundaries, so every reference value is the correctly rounded one.
 #include "gptmeg/certify.h"
 
 #include <cjson/cJSON.h>
