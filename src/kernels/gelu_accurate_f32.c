@@ -1,21 +1,27 @@
 // Accurate mode, f32 forward of the tanh and sigmoid families in f32 lanes (scalar reference).
 // f(x) = x*s with s = 1/(1+2^T), T = M*x*(1 + k*x^2) (tanh forms; M = -2a*log2(e)) or M*x
-// (quick_gelu; M = -b*log2(e)). With A = -|T| = n + r (n integer, |r| <= 1/2):
+// (quick_gelu; M = -b*log2(e)). With A = -|T| = n + r (n integer; |r| <= 1/2 + 2^-16
+// where the result depends on it):
 //   x >= 0: f = x / (1 + 2^n*2^r)          x < 0: f = 2^n * x / (2^n + 2^-r)
 // so nothing cancels and nothing overflows. Operations, in this order (-ffp-contract=off, FMAs
-// written out):
-//   f32: xl = max(x, -2^16) (the numerator; keeps -inf finite), xc = min(xl, 2^16)
-//   f64: a = |xc|; A = a * fma(Mk, a*a, M) (Mk = M*k, 0 for quick_gelu; a*a is exact);
-//        n = nearbyint(A), r = A - n (exact); both converted to f32 (r rounded once)
-//   f32: rho = r (x >= 0) or -r (x < 0); P = a degree-5 minimax fit of (2^rho - 1)/rho (Horner,
-//        FMAs; 2^rho = 1 + rho*P to 2^-26.7 relative); c = 2^max(n, -100); m = c (x >= 0) or 1;
+// written out; M = Mh + Ml and Mk = M*k = Mkh + Mkl, each pair an f64 constant split in two f32):
+//   xl = max(x, -2^7) (the numerator; keeps -inf finite), xc = min(xl, 2^7), a = |xc| (beyond 2^7
+//        every result is -0 or x; the bound keeps |a*wh| < 2^18, so |r| < 1 below)
+//   A = a*(M + Mk*a^2) as f32 pairs: a^2 = a2h + a2l (a2l = fma(a, a, -a2h), exact);
+//        u = Mkh*a2h, ul = fma(Mkh, a2h, -u) (exact); wh = Mh + u with its exact error e
+//        (Fast2Sum on min/max: both are <= 0); wl = ((fma(Mkh, a2l, fma(Mkl, a2h, Ml)) + ul) + e);
+//        n = nearbyint(a*wh); r = fma(a, wl, fma(a, wh, -n)) (the inner one rounds a value under
+//        1/2 + 2^-16, so r is within 2^-24 of A - n while |A| < 256)
+//        quick_gelu: n = nearbyint(a*Mh), r = fma(a, Ml, fma(a, Mh, -n))
+//   rho = r (x >= 0) or -r (x < 0); P = a degree-5 fit of (2^rho - 1)/rho (Horner, FMAs;
+//        2^rho = 1 + rho*P to 2^-26.7 relative); c = 2^max(n, -100); m = c (x >= 0) or 1;
 //        D = 1 + c + m*rho*P, formed as Ah = 1 + c, Al = c - (Ah - 1) (exact), B = fma(m*rho, P, Al),
 //        Dh = Ah + B (the one rounding of D that matters, at most half an ulp of D);
 //        q = xl / Dh; x >= 0 (or NaN): y = q;  x < 0: y = q * 2^n, rounded once (subnormal results).
-//   Error before the last rounding: Dh's rounding (<= 2^-24 relative) plus r's rounding, the fit and
-//   B's rounding (together well under 2^-24 relative), so |q - f| < 2 ulp and y is within 2 ulp.
-//   Special values fall out of the same operations: +-0 -> +-0 (D = 2), x > 2^16 or +inf -> x
-//   (c = 2^-100, D = 1), x < -2^16 or -inf -> -0 (scale below 2^-150), NaN -> NaN (x's, quieted).
+//   Error before the last rounding: Dh's rounding (<= 2^-24 relative) plus r's (<= 0.7 * 2^-24
+//   relative after 2^r), the fit and B's rounding, so |q - f| < 2 ulp and y is within 2 ulp.
+//   Special values fall out of the same operations: +-0 -> +-0 (D = 2), x > 2^7 or +inf -> x
+//   (c = 2^-100, D = 1), x < -2^7 or -inf -> -0 (scale below 2^-150), NaN -> NaN (x's, quieted).
 // Certified error against exact: docs/numerics.md section 6 (gptmeg act certify, every f32).
 // The AVX-512 and AVX2 kernels perform the same IEEE operations, so all three give the same bits.
 #include "kernels/gelu_math.h"
@@ -29,15 +35,17 @@ const float gelu_acc32_exp2_poly[7] = {0x1.62e430p-1f, 0x1.ebfbe0p-3f, 0x1.c6b08
 const float gelu_acc32_exp2_fit5[6] = {0x1.62e430p-1f, 0x1.ebfbe0p-3f, 0x1.c6af6cp-5f,
                                        0x1.3b2a54p-7f, 0x1.5f0890p-10f, 0x1.44138ap-13f};
 
-void gelu_acc32_reduction(const gelu_acc_params *p, double *M, double *Mk) {
+gelu_acc32_consts gelu_acc32_reduction(const gelu_acc_params *p) {
   const double log2e = 1.4426950408889634;
-  if (p->fam == GELU_FAM_SIGMOID) {
-    *M = -(p->a * log2e);
-    *Mk = 0;
-  } else {
-    *M = -2.0 * p->a * log2e;
-    *Mk = *M * p->k;
-  }
+  double M = p->fam == GELU_FAM_SIGMOID ? -(p->a * log2e) : -2.0 * p->a * log2e;
+  double Mk = p->fam == GELU_FAM_SIGMOID ? 0 : M * p->k;
+  gelu_acc32_consts K;
+  K.Mh = (float)M;
+  K.Ml = (float)(M - K.Mh);
+  K.Mkh = (float)Mk;
+  K.Mkl = (float)(Mk - K.Mkh);
+  K.sigmoid = p->fam == GELU_FAM_SIGMOID;
+  return K;
 }
 
 // q * 2^n rounded once, n <= 0 integral (or below -2^31): the first product is exact (|q| >= 2^-26
@@ -48,15 +56,24 @@ static float scale_once(float q, float n) {
   return (q * ldexpf(1.0f, (int)n1)) * ldexpf(1.0f, (int)n2);
 }
 
-static float one_f32lane(double M, double Mk, float x) {
-  const float big = 0x1p16f;
-  float xl = x < -big ? -big : x;
-  float xc = xl > big ? big : xl;
-  double a = fabs((double)xc);
-  double A = a * fma(Mk, a * a, M);
-  double nd = nearbyint(A);
-  float r = (float)(A - nd);
-  float n = (float)nd;
+static float one_f32lane(const gelu_acc32_consts *K, float x) {
+  const float lim = 0x1p7f;
+  float xl = x < -lim ? -lim : x;
+  float xc = xl > lim ? lim : xl;
+  float a = fabsf(xc), r, n;
+  if (K->sigmoid) {
+    n = nearbyintf(a * K->Mh);
+    r = fmaf(a, K->Ml, fmaf(a, K->Mh, -n));
+  } else {
+    float a2h = a * a, a2l = fmaf(a, a, -a2h);
+    float u = K->Mkh * a2h, ul = fmaf(K->Mkh, a2h, -u);
+    float wh = K->Mh + u;
+    float big = K->Mh < u ? K->Mh : u, small = K->Mh > u ? K->Mh : u; // as VMINPS/VMAXPS
+    float e = small - (wh - big);
+    float wl = (fmaf(K->Mkh, a2l, fmaf(K->Mkl, a2h, K->Ml)) + ul) + e;
+    n = nearbyintf(a * wh);
+    r = fmaf(a, wl, fmaf(a, wh, -n));
+  }
   bool neg = x < 0;
   float rho = neg ? -r : r;
   const float *C = gelu_acc32_exp2_fit5;
@@ -72,7 +89,6 @@ static float one_f32lane(double M, double Mk, float x) {
 }
 
 void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n) {
-  double M, Mk;
-  gelu_acc32_reduction(p, &M, &Mk);
-  for (size_t i = 0; i < n; i++) y[i] = one_f32lane(M, Mk, x[i]);
+  gelu_acc32_consts K = gelu_acc32_reduction(p);
+  for (size_t i = 0; i < n; i++) y[i] = one_f32lane(&K, x[i]);
 }

@@ -1,19 +1,31 @@
 // Accurate mode, f32 forward of the tanh and sigmoid families, 8 f32 lanes (AVX2+FMA): the
 // operations of gelu_acc32_fwd_scalar (gelu_accurate_f32.c) in the same order, so the same bits.
-// A, n and r are formed in two halves of 4 f64 lanes; everything after runs in f32 lanes; powers
-// of two are built from the exponent bits, and 2^n scales in two exact-then-rounding steps.
+// Everything runs in f32 lanes; powers of two are built from the exponent bits, and 2^n scales in
+// two exact-then-rounding steps.
 #include "kernels/gelu_math.h"
 
 #include <immintrin.h>
 
-static inline __attribute__((always_inline)) void reduce4(bool sigmoid, __m256d M, __m256d Mk, __m128 a, __m128 *r,
-                                                          __m128i *n) {
-  __m256d ad = _mm256_cvtps_pd(a);
-  __m256d A = sigmoid ? _mm256_mul_pd(ad, M) : _mm256_mul_pd(ad, _mm256_fmadd_pd(Mk, _mm256_mul_pd(ad, ad), M));
-  __m256d nd = _mm256_round_pd(A, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  *r = _mm256_cvtpd_ps(_mm256_sub_pd(A, nd));
-  // NaN lanes and n below -2^31 give INT_MIN: below -100 like the scalar's float n.
-  *n = _mm256_cvtpd_epi32(nd);
+typedef struct {
+  __m256 Mh, Ml, Mkh, Mkl;
+} consts8;
+
+// A = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs: n = nearbyint(a*wh), r = A - n rounded.
+static inline __attribute__((always_inline)) void reduce8(bool sigmoid, const consts8 *K, __m256 a, __m256 *r, __m256 *n) {
+  const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  if (sigmoid) {
+    *n = _mm256_round_ps(_mm256_mul_ps(a, K->Mh), rn);
+    *r = _mm256_fmadd_ps(a, K->Ml, _mm256_fmsub_ps(a, K->Mh, *n));
+    return;
+  }
+  __m256 a2h = _mm256_mul_ps(a, a), a2l = _mm256_fmsub_ps(a, a, a2h);
+  __m256 u = _mm256_mul_ps(K->Mkh, a2h), ul = _mm256_fmsub_ps(K->Mkh, a2h, u);
+  __m256 wh = _mm256_add_ps(K->Mh, u);
+  __m256 big = _mm256_min_ps(K->Mh, u), small = _mm256_max_ps(K->Mh, u);
+  __m256 e = _mm256_sub_ps(small, _mm256_sub_ps(wh, big));
+  __m256 wl = _mm256_add_ps(_mm256_add_ps(_mm256_fmadd_ps(K->Mkh, a2l, _mm256_fmadd_ps(K->Mkl, a2h, K->Ml)), ul), e);
+  *n = _mm256_round_ps(_mm256_mul_ps(a, wh), rn);
+  *r = _mm256_fmadd_ps(a, wl, _mm256_fmsub_ps(a, wh, *n));
 }
 
 // 2^n for n in [-126, 127], exactly.
@@ -21,18 +33,16 @@ static __m256 pow2i8(__m256i n) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
 }
 
-static inline __attribute__((always_inline)) __m256 one8(bool sigmoid, __m256d M, __m256d Mk, __m256 x) {
+static inline __attribute__((always_inline)) __m256 one8(bool sigmoid, const consts8 *K, __m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
-  __m256 xl = _mm256_max_ps(_mm256_set1_ps(-0x1p16f), x); // NaN: the second operand, x
-  __m256 xc = _mm256_min_ps(_mm256_set1_ps(0x1p16f), xl);
+  __m256 xl = _mm256_max_ps(_mm256_set1_ps(-0x1p7f), x); // NaN: the second operand, x
+  __m256 xc = _mm256_min_ps(_mm256_set1_ps(0x1p7f), xl);
   __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), xc);
   __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
-  __m128 r0, r1;
-  __m128i n0, n1;
-  reduce4(sigmoid, M, Mk, _mm256_castps256_ps128(a), &r0, &n0);
-  reduce4(sigmoid, M, Mk, _mm256_extractf128_ps(a, 1), &r1, &n1);
-  __m256 r = _mm256_insertf128_ps(_mm256_castps128_ps256(r0), r1, 1);
-  __m256i n = _mm256_inserti128_si256(_mm256_castsi128_si256(n0), n1, 1);
+  __m256 r, nf;
+  reduce8(sigmoid, K, a, &r, &nf);
+  // NaN lanes and n below -2^31 give INT_MIN: below -100 like the scalar's float n.
+  __m256i n = _mm256_cvtps_epi32(nf);
   __m256 rho = _mm256_xor_ps(r, _mm256_and_ps(neg, _mm256_set1_ps(-0.0f)));
   const float *C = gelu_acc32_exp2_fit5;
   __m256 P = _mm256_fmadd_ps(_mm256_set1_ps(C[5]), rho, _mm256_set1_ps(C[4]));
@@ -54,14 +64,12 @@ static inline __attribute__((always_inline)) __m256 one8(bool sigmoid, __m256d M
 }
 
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n) {
-  double Md, Mkd;
-  gelu_acc32_reduction(p, &Md, &Mkd);
-  __m256d M = _mm256_set1_pd(Md), Mk = _mm256_set1_pd(Mkd);
-  bool sigmoid = p->fam == GELU_FAM_SIGMOID;
+  gelu_acc32_consts C = gelu_acc32_reduction(p);
+  consts8 K = {_mm256_set1_ps(C.Mh), _mm256_set1_ps(C.Ml), _mm256_set1_ps(C.Mkh), _mm256_set1_ps(C.Mkl)};
   size_t i = 0;
-  if (sigmoid)
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, one8(true, M, Mk, _mm256_loadu_ps(x + i)));
+  if (C.sigmoid)
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, one8(true, &K, _mm256_loadu_ps(x + i)));
   else
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, one8(false, M, Mk, _mm256_loadu_ps(x + i)));
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, one8(false, &K, _mm256_loadu_ps(x + i)));
   if (i < n) gelu_acc32_fwd_scalar(p, x + i, y + i, n - i);
 }

@@ -1,36 +1,40 @@
 // Accurate mode, f32 forward of the tanh and sigmoid families, 16 f32 lanes (AVX-512): the
 // operations of gelu_acc32_fwd_scalar (gelu_accurate_f32.c) in the same order, so the same bits.
-// A, n and r are formed in two halves of 8 f64 lanes; everything after runs in f32 lanes.
+// Everything runs in f32 lanes.
 // Scaling by 2^n uses VSCALEFPS, which rounds once, as the scalar's exact-then-rounding pair does.
 #include "kernels/gelu_math.h"
 
 #include <immintrin.h>
 
 typedef struct {
-  __m512d M, Mk;
+  __m512 Mh, Ml, Mkh, Mkl;
 } consts16;
 
-// A = a*fma(Mk, a^2, M) (quick_gelu: a*M) for 8 lanes of a = |xc|; n = nearbyint(A), r = A - n.
-static inline __attribute__((always_inline)) void reduce8(bool sigmoid, const consts16 *K, __m256 a, __m256 *r, __m256 *n) {
-  __m512d ad = _mm512_cvtps_pd(a);
-  __m512d A = sigmoid ? _mm512_mul_pd(ad, K->M) : _mm512_mul_pd(ad, _mm512_fmadd_pd(K->Mk, _mm512_mul_pd(ad, ad), K->M));
-  __m512d nd = _mm512_roundscale_pd(A, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  *r = _mm512_cvtpd_ps(_mm512_sub_pd(A, nd));
-  *n = _mm512_cvtpd_ps(nd);
+// A = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs: n = nearbyint(a*wh), r = A - n rounded.
+static inline __attribute__((always_inline)) void reduce16(bool sigmoid, const consts16 *K, __m512 a, __m512 *r, __m512 *n) {
+  if (sigmoid) {
+    *n = _mm512_roundscale_ps(_mm512_mul_ps(a, K->Mh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    *r = _mm512_fmadd_ps(a, K->Ml, _mm512_fmsub_ps(a, K->Mh, *n));
+    return;
+  }
+  __m512 a2h = _mm512_mul_ps(a, a), a2l = _mm512_fmsub_ps(a, a, a2h);
+  __m512 u = _mm512_mul_ps(K->Mkh, a2h), ul = _mm512_fmsub_ps(K->Mkh, a2h, u);
+  __m512 wh = _mm512_add_ps(K->Mh, u);
+  __m512 big = _mm512_min_ps(K->Mh, u), small = _mm512_max_ps(K->Mh, u);
+  __m512 e = _mm512_sub_ps(small, _mm512_sub_ps(wh, big));
+  __m512 wl = _mm512_add_ps(_mm512_add_ps(_mm512_fmadd_ps(K->Mkh, a2l, _mm512_fmadd_ps(K->Mkl, a2h, K->Ml)), ul), e);
+  *n = _mm512_roundscale_ps(_mm512_mul_ps(a, wh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  *r = _mm512_fmadd_ps(a, wl, _mm512_fmsub_ps(a, wh, *n));
 }
 
-static __m512 join(__m256 lo, __m256 hi) { return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1); }
-
 static inline __attribute__((always_inline)) __m512 one16(bool sigmoid, const consts16 *K, __m512 x) {
-  const __m512 big = _mm512_set1_ps(0x1p16f), one = _mm512_set1_ps(1.0f);
-  __m512 xl = _mm512_max_ps(_mm512_set1_ps(-0x1p16f), x); // NaN: the second operand, x
-  __m512 xc = _mm512_min_ps(big, xl);
+  const __m512 lim = _mm512_set1_ps(0x1p7f), one = _mm512_set1_ps(1.0f);
+  __m512 xl = _mm512_max_ps(_mm512_set1_ps(-0x1p7f), x); // NaN: the second operand, x
+  __m512 xc = _mm512_min_ps(lim, xl);
   __m512 a = _mm512_abs_ps(xc);
   __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-  __m256 r0, r1, n0, n1;
-  reduce8(sigmoid, K, _mm512_castps512_ps256(a), &r0, &n0);
-  reduce8(sigmoid, K, _mm512_extractf32x8_ps(a, 1), &r1, &n1);
-  __m512 r = join(r0, r1), n = join(n0, n1);
+  __m512 r, n;
+  reduce16(sigmoid, K, a, &r, &n);
   __m512 rho = _mm512_mask_xor_ps(r, neg, r, _mm512_set1_ps(-0.0f));
   const float *C = gelu_acc32_exp2_fit5;
   __m512 P = _mm512_fmadd_ps(_mm512_set1_ps(C[5]), rho, _mm512_set1_ps(C[4]));
@@ -60,9 +64,8 @@ static inline __attribute__((always_inline)) void run16(bool sigmoid, const cons
 }
 
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n) {
-  double M, Mk;
-  gelu_acc32_reduction(p, &M, &Mk);
-  consts16 K = {_mm512_set1_pd(M), _mm512_set1_pd(Mk)};
+  gelu_acc32_consts C = gelu_acc32_reduction(p);
+  consts16 K = {_mm512_set1_ps(C.Mh), _mm512_set1_ps(C.Ml), _mm512_set1_ps(C.Mkh), _mm512_set1_ps(C.Mkl)};
   if (p->fam == GELU_FAM_SIGMOID) run16(true, &K, x, y, n);
   else run16(false, &K, x, y, n);
 }

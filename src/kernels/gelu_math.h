@@ -158,7 +158,11 @@ const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt);
 // The contract and the operations: gelu_accurate_f32.c. Scalar, AVX-512 and AVX2 give the same bits.
 extern const float gelu_acc32_exp2_poly[7];  // Taylor terms of 2^x (the erf kernels)
 extern const float gelu_acc32_exp2_fit5[6];  // (2^rho - 1)/rho, degree-5 fit (tanh/sigmoid)
-void gelu_acc32_reduction(const gelu_acc_params *p, double *M, double *Mk); // A = a*fma(Mk, a^2, M)
+typedef struct {
+  float Mh, Ml, Mkh, Mkl; // M and M*k (f64) as f32 pairs: A = a*(M + Mk*a^2)
+  bool sigmoid;           // Mk = 0: A = a*M
+} gelu_acc32_consts;
+gelu_acc32_consts gelu_acc32_reduction(const gelu_acc_params *p);
 void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
