@@ -5,15 +5,18 @@
 //   x >= 0: f = x / (1 + 2^n*2^r)          x < 0: f = 2^n * x / (2^n + 2^-r)
 // so nothing cancels and nothing overflows. Operations, in this order (-ffp-contract=off, FMAs
 // written out; M = Mh + Ml and Mk = M*k = Mkh + Mkl, each pair an f64 constant split in two f32):
-//   xl = max(x, -2^7) (the numerator; keeps -inf finite), xc = min(xl, 2^7), a = |xc| (beyond 2^7
-//        every result is -0 or x; the bound keeps |a*wh| < 2^18, so |r| < 1 below)
-//   A = a*(M + Mk*a^2) as f32 pairs: a^2 = a2h + a2l (a2l = fma(a, a, -a2h), exact);
+//   xl = max(x, -2^7) (the numerator; keeps -inf finite), a = min(xl, 2^7) (beyond 2^7 every
+//        result is -0 or x; the bound keeps |a*wh| < 2^18, so |r| < 1 below)
+//   T = a*(M + Mk*a^2) for signed a (T = A for x >= 0, -A for x < 0) as f32 pairs:
+//        a^2 = a2h + a2l (a2l = fma(a, a, -a2h), exact);
 //        u = Mkh*a2h, ul = fma(Mkh, a2h, -u) (exact); wh = Mh + u with its exact error e
 //        (Fast2Sum on min/max: both are <= 0); wl = ((fma(Mkh, a2l, fma(Mkl, a2h, Ml)) + ul) + e);
-//        n = nearbyint(a*wh); r = fma(a, wl, fma(a, wh, -n)) (the inner one rounds a value under
-//        1/2 + 2^-16, so r is within 2^-24 of A - n while |A| < 256)
-//        quick_gelu: n = nearbyint(a*Mh), r = fma(a, Ml, fma(a, Mh, -n))
-//   rho = r (x >= 0) or -r (x < 0); P = a degree-5 fit of (2^rho - 1)/rho (Horner, FMAs;
+//        nT = nearbyint(a*wh); rho = fma(a, wl, fma(a, wh, -nT)) (the inner one rounds a value
+//        under 1/2 + 2^-16, so rho is within 2^-24 of T - nT while |T| < 256); n = -|nT|
+//        quick_gelu: nT = nearbyint(a*Mh), rho = fma(a, Ml, fma(a, Mh, -nT))
+//        Every step is odd in a (round to nearest even is symmetric), so rho = r (x >= 0) or -r
+//        (x < 0) with r = A - n, bit for bit as if |a| were reduced and r negated.
+//   P = a degree-5 fit of (2^rho - 1)/rho (Horner, FMAs;
 //        2^rho = 1 + rho*P to 2^-26.7 relative); c = 2^max(n, -100); m = c (x >= 0) or 1;
 //        D = 1 + c + m*rho*P, formed as Ah = 1 + c, Al = c - (Ah - 1) (exact), B = fma(m*rho, P, Al),
 //        Dh = Ah + B (the one rounding of D that matters, at most half an ulp of D);
@@ -60,10 +63,10 @@ static float one_f32lane(const gelu_acc32_consts *K, float x) {
   const float lim = 0x1p7f;
   float xl = x < -lim ? -lim : x;
   float xc = xl > lim ? lim : xl;
-  float a = fabsf(xc), r, n;
+  float a = xc, rho, nT; // signed: T = -A for x < 0, and every step below is odd in a
   if (K->sigmoid) {
-    n = nearbyintf(a * K->Mh);
-    r = fmaf(a, K->Ml, fmaf(a, K->Mh, -n));
+    nT = nearbyintf(a * K->Mh);
+    rho = fmaf(a, K->Ml, fmaf(a, K->Mh, -nT));
   } else {
     float a2h = a * a, a2l = fmaf(a, a, -a2h);
     float u = K->Mkh * a2h, ul = fmaf(K->Mkh, a2h, -u);
@@ -71,11 +74,11 @@ static float one_f32lane(const gelu_acc32_consts *K, float x) {
     float big = K->Mh < u ? K->Mh : u, small = K->Mh > u ? K->Mh : u; // as VMINPS/VMAXPS
     float e = small - (wh - big);
     float wl = (fmaf(K->Mkh, a2l, fmaf(K->Mkl, a2h, K->Ml)) + ul) + e;
-    n = nearbyintf(a * wh);
-    r = fmaf(a, wl, fmaf(a, wh, -n));
+    nT = nearbyintf(a * wh);
+    rho = fmaf(a, wl, fmaf(a, wh, -nT));
   }
+  float n = -fabsf(nT);
   bool neg = x < 0;
-  float rho = neg ? -r : r;
   const float *C = gelu_acc32_exp2_fit5;
   float P = C[5];
   for (int j = 4; j >= 0; j--) P = fmaf(P, rho, C[j]);

@@ -10,7 +10,8 @@ typedef struct {
   __m256 Mh, Ml, Mkh, Mkl;
 } consts8;
 
-// A = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs: n = nearbyint(a*wh), r = A - n rounded.
+// T = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs for signed a: n = nearbyint(a*wh), r = T - n
+// rounded.
 static inline __attribute__((always_inline)) void reduce8(bool sigmoid, const consts8 *K, __m256 a, __m256 *r, __m256 *n) {
   const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   if (sigmoid) {
@@ -37,13 +38,11 @@ static inline __attribute__((always_inline)) __m256 one8(bool sigmoid, const con
   const __m256 one = _mm256_set1_ps(1.0f);
   __m256 xl = _mm256_max_ps(_mm256_set1_ps(-0x1p7f), x); // NaN: the second operand, x
   __m256 xc = _mm256_min_ps(_mm256_set1_ps(0x1p7f), xl);
-  __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), xc);
   __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
-  __m256 r, nf;
-  reduce8(sigmoid, K, a, &r, &nf);
-  // NaN lanes and n below -2^31 give INT_MIN: below -100 like the scalar's float n.
-  __m256i n = _mm256_cvtps_epi32(nf);
-  __m256 rho = _mm256_xor_ps(r, _mm256_and_ps(neg, _mm256_set1_ps(-0.0f)));
+  __m256 rho, nT;
+  reduce8(sigmoid, K, xc, &rho, &nT);
+  // -|nT| as an integer; NaN lanes and n below -2^31 give INT_MIN: below -100 like the scalar's.
+  __m256i n = _mm256_cvtps_epi32(_mm256_or_ps(nT, _mm256_set1_ps(-0.0f)));
   const float *C = gelu_acc32_exp2_fit5;
   __m256 P = _mm256_fmadd_ps(_mm256_set1_ps(C[5]), rho, _mm256_set1_ps(C[4]));
   P = _mm256_fmadd_ps(P, rho, _mm256_set1_ps(C[3]));

@@ -10,7 +10,8 @@ typedef struct {
   __m512 Mh, Ml, Mkh, Mkl;
 } consts16;
 
-// A = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs: n = nearbyint(a*wh), r = A - n rounded.
+// T = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs for signed a: n = nearbyint(a*wh), r = T - n
+// rounded.
 static inline __attribute__((always_inline)) void reduce16(bool sigmoid, const consts16 *K, __m512 a, __m512 *r, __m512 *n) {
   if (sigmoid) {
     *n = _mm512_roundscale_ps(_mm512_mul_ps(a, K->Mh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -31,11 +32,10 @@ static inline __attribute__((always_inline)) __m512 one16(bool sigmoid, const co
   const __m512 lim = _mm512_set1_ps(0x1p7f), one = _mm512_set1_ps(1.0f);
   __m512 xl = _mm512_max_ps(_mm512_set1_ps(-0x1p7f), x); // NaN: the second operand, x
   __m512 xc = _mm512_min_ps(lim, xl);
-  __m512 a = _mm512_abs_ps(xc);
   __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-  __m512 r, n;
-  reduce16(sigmoid, K, a, &r, &n);
-  __m512 rho = _mm512_mask_xor_ps(r, neg, r, _mm512_set1_ps(-0.0f));
+  __m512 rho, nT;
+  reduce16(sigmoid, K, xc, &rho, &nT);
+  __m512 n = _mm512_or_ps(nT, _mm512_set1_ps(-0.0f)); // -|nT|
   const float *C = gelu_acc32_exp2_fit5;
   __m512 P = _mm512_fmadd_ps(_mm512_set1_ps(C[5]), rho, _mm512_set1_ps(C[4]));
   P = _mm512_fmadd_ps(P, rho, _mm512_set1_ps(C[3]));
