@@ -153,6 +153,14 @@ expect 2 "eval unknown mode" "$G" act eval gelu_new:turbo --dtype f32 --in "$T/x
 err_has "eval: unknown mode lists the valid modes" "valid: exact, eager, fused, torch-cpu, accurate"
 expect 2 "certify unknown variant" "$G" act certify gelu_nu --dtype f16
 err_has "certify: unknown variant lists the valid names" "valid: gelu, gelu_python, gelu_new"
+# checkpoints carry the implementation's fingerprint: the same build resumes, another is refused
+expect 0 "certify with a checkpoint" "$G" act certify gelu_new --dtype f32 --range 1:1.001 --checkpoint "$T/c.ckpt"
+grep -q '"implementation"' "$T/c.ckpt" && ok "checkpoint records the implementation" || bad "checkpoint: $(cat "$T/c.ckpt")"
+expect 0 "certify resumes its own checkpoint" "$G" act certify gelu_new --dtype f32 --range 1:1.001 --checkpoint "$T/c.ckpt"
+err_has "resume is reported" "resuming from"
+sed 's/"implementation":[^,]*,/"implementation": "0123456789abcdef",/' "$T/c.ckpt" >"$T/c2.ckpt"
+expect 1 "certify refuses another implementation's checkpoint" "$G" act certify gelu_new --dtype f32 --range 1:1.001 --checkpoint "$T/c2.ckpt"
+err_has "refusal says why" "made by another implementation"
 expect 1 "eval grad dy dtype mismatch" "$G" act eval gelu --dtype bf16 --in "$T/xb.npy" --out "$T/bad8.npy" --grad --dy "$T/dy.npy"
 err_has "dy dtype mismatch message" "holds f32 ('<f4'), but --dtype is bf16"
 no_file "$T/bad8.npy"

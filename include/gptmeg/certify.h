@@ -39,6 +39,9 @@ int64_t gm_cert_key_max(gm_dtype dt); // key of +inf
 void gm_cert_state_init(gm_cert_state *s, const gm_cert_job *job);
 // Runs up to `count` keys from s->next, updating s. Returns 0 or an error.
 int gm_cert_step(const gm_cert_job *job, gm_cert_state *s, uint64_t count);
+// FNV-1a of the implementation's outputs on 4099 fixed inputs: differs between builds whose bits
+// differ (checkpoints carry it and are refused by another implementation; --json prints it).
+int gm_cert_fingerprint(const gm_cert_job *job, uint64_t *fp);
 // Checkpoint file (JSON): save atomically; load returns 1 if a matching checkpoint was read,
 // 0 if the file does not exist, -1 on error (a checkpoint of another job is an error).
 int gm_cert_save(const char *path, const gm_cert_job *job, const gm_cert_state *s);

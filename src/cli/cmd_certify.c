@@ -18,7 +18,9 @@ static const char *help =
     "decided). Prints the worst ULP\n"
     "error, where it occurs, and the histogram; --json gives max_ulp, worst_input, ulp_histogram, n.\n"
     "--grad certifies the backward with dy = 1. Progress and ETA go to stderr. With --checkpoint\n"
-    "the state is saved after every chunk and a rerun with the same arguments resumes from it.\n";
+    "the state is saved after every chunk and a rerun with the same arguments resumes from it; a\n"
+    "checkpoint made by a build whose outputs differ (the implementation fingerprint, printed at\n"
+    "the end and in --json as implementation) is refused.\n";
 
 static void progress(const gm_cert_job *job, const gm_cert_state *s, double t0, uint64_t done0) {
   if (!isatty(2)) return;
@@ -94,8 +96,11 @@ int cmd_act_certify(int argc, char **argv) {
   }
   if (isatty(2)) fputc('\n', stderr);
   if (ckpt && gm_cert_save(ckpt, &job, &s)) return cli_fail("%s", gm_errmsg());
-  char spec_name[64];
+  char spec_name[64], fps[32];
   gm_gelu_spec_format(job.spec, spec_name, sizeof spec_name);
+  uint64_t fp;
+  if (gm_cert_fingerprint(&job, &fp)) return cli_fail("%s", gm_errmsg());
+  snprintf(fps, sizeof fps, "%016llx", (unsigned long long)fp);
   if (json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "spec", spec_name);
@@ -109,6 +114,7 @@ int cmd_act_certify(int argc, char **argv) {
     cJSON *h = cJSON_AddObjectToObject(j, "ulp_histogram");
     for (int b = 0; b < GM_CERT_BUCKETS; b++) cJSON_AddNumberToObject(h, gm_cert_bucket_labels[b], (double)s.hist[b]);
     cJSON_AddNumberToObject(j, "seconds", gm_now_s() - t0);
+    cJSON_AddStringToObject(j, "implementation", fps);
     char *txt = cJSON_Print(j);
     puts(txt);
     free(txt);
@@ -119,6 +125,7 @@ int cmd_act_certify(int argc, char **argv) {
            (unsigned long long)s.max_ulp, s.worst_input, s.worst_got, s.worst_exact);
     for (int b = 0; b < GM_CERT_BUCKETS; b++)
       printf("  %-7s %llu\n", gm_cert_bucket_labels[b], (unsigned long long)s.hist[b]);
+    printf("implementation fingerprint %s\n", fps);
   }
   return CLI_OK;
 }

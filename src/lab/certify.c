@@ -91,6 +91,27 @@ done:
   return rc;
 }
 
+// The implementation's fingerprint: FNV-1a of its outputs on 4099 fixed inputs spread over every
+// magnitude, so a checkpoint made by another build of the same SPEC (other kernel bits) is refused
+// instead of being resumed into a histogram that mixes two implementations.
+int gm_cert_fingerprint(const gm_cert_job *job, uint64_t *fp) {
+  enum { NPROBE = 4099 };
+  size_t es = gm_dtype_size(job->dtype);
+  char x[NPROBE * 4], dy[NPROBE * 4], y[NPROBE * 4];
+  for (size_t i = 0; i < NPROBE; i++) {
+    uint32_t b = (uint32_t)(i * 1048573u + 12345u);
+    if (es == 4) memcpy(x + 4 * i, &b, 4);
+    else { uint16_t h = (uint16_t)(b >> 8); memcpy(x + 2 * i, &h, 2); }
+    gm_store_f64(job->dtype, dy, i, 1.0);
+  }
+  int rc = job->backward ? gm_gelu_bwd(job->spec, job->dtype, x, dy, y, NPROBE, 1)
+                         : gm_gelu_fwd(job->spec, job->dtype, x, y, NPROBE, 1);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < NPROBE * es; i++) h = (h ^ (unsigned char)y[i]) * 1099511628211ull;
+  *fp = h;
+  return rc;
+}
+
 static void job_name(const gm_cert_job *job, char *buf, size_t len) {
   char spec[64];
   gm_gelu_spec_format(job->spec, spec, sizeof spec);
@@ -104,6 +125,9 @@ int gm_cert_save(const char *path, const gm_cert_job *job, const gm_cert_state *
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "job", name);
   char buf[32];
+  uint64_t fp;
+  if (gm_cert_fingerprint(job, &fp)) { cJSON_Delete(j); return -1; }
+  snprintf(buf, sizeof buf, "%016llx", (unsigned long long)fp); cJSON_AddStringToObject(j, "implementation", buf);
   snprintf(buf, sizeof buf, "%lld", (long long)s->next); cJSON_AddStringToObject(j, "next", buf);
   snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->n); cJSON_AddStringToObject(j, "n", buf);
   snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->max_ulp); cJSON_AddStringToObject(j, "max_ulp", buf);
@@ -147,9 +171,16 @@ int gm_cert_load(const char *path, const gm_cert_job *job, gm_cert_state *s) {
   job_name(job, name, sizeof name);
   cJSON *jn = cJSON_GetObjectItem(j, "job");
   int rc = 1;
-  uint64_t next, hist;
+  uint64_t next, hist, fp = 0;
+  char fps[32];
+  cJSON *ji = cJSON_GetObjectItem(j, "implementation");
+  if (gm_cert_fingerprint(job, &fp)) { cJSON_Delete(j); return -1; }
+  snprintf(fps, sizeof fps, "%016llx", (unsigned long long)fp);
   if (!cJSON_IsString(jn) || strcmp(jn->valuestring, name) != 0) {
     rc = gm_fail("checkpoint '%s' is for '%s', not '%s'", path, cJSON_IsString(jn) ? jn->valuestring : "?", name);
+  } else if (!cJSON_IsString(ji) || strcmp(ji->valuestring, fps) != 0) {
+    rc = gm_fail("checkpoint '%s' was made by another implementation of %s (fingerprint %s, this build %s): "
+                 "delete it to start over", path, name, cJSON_IsString(ji) ? ji->valuestring : "none", fps);
   } else if (get_u64(j, "next", &next) || get_u64(j, "n", &s->n) || get_u64(j, "max_ulp", &s->max_ulp)) {
     rc = gm_fail("checkpoint '%s' lacks next/n/max_ulp", path);
   } else {
