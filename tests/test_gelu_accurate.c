@@ -98,7 +98,9 @@ static void check_bits(void) {
   float *x = malloc(n * 4), *dy = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
   fill_f32(x, dy, n, 5);
   float specials[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 10.0f, 10.000001f, -20.0f, 20.0f, -130.0f, 1e-45f, -1e-45f,
-                      -10.49f, -10.2f, -11.0f, -19.99f, -129.9f, -60.0f, -59.0f, -1e-40f, 1e-40f, -3e-38f, 5.0f, 9.5f};
+                      -10.49f, -10.2f, -11.0f, -19.99f, -129.9f, -60.0f, -59.0f, -1e-40f, 1e-40f, -3e-38f, 5.0f, 9.5f,
+                      128.0f, -128.0f, 0x1.fffffep6f, -0x1.fffffep6f, 0x1.000002p7f, -0x1.000002p7f, 1e30f, -1e30f,
+                      3.4e38f, -3.4e38f, -0x1p-149f, 0x1p-149f, -10.077721f, -52.839809f};
   memcpy(x, specials, sizeof specials);
   for (int v = 0; v < GELU_N_VARIANTS; v++)
     for (int bwd = 0; bwd < 2; bwd++) {
