@@ -13,9 +13,8 @@ typedef struct {
 // T = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs for signed a: n = nearbyint(a*wh), r = T - n
 // rounded.
 static inline __attribute__((always_inline)) void reduce8(bool sigmoid, const consts8 *K, __m256 a, __m256 *r, __m256 *n) {
-  const int rn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   if (sigmoid) {
-    *n = _mm256_round_ps(_mm256_mul_ps(a, K->Mh), rn);
+    *n = _mm256_round_ps(_mm256_mul_ps(a, K->Mh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     *r = _mm256_fmadd_ps(a, K->Ml, _mm256_fmsub_ps(a, K->Mh, *n));
     return;
   }
@@ -25,7 +24,7 @@ static inline __attribute__((always_inline)) void reduce8(bool sigmoid, const co
   __m256 big = _mm256_min_ps(K->Mh, u), small = _mm256_max_ps(K->Mh, u);
   __m256 e = _mm256_sub_ps(small, _mm256_sub_ps(wh, big));
   __m256 wl = _mm256_add_ps(_mm256_add_ps(_mm256_fmadd_ps(K->Mkh, a2l, _mm256_fmadd_ps(K->Mkl, a2h, K->Ml)), ul), e);
-  *n = _mm256_round_ps(_mm256_mul_ps(a, wh), rn);
+  *n = _mm256_round_ps(_mm256_mul_ps(a, wh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   *r = _mm256_fmadd_ps(a, wl, _mm256_fmsub_ps(a, wh, *n));
 }
 
