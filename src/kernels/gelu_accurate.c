@@ -77,6 +77,9 @@ static double exp_core(double a) {
   return q * scale;
 }
 
+const double gelu_erf_root_taylor[5] = {0x1.b9d98fa5a3215p-2, 0x1.8d9a941de3ac5p-2, -0x1.2a2ef9bb865aep-6,
+                                         -0x1.d2fa4c17c7e84p-4, -0x1.e4088244f901dp-7};
+
 static double one(const gelu_acc_params *p, int deriv, double x, double dy) {
   if (isnan(x)) return x;
   if (p->clip10 && x > 10) return deriv ? 0.0 : 10.0;
@@ -95,6 +98,13 @@ static double one(const gelu_acc_params *p, int deriv, double x, double dy) {
     double Phi = x < 0 ? Q : 1.0 - Q;
     if (!deriv) return x * Phi;
     d = Phi + x * (G * 0.39894228040143267794);
+    double delta = (x - GELU_ERF_ROOT_HI) - GELU_ERF_ROOT_LO;
+    if (fabs(delta) < GELU_ERF_ROOT_RADIUS) {
+      const double *C = gelu_erf_root_taylor;
+      double q = C[4];
+      for (int j = 3; j >= 0; j--) q = fma(q, delta, C[j]);
+      d = q * delta;
+    }
     return dy * d;
   }
   double s, om, t;

@@ -51,7 +51,18 @@ static __m256d one4(const gelu_acc_params *p, int deriv, __m256d x, __m256d dy) 
     __m256d negx = _mm256_cmp_pd(xc, _mm256_setzero_pd(), _CMP_LT_OQ);
     __m256d Phi = sel(negx, _mm256_sub_pd(onev, Q), Q);
     if (!deriv) res = _mm256_mul_pd(xc, Phi);
-    else res = _mm256_mul_pd(dy, _mm256_add_pd(Phi, _mm256_mul_pd(xc, _mm256_mul_pd(G, _mm256_set1_pd(0.39894228040143267794)))));
+    else {
+      __m256d d = _mm256_add_pd(Phi, _mm256_mul_pd(xc, _mm256_mul_pd(G, _mm256_set1_pd(0.39894228040143267794))));
+      // Next to the root of f': its Taylor polynomial (gelu_math.h).
+      __m256d delta = _mm256_sub_pd(_mm256_sub_pd(xc, _mm256_set1_pd(GELU_ERF_ROOT_HI)), _mm256_set1_pd(GELU_ERF_ROOT_LO));
+      const double *C = gelu_erf_root_taylor;
+      __m256d q = _mm256_set1_pd(C[4]);
+      for (int j = 3; j >= 0; j--) q = _mm256_fmadd_pd(q, delta, _mm256_set1_pd(C[j]));
+      __m256d absd = _mm256_and_pd(delta, _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL)));
+      __m256d near = _mm256_cmp_pd(absd, _mm256_set1_pd(GELU_ERF_ROOT_RADIUS), _CMP_LT_OQ);
+      d = sel(near, d, _mm256_mul_pd(q, delta));
+      res = _mm256_mul_pd(dy, d);
+    }
   } else {
     __m256d s, om, t;
     if (p->fam == GELU_FAM_SIGMOID) {

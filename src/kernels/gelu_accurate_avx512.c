@@ -57,7 +57,17 @@ static __m512d one8(const gelu_acc_params *p, int deriv, __m512d x, __m512d dy) 
     __mmask8 negx = _mm512_cmp_pd_mask(xc, _mm512_setzero_pd(), _CMP_LT_OQ);
     __m512d Phi = _mm512_mask_blend_pd(negx, _mm512_sub_pd(_mm512_set1_pd(1.0), Q), Q);
     if (!deriv) res = _mm512_mul_pd(xc, Phi);
-    else res = _mm512_mul_pd(dy, _mm512_add_pd(Phi, _mm512_mul_pd(xc, _mm512_mul_pd(G, _mm512_set1_pd(0.39894228040143267794)))));
+    else {
+      __m512d d = _mm512_add_pd(Phi, _mm512_mul_pd(xc, _mm512_mul_pd(G, _mm512_set1_pd(0.39894228040143267794))));
+      // Next to the root of f': its Taylor polynomial (gelu_math.h).
+      __m512d delta = _mm512_sub_pd(_mm512_sub_pd(xc, _mm512_set1_pd(GELU_ERF_ROOT_HI)), _mm512_set1_pd(GELU_ERF_ROOT_LO));
+      const double *C = gelu_erf_root_taylor;
+      __m512d q = _mm512_set1_pd(C[4]);
+      for (int j = 3; j >= 0; j--) q = _mm512_fmadd_pd(q, delta, _mm512_set1_pd(C[j]));
+      __mmask8 near = _mm512_cmp_pd_mask(_mm512_abs_pd(delta), _mm512_set1_pd(GELU_ERF_ROOT_RADIUS), _CMP_LT_OQ);
+      d = _mm512_mask_blend_pd(near, d, _mm512_mul_pd(q, delta));
+      res = _mm512_mul_pd(dy, d);
+    }
   } else {
     __m512d s, om, t;
     if (p->fam == GELU_FAM_SIGMOID) {

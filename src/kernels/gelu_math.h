@@ -117,6 +117,15 @@ typedef struct {
 enum { GELU_ERFCX_NI = 29, GELU_ERFCX_DEG = 9 };
 extern const double gelu_erfcx_table[GELU_ERFCX_DEG + 1][32];
 
+// The erf family's f' = Phi(x) + x*phi(x) vanishes at x0 = ROOT_HI + ROOT_LO; near it the sum
+// cancels and the erfcx pieces' 1e-11 fit error would show as hundreds of f32 ULPs, so within
+// 2^-8 of x0 the kernels use f' = delta*(C0 + C1*delta + ... + C4*delta^4), delta = (x - ROOT_HI)
+// - ROOT_LO: the Taylor series at x0 (mpmath, 50 digits), relative error < 2^-44 there.
+#define GELU_ERF_ROOT_HI (-0x1.80ead197f00b4p-1)
+#define GELU_ERF_ROOT_LO 0x1.13e74c58cada8p-56
+#define GELU_ERF_ROOT_RADIUS 0x1p-8
+extern const double gelu_erf_root_taylor[5];
+
 // y = f(x) (deriv 0) or dx = dy*f'(x) (deriv 1) for n f32 inputs; the result goes to of (f32,
 // rounded once) or, when of is NULL, to od (the f64 value before rounding, for f16/bf16).
 void gelu_acc_kernel_scalar(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
