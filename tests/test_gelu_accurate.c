@@ -92,6 +92,34 @@ static void check_f32(void) {
   free(x); free(dy); free(e); free(a);
 }
 
+// The erf family's backward next to the root of f' (x0 = -0.7517915...), where Phi + x*phi cancels:
+// the 4001 f32 values around x0 and a sparser walk out to 2^-7 away, every ISA, within the bound.
+static void check_erf_root(void) {
+  size_t n = 0, cap = 4001 + 2 * 2048;
+  float *x = malloc(cap * 4), *dy = malloc(cap * 4), *e = malloc(cap * 4), *a = malloc(cap * 4);
+  float x0 = (float)GELU_ERF_ROOT_HI;
+  uint32_t b0;
+  memcpy(&b0, &x0, 4);
+  for (int k = -2000; k <= 2000; k++) { uint32_t b = b0 + (uint32_t)k; memcpy(&x[n++], &b, 4); }
+  for (int k = 1; k <= 2048; k++) { x[n++] = x0 + (float)k * 0x1p-18f; x[n++] = x0 - (float)k * 0x1p-18f; }
+  for (size_t i = 0; i < n; i++) dy[i] = 1.0f;
+  const char *caps[] = {NULL, "avx2", "scalar"};
+  gm_gelu_variant vs[] = {GELU_ERF, GELU_PYTHON, GELU_10};
+  for (int v = 0; v < 3; v++) {
+    run(vs[v], MODE_EXACT, 1, GM_F32, x, dy, e, n, 2);
+    for (int c = 0; c < 3; c++) {
+      if (caps[c]) setenv("GPTMEG_SIMD", caps[c], 1);
+      run(vs[v], MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
+      unsetenv("GPTMEG_SIMD");
+      size_t at = 0;
+      uint64_t w = worst(GM_F32, a, e, n, &at);
+      CHECK(w <= BOUND_FWD, "%s bwd next to the root of f' (%s): %llu ULP at x=%a", gm_gelu_variant_info(vs[v])->name,
+            caps[c] ? caps[c] : "default", (unsigned long long)w, x[at]);
+    }
+  }
+  free(x); free(dy); free(e); free(a);
+}
+
 // The SIMD kernel and the scalar fallback, and 1 vs 2 threads, give the same bits.
 static void check_bits(void) {
   size_t n = test_quick() ? 50001 : 1000003;
@@ -241,6 +269,7 @@ int main(void) {
   check_u16(GM_F16);
   check_u16(GM_BF16);
   check_f32();
+  check_erf_root();
   check_bits();
   check_u16_isa();
   if (getenv("GPTMEG_GELU_BENCH")) bench();
