@@ -8,7 +8,7 @@
 //        erfcx(t) = c0 + w: c0 = the piece's constant term rounded to f32, w = fma(u, S, c0lo)
 //        with S = Horner of coefficients 1..9 (gelu_erfcx_table rounded to f32) and c0lo = the
 //        constant's rounding error; 2^r = 1 + s + sl, s = r*P(r) rounded, sl = fma(r, P, -s) its
-//        error (P: the tanh kernel's polynomial); L = fma(c0, s, fma(c0, sl, fma(w, s, w))), so
+//        error (P: Taylor, gelu_acc32_exp2_poly); L = fma(c0, s, fma(c0, sl, fma(w, s, w))), so
 //        Q = 2^n * 0.5 * (c0 + L), L's rounding errors weighted by |L|/(c0 + L) <= 0.5
 //        x < 0: y = fma(x, 0.5*c0, x*(0.5*L)) * 2^n          (the scaling rounds once)
 //        x > 0: Qh = 0.5*c0*2^n, Ql = 0.5*L*2^n; Fh = 1 - Qh, Fl = ((1 - Fh) - Qh) - Ql (Fast2Sum);
