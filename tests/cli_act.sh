@@ -161,6 +161,9 @@ err_has "resume is reported" "resuming from"
 sed 's/"implementation":[^,]*,/"implementation": "0123456789abcdef",/' "$T/c.ckpt" >"$T/c2.ckpt"
 expect 1 "certify refuses another implementation's checkpoint" "$G" act certify gelu_new --dtype f32 --range 1:1.001 --checkpoint "$T/c2.ckpt"
 err_has "refusal says why" "made by another implementation"
+# JSON has no infinities: a non-finite worst input is written as a string, not as null
+expect 0 "certify --json from -inf" "$G" act certify gelu_megatron --dtype f16 --grad --range -inf:-60000 --json
+json_check "certify: -inf worst input is the string -inf" "j['worst_input'] == '-inf' and j['max_ulp'] == 0"
 expect 1 "eval grad dy dtype mismatch" "$G" act eval gelu --dtype bf16 --in "$T/xb.npy" --out "$T/bad8.npy" --grad --dy "$T/dy.npy"
 err_has "dy dtype mismatch message" "holds f32 ('<f4'), but --dtype is bf16"
 no_file "$T/bad8.npy"

@@ -42,6 +42,8 @@ int gm_cert_step(const gm_cert_job *job, gm_cert_state *s, uint64_t count);
 // FNV-1a of the implementation's outputs on 4099 fixed inputs: differs between builds whose bits
 // differ (checkpoints carry it and are refused by another implementation; --json prints it).
 int gm_cert_fingerprint(const gm_cert_job *job, uint64_t *fp);
+// Adds v to a cJSON object: a number, or the string "inf", "-inf" or "nan" (JSON has no such numbers).
+void gm_cert_json_add_value(void *cjson_object, const char *key, double v);
 // Checkpoint file (JSON): save atomically; load returns 1 if a matching checkpoint was read,
 // 0 if the file does not exist, -1 on error (a checkpoint of another job is an error).
 int gm_cert_save(const char *path, const gm_cert_job *job, const gm_cert_state *s);

@@ -16,7 +16,8 @@ static const char *help =
     "NaNs excluded) through SPEC and compares it with the correctly rounded result (exact mode: a\n"
     "double evaluation with an error bound, then long double, then MPFR, until the rounding is\n"
     "decided). Prints the worst ULP\n"
-    "error, where it occurs, and the histogram; --json gives max_ulp, worst_input, ulp_histogram, n.\n"
+    "error, where it occurs, and the histogram; --json gives max_ulp, worst_input, ulp_histogram, n\n"
+    "(a worst input, result or exact value that is not finite is the string \"inf\", \"-inf\" or \"nan\").\n"
     "--grad certifies the backward with dy = 1. Progress and ETA go to stderr. With --checkpoint\n"
     "the state is saved after every chunk and a rerun with the same arguments resumes from it; a\n"
     "checkpoint made by a build whose outputs differ (the implementation fingerprint, printed at\n"
@@ -108,9 +109,9 @@ int cmd_act_certify(int argc, char **argv) {
     cJSON_AddStringToObject(j, "direction", job.backward ? "bwd" : "fwd");
     cJSON_AddNumberToObject(j, "n", (double)s.n);
     cJSON_AddNumberToObject(j, "max_ulp", (double)s.max_ulp);
-    cJSON_AddNumberToObject(j, "worst_input", s.worst_input);
-    cJSON_AddNumberToObject(j, "worst_got", s.worst_got);
-    cJSON_AddNumberToObject(j, "worst_exact", s.worst_exact);
+    gm_cert_json_add_value(j, "worst_input", s.worst_input);
+    gm_cert_json_add_value(j, "worst_got", s.worst_got);
+    gm_cert_json_add_value(j, "worst_exact", s.worst_exact);
     cJSON *h = cJSON_AddObjectToObject(j, "ulp_histogram");
     for (int b = 0; b < GM_CERT_BUCKETS; b++) cJSON_AddNumberToObject(h, gm_cert_bucket_labels[b], (double)s.hist[b]);
     cJSON_AddNumberToObject(j, "seconds", gm_now_s() - t0);

@@ -112,6 +112,18 @@ int gm_cert_fingerprint(const gm_cert_job *job, uint64_t *fp) {
   return rc;
 }
 
+void gm_cert_json_add_value(void *obj, const char *key, double v) {
+  if (isfinite(v)) cJSON_AddNumberToObject((cJSON *)obj, key, v);
+  else cJSON_AddStringToObject((cJSON *)obj, key, isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
+}
+
+// A value written by gm_cert_json_add_value (NaN if absent).
+static double json_value(cJSON *obj, const char *key) {
+  cJSON *v = cJSON_GetObjectItem(obj, key);
+  if (cJSON_IsString(v)) return strtod(v->valuestring, NULL);
+  return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
 static void job_name(const gm_cert_job *job, char *buf, size_t len) {
   char spec[64];
   gm_gelu_spec_format(job->spec, spec, sizeof spec);
@@ -131,9 +143,9 @@ int gm_cert_save(const char *path, const gm_cert_job *job, const gm_cert_state *
   snprintf(buf, sizeof buf, "%lld", (long long)s->next); cJSON_AddStringToObject(j, "next", buf);
   snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->n); cJSON_AddStringToObject(j, "n", buf);
   snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->max_ulp); cJSON_AddStringToObject(j, "max_ulp", buf);
-  cJSON_AddNumberToObject(j, "worst_input", s->worst_input);
-  cJSON_AddNumberToObject(j, "worst_got", s->worst_got);
-  cJSON_AddNumberToObject(j, "worst_exact", s->worst_exact);
+  gm_cert_json_add_value(j, "worst_input", s->worst_input);
+  gm_cert_json_add_value(j, "worst_got", s->worst_got);
+  gm_cert_json_add_value(j, "worst_exact", s->worst_exact);
   cJSON *h = cJSON_AddArrayToObject(j, "hist");
   for (int b = 0; b < GM_CERT_BUCKETS; b++) {
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->hist[b]);
@@ -185,9 +197,9 @@ int gm_cert_load(const char *path, const gm_cert_job *job, gm_cert_state *s) {
     rc = gm_fail("checkpoint '%s' lacks next/n/max_ulp", path);
   } else {
     s->next = strtoll(cJSON_GetObjectItem(j, "next")->valuestring, NULL, 10);
-    s->worst_input = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "worst_input"));
-    s->worst_got = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "worst_got"));
-    s->worst_exact = cJSON_GetNumberValue(cJSON_GetObjectItem(j, "worst_exact"));
+    s->worst_input = json_value(j, "worst_input");
+    s->worst_got = json_value(j, "worst_got");
+    s->worst_exact = json_value(j, "worst_exact");
     cJSON *h = cJSON_GetObjectItem(j, "hist");
     for (int b = 0; b < GM_CERT_BUCKETS; b++) {
       cJSON *e = cJSON_GetArrayItem(h, b);
