@@ -27,6 +27,7 @@ typedef struct {
   double worst_input, worst_got, worst_exact;
   uint64_t hist[GM_CERT_BUCKETS];
   int64_t next;                  // next key to do (resume point); > hi when done
+  char implementation[17];       // SPEC's fingerprint in hex, "" until gm_cert_implementation
 } gm_cert_state;
 
 // Ordered key of a value in the dtype: adjacent representable values have adjacent keys, -0 and
@@ -39,14 +40,15 @@ int64_t gm_cert_key_max(gm_dtype dt); // key of +inf
 void gm_cert_state_init(gm_cert_state *s, const gm_cert_job *job);
 // Runs up to `count` keys from s->next, updating s. Returns 0 or an error.
 int gm_cert_step(const gm_cert_job *job, gm_cert_state *s, uint64_t count);
-// FNV-1a of the implementation's outputs on 4099 fixed inputs: differs between builds whose bits
-// differ (checkpoints carry it and are refused by another implementation; --json prints it).
-int gm_cert_fingerprint(const gm_cert_job *job, uint64_t *fp);
+// The implementation's fingerprint, FNV-1a of SPEC's outputs on 4099 fixed inputs as 16 hex
+// digits: differs between builds whose bits differ (checkpoints carry it and are refused by another
+// implementation; --json prints it). Computed once per state; NULL if SPEC cannot run.
+const char *gm_cert_implementation(const gm_cert_job *job, gm_cert_state *s);
 // Adds v to a cJSON object: a number, or the string "inf", "-inf" or "nan" (JSON has no such numbers).
 void gm_cert_json_add_value(void *cjson_object, const char *key, double v);
 // Checkpoint file (JSON): save atomically; load returns 1 if a matching checkpoint was read,
 // 0 if the file does not exist, -1 on error (a checkpoint of another job is an error).
-int gm_cert_save(const char *path, const gm_cert_job *job, const gm_cert_state *s);
+int gm_cert_save(const char *path, const gm_cert_job *job, gm_cert_state *s);
 int gm_cert_load(const char *path, const gm_cert_job *job, gm_cert_state *s);
 
 #ifdef __cplusplus

@@ -97,11 +97,10 @@ int cmd_act_certify(int argc, char **argv) {
   }
   if (isatty(2)) fputc('\n', stderr);
   if (ckpt && gm_cert_save(ckpt, &job, &s)) return cli_fail("%s", gm_errmsg());
-  char spec_name[64], fps[32];
+  char spec_name[64];
   gm_gelu_spec_format(job.spec, spec_name, sizeof spec_name);
-  uint64_t fp;
-  if (gm_cert_fingerprint(&job, &fp)) return cli_fail("%s", gm_errmsg());
-  snprintf(fps, sizeof fps, "%016llx", (unsigned long long)fp);
+  const char *fps = gm_cert_implementation(&job, &s);
+  if (!fps) return cli_fail("%s", gm_errmsg());
   if (json) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "spec", spec_name);

@@ -91,10 +91,11 @@ done:
   return rc;
 }
 
-// The implementation's fingerprint: FNV-1a of its outputs on 4099 fixed inputs spread over every
-// magnitude, so a checkpoint made by another build of the same SPEC (other kernel bits) is refused
-// instead of being resumed into a histogram that mixes two implementations.
-int gm_cert_fingerprint(const gm_cert_job *job, uint64_t *fp) {
+// The implementation's fingerprint, computed once per state: FNV-1a of its outputs on 4099 fixed
+// inputs over every magnitude, so a checkpoint made by another build of the same SPEC (other kernel
+// bits) is refused instead of being resumed into a histogram that mixes two implementations.
+const char *gm_cert_implementation(const gm_cert_job *job, gm_cert_state *s) {
+  if (s->implementation[0]) return s->implementation;
   enum { NPROBE = 4099 };
   size_t es = gm_dtype_size(job->dtype);
   char x[NPROBE * 4], dy[NPROBE * 4], y[NPROBE * 4];
@@ -106,10 +107,11 @@ int gm_cert_fingerprint(const gm_cert_job *job, uint64_t *fp) {
   }
   int rc = job->backward ? gm_gelu_bwd(job->spec, job->dtype, x, dy, y, NPROBE, 1)
                          : gm_gelu_fwd(job->spec, job->dtype, x, y, NPROBE, 1);
+  if (rc) return NULL;
   uint64_t h = 1469598103934665603ull;
   for (size_t i = 0; i < NPROBE * es; i++) h = (h ^ (unsigned char)y[i]) * 1099511628211ull;
-  *fp = h;
-  return rc;
+  snprintf(s->implementation, sizeof s->implementation, "%016llx", (unsigned long long)h);
+  return s->implementation;
 }
 
 void gm_cert_json_add_value(void *obj, const char *key, double v) {
@@ -131,15 +133,15 @@ static void job_name(const gm_cert_job *job, char *buf, size_t len) {
            (long long)job->lo, (long long)job->hi);
 }
 
-int gm_cert_save(const char *path, const gm_cert_job *job, const gm_cert_state *s) {
+int gm_cert_save(const char *path, const gm_cert_job *job, gm_cert_state *s) {
   char name[160];
   job_name(job, name, sizeof name);
   cJSON *j = cJSON_CreateObject();
   cJSON_AddStringToObject(j, "job", name);
   char buf[32];
-  uint64_t fp;
-  if (gm_cert_fingerprint(job, &fp)) { cJSON_Delete(j); return -1; }
-  snprintf(buf, sizeof buf, "%016llx", (unsigned long long)fp); cJSON_AddStringToObject(j, "implementation", buf);
+  const char *impl = gm_cert_implementation(job, s);
+  if (!impl) { cJSON_Delete(j); return -1; }
+  cJSON_AddStringToObject(j, "implementation", impl);
   snprintf(buf, sizeof buf, "%lld", (long long)s->next); cJSON_AddStringToObject(j, "next", buf);
   snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->n); cJSON_AddStringToObject(j, "n", buf);
   snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->max_ulp); cJSON_AddStringToObject(j, "max_ulp", buf);
@@ -183,11 +185,10 @@ int gm_cert_load(const char *path, const gm_cert_job *job, gm_cert_state *s) {
   job_name(job, name, sizeof name);
   cJSON *jn = cJSON_GetObjectItem(j, "job");
   int rc = 1;
-  uint64_t next, hist, fp = 0;
-  char fps[32];
+  uint64_t next, hist;
   cJSON *ji = cJSON_GetObjectItem(j, "implementation");
-  if (gm_cert_fingerprint(job, &fp)) { cJSON_Delete(j); return -1; }
-  snprintf(fps, sizeof fps, "%016llx", (unsigned long long)fp);
+  const char *fps = gm_cert_implementation(job, s);
+  if (!fps) { cJSON_Delete(j); return -1; }
   if (!cJSON_IsString(jn) || strcmp(jn->valuestring, name) != 0) {
     rc = gm_fail("checkpoint '%s' is for '%s', not '%s'", path, cJSON_IsString(jn) ? jn->valuestring : "?", name);
   } else if (!cJSON_IsString(ji) || strcmp(ji->valuestring, fps) != 0) {
