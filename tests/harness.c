@@ -87,6 +87,12 @@ float *test_st_f32(const void *st, const char *name, int64_t *d0, int64_t *d1) {
   return x;
 }
 
+float *test_matmul_golden_f32(const void *st, int s, const char *what, int64_t *d0, int64_t *d1) {
+  char name[64];
+  snprintf(name, sizeof name, "s%d.%s", s, what);
+  return test_st_f32(st, name, d0, d1);
+}
+
 int test_count_diff(const float *a, const float *b, size_t n) {
   int bad = 0;
   for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;

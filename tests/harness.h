@@ -37,6 +37,8 @@ char *test_slurp_len(const char *path, size_t *len);
 // Tensor `name` of an open safetensors file widened to f32 (caller frees; NULL if absent), with
 // its first two dimensions (d0, d1 may be NULL; d1 = 1 for a vector).
 float *test_st_f32(const void *st, const char *name, int64_t *d0, int64_t *d1);
+// Tensor "s<S>.<what>" of a matmul golden file (tools/ref/gen_matmul_goldens.py), as test_st_f32.
+float *test_matmul_golden_f32(const void *st, int s, const char *what, int64_t *d0, int64_t *d1);
 // Number of positions where a and b differ bit for bit.
 int test_count_diff(const float *a, const float *b, size_t n);
 // Prints the summary and returns the process exit code.

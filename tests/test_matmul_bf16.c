@@ -18,28 +18,22 @@ static void fill(gm_rng *r, float *x, size_t n, double scale) {
 
 #define GOLDEN GPTMEG_SOURCE_DIR "/tests/golden/matmul/bf16.safetensors"
 
-static float *get(const gm_safetensors *st, int s, const char *what, int64_t *d0, int64_t *d1) {
-  char name[64];
-  snprintf(name, sizeof name, "s%d.%s", s, what);
-  return test_st_f32(st, name, d0, d1);
-}
-
 static void test_torch(void) {
   gm_safetensors st;
   if (gm_st_open(&st, GOLDEN)) { CHECK(0, "%s", gm_errmsg()); return; }
   int shapes = 0;
   for (int s = 0;; s++) {
     int64_t M, K, N, k2;
-    float *A = get(&st, s, "A", &M, &K);
+    float *A = test_matmul_golden_f32(&st, s, "A", &M, &K);
     if (!A) break;
     shapes++;
-    float *B = get(&st, s, "B", &k2, &N), *Bt = get(&st, s, "Bt", NULL, NULL), *bias = get(&st, s, "bias", NULL, NULL);
+    float *B = test_matmul_golden_f32(&st, s, "B", &k2, &N), *Bt = test_matmul_golden_f32(&st, s, "Bt", NULL, NULL), *bias = test_matmul_golden_f32(&st, s, "bias", NULL, NULL);
     size_t n = (size_t)M * N;
     float *C = malloc(n * sizeof(float));
     const struct { const char *name; bool trans; bool with_bias; } cases[] = {
         {"addmm", false, true}, {"linear", true, true}, {"matmul", false, false}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-      float *ref = get(&st, s, cases[c].name, NULL, NULL);
+      float *ref = test_matmul_golden_f32(&st, s, cases[c].name, NULL, NULL);
       for (int threads = 1; threads <= 2; threads++) {
         gm_matmul_bf16(A, (int)K, cases[c].trans ? Bt : B, cases[c].trans ? (int)K : (int)N, cases[c].trans,
                        cases[c].with_bias ? bias : NULL, 1.0f, C, (int)N, (int)M, (int)N, (int)K, threads);
