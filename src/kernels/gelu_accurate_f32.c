@@ -29,10 +29,6 @@
 // The AVX-512 and AVX2 kernels perform the same IEEE operations, so all three give the same bits.
 #include "kernels/gelu_math.h"
 
-// (ln 2)^k / k!, k = 1..7, rounded to f32 (the erf kernels' 2^x).
-const float gelu_acc32_exp2_poly[7] = {0x1.62e430p-1f, 0x1.ebfbe0p-3f, 0x1.c6b08ep-5f, 0x1.3b2ab6p-7f,
-                                       0x1.5d87fep-10f, 0x1.430912p-13f, 0x1.ffcbfcp-17f};
-
 // (2^rho - 1)/rho on [-1/2, 1/2]: Chebyshev fit of degree 5 (mpmath chebyfit), coefficients rounded
 // to f32; 1 + rho*P is within 2^-26.7 of 2^rho (relative) over the interval.
 const float gelu_acc32_exp2_fit5[6] = {0x1.62e430p-1f, 0x1.ebfbe0p-3f, 0x1.c6af6cp-5f,
@@ -49,14 +45,6 @@ gelu_acc32_consts gelu_acc32_reduction(const gelu_acc_params *p) {
   K.Mkl = (float)(Mk - K.Mkh);
   K.sigmoid = p->fam == GELU_FAM_SIGMOID;
   return K;
-}
-
-// q * 2^n rounded once, n <= 0 integral (or below -2^31): the first product is exact (|q| >= 2^-26
-// whenever n < -100), the second rounds.
-static float scale_once(float q, float n) {
-  float n1 = n > -100.0f ? n : -100.0f;
-  float n2 = n - n1 > -100.0f ? n - n1 : -100.0f;
-  return (q * ldexpf(1.0f, (int)n1)) * ldexpf(1.0f, (int)n2);
 }
 
 static float one_f32lane(const gelu_acc32_consts *K, float x) {
@@ -88,7 +76,7 @@ static float one_f32lane(const gelu_acc32_consts *K, float x) {
   float B = fmaf(m * rho, P, Al);
   float Dh = Ah + B;
   float q = xl / Dh;
-  return neg ? scale_once(q, n) : q;
+  return neg ? gelu_acc32_scale_once(q, n) : q;
 }
 
 void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n) {

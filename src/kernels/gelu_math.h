@@ -165,8 +165,7 @@ const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt);
 
 // ---- accurate f32 forward in f32 lanes (tanh and sigmoid families; gelu_accurate_f32*.c) ------
 // The contract and the operations: gelu_accurate_f32.c. Scalar, AVX-512 and AVX2 give the same bits.
-extern const float gelu_acc32_exp2_poly[7];  // Taylor terms of 2^x (the erf kernels)
-extern const float gelu_acc32_exp2_fit5[6];  // (2^rho - 1)/rho, degree-5 fit (tanh/sigmoid)
+extern const float gelu_acc32_exp2_fit5[6];  // (2^rho - 1)/rho, degree-5 fit (all f32-lane kernels)
 typedef struct {
   float Mh, Ml, Mkh, Mkl; // M and M*k (f64) as f32 pairs: A = a*(M + Mk*a^2)
   bool sigmoid;           // Mk = 0: A = a*M
@@ -176,16 +175,22 @@ void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, s
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
 
-// Erf family (gelu_accurate_f32_erf*.c): the erfcx pieces of gelu_erfcx_table rounded to f32, the
-// constant term's rounding error kept apart (c0lo). T = x^2 * GELU_ACC32_ERF_T = log2(exp(-x^2/2)).
-#define GELU_ACC32_ERF_T (-0.72134752044448170368)
-#define GELU_ACC32_RSQRT2_HI 0x1.6a09e6p-1f   // 1/sqrt2 = HI + LO to ~2^-49
-#define GELU_ACC32_RSQRT2_LO 0x1.9fcef4p-27f
-typedef struct {
-  float c[GELU_ERFCX_DEG + 1][32];
-  float c0lo[32];
-} gelu_erfcx32;
-const gelu_erfcx32 *gelu_acc32_erfcx_tables(void);
+// Erf family (gelu_accurate_f32_erf*.c; contract there): G(x) = erfcx(x/sqrt2)/2 on 16 pieces
+// [i, i+1) of degree 8 in u = x - i - 1/2 (tools/fit/erf_pieces_f32.py): row j < 9 is coefficient j
+// rounded to f32, row 9 the constant term's rounding error. -x^2/2 * log2(e) = x^2 * (KH + KL).
+enum { GELU_ACC32_ERF_DEG = 8, GELU_ACC32_ERF_PIECES = 16 };
+extern const float gelu_acc32_erf_pieces[GELU_ACC32_ERF_DEG + 2][GELU_ACC32_ERF_PIECES];
+#define GELU_ACC32_ERF_KH (-0x1.715476p-1f)
+#define GELU_ACC32_ERF_KL (-0x1.4ae0c0p-27f)
+#define GELU_ACC32_ERF_AMAX 15.0f // |x| is clamped here (f(-15) rounds to -0)
+#define GELU_ACC32_ERF_HI 6.0f    // x > 6: f = x (1 - Phi(6) < 2^-29)
+// v * 2^n rounded once (as VSCALEFPS gives it), for integral n <= 0 (NaN or below -200 act as
+// -200) and |v| >= 2^-26 whenever n < -100: the first product is exact, the second rounds.
+static inline float gelu_acc32_scale_once(float v, float n) {
+  float n1 = n > -100.0f ? n : -100.0f;
+  float n2 = n - n1 > -100.0f ? n - n1 : -100.0f;
+  return (v * ldexpf(1.0f, (int)n1)) * ldexpf(1.0f, (int)n2);
+}
 void gelu_acc32_erf_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_erf_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_erf_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
