@@ -23,11 +23,14 @@
 //    vector lambda calls torch's bundled SLEEF erfd8_u10, which differs from Debian's libsleef
 //    3.5.1 in about 2% of elements (measured), so the bits cannot be promised.
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gptmeg/core.h"
 #include "kernels/gelu_impl.h"
+#include "kernels/gelu_math.h"
 #include "kernels/nn.h"
 
 // gelu_torch_aten_avx512.c
@@ -41,6 +44,8 @@ void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, 
 void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
 void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
 void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n, int have_avx512bf16);
+void gm_gelu16_bwd_by_factor(int is_f16, int onednn, const float *d, const uint16_t *x, const uint16_t *dy, uint16_t *dx,
+                             size_t n);
 
 #define BLOCK 4096 // elements widened at a time (a multiple of every vector step)
 
@@ -143,6 +148,76 @@ typedef struct {
   void *out;
 } aten_job;
 
+// ---- f16/bf16 by table ------------------------------------------------------------------------
+// A 16-bit input has 65536 patterns, so a vector kernel (ATen's lambda for one form, or oneDNN's
+// bf16 gelu_erf) runs once on all of them, the first call for a kernel and dtype, and its results
+// are kept: the forward's rounded outputs, and the backward's f32 factor of dy (computed with
+// dy = 1, exact). Lookups give the block evaluation's bits (tests/test_gelu_torch_aten.c against
+// torch's goldens).
+typedef struct {
+  uint16_t fwd[65536 + 1]; // one spare entry: the AVX-512 lookup reads a 32-bit word at every entry
+  float factor[65536];
+} gelu16_table;
+
+typedef enum { TABLE_ATEN_ERF, TABLE_ATEN_TANH, TABLE_ONEDNN_ERF, N_TABLE_KERNELS } table_kernel;
+static _Atomic(gelu16_table *) gelu16_tables[N_TABLE_KERNELS][2]; // [kernel][bf16]
+static pthread_mutex_t gelu16_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void store_block(gm_dtype dt, void *p, size_t s, const float *src, size_t m, round_kind k);
+
+static gelu16_table *gelu16_build(table_kernel kern, gm_dtype dt) {
+  enum { N = 65536 };
+  gelu16_table *t = malloc(sizeof *t);
+  uint16_t *pat = malloc(N * sizeof *pat);
+  float *x = malloc(N * sizeof *x), *one = malloc(N * sizeof *one), *y = malloc(N * sizeof *y);
+  if (t && pat && x && one && y) {
+    for (int i = 0; i < N; i++) {
+      pat[i] = (uint16_t)i;
+      one[i] = 1.0f;
+    }
+    gm_aten_widen(dt == GM_F16, pat, x, N);
+    if (kern == TABLE_ONEDNN_ERF) { // bf16 only: oneDNN's one-pass kernel, its own rounding
+      gm_onednn_gelu_erf_bf16(pat, NULL, t->fwd, N, 0);
+      gm_onednn_gelu_erf_bwd(x, one, t->factor, N);
+    } else {
+      if (kern == TABLE_ATEN_TANH) gm_aten_vec_tanh_fwd(x, y, N);
+      else gm_aten_vec_erf_fwd(x, y, N);
+      store_block(dt, t->fwd, 0, y, N, ROUND_ATEN_VEC);
+      if (kern == TABLE_ATEN_TANH) gm_aten_vec_tanh_bwd(x, one, t->factor, N);
+      else gm_aten_vec_erf_bwd(x, one, t->factor, N);
+    }
+    t->fwd[N] = 0;
+  } else {
+    free(t);
+    t = NULL;
+  }
+  free(pat);
+  free(x);
+  free(one);
+  free(y);
+  return t;
+}
+
+// NULL only when out of memory: the caller then evaluates block by block.
+static const gelu16_table *gelu16_get(table_kernel kern, gm_dtype dt) {
+  _Atomic(gelu16_table *) *slot = &gelu16_tables[kern][dt == GM_BF16];
+  gelu16_table *t = atomic_load_explicit(slot, memory_order_acquire);
+  if (t) return t;
+  pthread_mutex_lock(&gelu16_lock);
+  t = atomic_load_explicit(slot, memory_order_relaxed);
+  if (!t && (t = gelu16_build(kern, dt))) atomic_store_explicit(slot, t, memory_order_release);
+  pthread_mutex_unlock(&gelu16_lock);
+  return t;
+}
+
+// out[0, n) of a job on 16-bit storage from table T.
+static void gelu16_lookup(const gelu16_table *T, const aten_job *j, bool onednn, size_t b, size_t n) {
+  const uint16_t *x = (const uint16_t *)j->x + b;
+  uint16_t *out = (uint16_t *)j->out + b;
+  if (j->backward) gm_gelu16_bwd_by_factor(j->dt == GM_F16, onednn, T->factor, x, (const uint16_t *)j->dy + b, out, n);
+  else gelu_acc_fwd16_lookup(T->fwd, x, out, n);
+}
+
 // Elements [b, e) as one thread of at::parallel_for sees them.
 static void aten_chunk(const aten_job *j, size_t b, size_t e, float *xb, float *db, float *ob) {
   if (j->dt == GM_F64) { // no widening: the vector lambda works on the arrays in place
@@ -167,7 +242,10 @@ static void aten_chunk(const aten_job *j, size_t b, size_t e, float *xb, float *
       else gm_aten_vec_erf_fwd(x, o, m);
     }
   }
-  for (size_t s = b; s < vec_end && j->dt != GM_F32; s += BLOCK) {
+  const gelu16_table *T =
+      j->dt != GM_F32 && vec_end > b ? gelu16_get(j->tanh ? TABLE_ATEN_TANH : TABLE_ATEN_ERF, j->dt) : NULL;
+  if (T) gelu16_lookup(T, j, false, b, vec_end - b);
+  for (size_t s = b; s < vec_end && j->dt != GM_F32 && !T; s += BLOCK) {
     size_t m = vec_end - s < BLOCK ? vec_end - s : BLOCK;
     widen_block(j->dt, j->x, s, xb, m);
     if (j->backward) {
@@ -233,6 +311,17 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
   // GPTMEG_SIMD below avx512 takes the integer rounding (same bits; for tests).
   const char *cap = getenv("GPTMEG_SIMD");
   int have_bf16_insn = __builtin_cpu_supports("avx512bf16") && (!cap || strcmp(cap, "avx512") == 0);
+  if (j->dt == GM_BF16) { // by table; lanes are independent, so any split gives the same bits
+    const gelu16_table *T = gelu16_get(TABLE_ONEDNN_ERF, GM_BF16);
+    if (T) {
+#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
+      for (size_t b = 0; b < nblocks; b++) {
+        size_t s = b * BLOCK;
+        gelu16_lookup(T, j, true, s, n - s < BLOCK ? n - s : BLOCK);
+      }
+      return 0;
+    }
+  }
   int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(| : failed)
   {

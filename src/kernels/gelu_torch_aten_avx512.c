@@ -27,6 +27,8 @@ void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n
 void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
 void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
 void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n, int have_avx512bf16);
+void gm_gelu16_bwd_by_factor(int is_f16, int onednn, const float *d, const uint16_t *x, const uint16_t *dy, uint16_t *dx,
+                             size_t n);
 
 static __m512 splat_bits(uint32_t u) { return _mm512_castsi512_ps(_mm512_set1_epi32((int)u)); }
 static __m512 splat(float f) { return _mm512_set1_ps(f); }
@@ -316,5 +318,27 @@ void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n) {
     __m256i h = _mm256_maskz_loadu_epi16(k, x + i);
     __m512 v = is_f16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     _mm512_mask_storeu_ps(y + i, k, v);
+  }
+}
+
+// The vector backward on f16/bf16 storage from a table: d[p] is the f32 factor that multiplies dy
+// for the 16-bit pattern p (ATen's lambdas end in dy*(...), oneDNN's in deriv(x)*dy; the factor
+// depends on x alone), so dx = dy*d[x] in f32, in the path's operand order (the NaN that
+// propagates), rounded once to the dtype: f16 vcvtps2ph RNE (as store_block); bf16 RNE with ATen's
+// vector rules (NaN -> 0xffff) or oneDNN's (payload kept, |x| < 2^-126 flushed). Bit for bit the
+// widen-compute-store of a block.
+void gm_gelu16_bwd_by_factor(int is_f16, int onednn, const float *d, const uint16_t *x, const uint16_t *dy, uint16_t *dx,
+                             size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 k = n - i >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n - i)) - 1u);
+    __m512i idx = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, x + i));
+    __m512 f = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k, idx, d, 4);
+    __m256i h = _mm256_maskz_loadu_epi16(k, dy + i);
+    __m512 g = is_f16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    __m512 r = onednn ? _mm512_mul_ps(f, g) : _mm512_mul_ps(g, f);
+    __m256i o = is_f16 ? _mm512_cvtps_ph(r, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+                       : _mm512_cvtepi32_epi16(bf16_bits16(r, onednn));
+    if (k == 0xffff) _mm256_storeu_si256((__m256i *)(dx + i), o);
+    else _mm256_mask_storeu_epi16(dx + i, k, o);
   }
 }
