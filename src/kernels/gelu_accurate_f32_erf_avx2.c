@@ -1,16 +1,20 @@
 // Accurate mode, f32 forward of the erf family, 8 f32 lanes (AVX2+FMA): the operations of
-// gelu_acc32_erf_fwd_scalar (gelu_accurate_f32_erf.c) in the same order, so the same bits. A
-// piece's row of 16 is looked up as two 8-wide permutes and a blend on bit 3 of the index; 2^nT
-// scales in two exact-then-rounding steps built from the exponent bits.
+// gelu_acc32_erf_fwd_scalar (gelu_accurate_f32_erf.c) in the same order, so the same bits. A piece
+// is looked up with 8-wide permutes: columns 0-15 (x < 0) as two permutes and a blend on bit 3 of
+// floor(a), columns 16-23 (x >= 0; 22 and 23 are zeros, and x >= 6 is replaced at the end, so
+// columns 24-31 are never needed) as one permute; 2^nT scales in two exact-then-rounding steps
+// built from the exponent bits.
 #include "kernels/gelu_math.h"
 
 #include <immintrin.h>
 
-static inline __attribute__((always_inline)) __m256 piece_row(int j, __m256i i, __m256 upper) {
+// Row j of the pieces for lanes with floor(a) = fl (integer), x's sign bit choosing the half.
+static inline __attribute__((always_inline)) __m256 piece_row(int j, __m256i fl, __m256 upper, __m256 x) {
   const float *row = gelu_acc32_erf_pieces[j];
-  __m256 lo = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row), i);
-  __m256 hi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row + 8), i);
-  return _mm256_blendv_ps(lo, hi, upper);
+  __m256 g0 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row), fl);
+  __m256 g1 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row + 8), fl);
+  __m256 phi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row + 16), fl);
+  return _mm256_blendv_ps(phi, _mm256_blendv_ps(g0, g1, upper), x);
 }
 
 // 2^n for n in [-126, 127], exactly.
@@ -26,23 +30,24 @@ static inline __attribute__((always_inline)) __m256 scale_once8(__m256 v, __m256
 }
 
 static inline __attribute__((always_inline)) __m256 one8(bool clip10, __m256 x) {
-  const __m256 amax = _mm256_set1_ps(GELU_ACC32_ERF_AMAX), one = _mm256_set1_ps(1.0f);
-  const __m256 KH = _mm256_set1_ps(GELU_ACC32_ERF_KH), sign = _mm256_set1_ps(-0.0f);
+  const __m256 amax = _mm256_set1_ps(GELU_ACC32_ERF_AMAX), KH = _mm256_set1_ps(GELU_ACC32_ERF_KH);
+  const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), amax);
-  __m256 a2h = _mm256_mul_ps(a, a), a2l = _mm256_fmsub_ps(a, a, a2h);
+  __m256 aT = _mm256_blendv_ps(_mm256_setzero_ps(), a, x); // a where x's sign bit is set
+  __m256 a2h = _mm256_mul_ps(aT, aT), a2l = _mm256_fmsub_ps(aT, aT, a2h);
   __m256 p = _mm256_mul_ps(KH, a2h), pl = _mm256_fmsub_ps(KH, a2h, p);
   __m256 nT = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_add_ps(_mm256_sub_ps(p, nT),
                            _mm256_add_ps(pl, _mm256_fmadd_ps(KH, a2l, _mm256_mul_ps(_mm256_set1_ps(GELU_ACC32_ERF_KL), a2h))));
   __m256 fl = _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m256i i = _mm256_cvttps_epi32(fl);
-  __m256 upper = _mm256_castsi256_ps(_mm256_slli_epi32(i, 28)); // sign bit = bit 3 of i
+  __m256i fli = _mm256_cvttps_epi32(fl);
+  __m256 upper = _mm256_castsi256_ps(_mm256_slli_epi32(fli, 28)); // sign bit = bit 3 of floor(a)
   __m256 u = _mm256_sub_ps(a, _mm256_add_ps(fl, _mm256_set1_ps(0.5f)));
-  __m256 S = piece_row(GELU_ACC32_ERF_DEG, i, upper);
+  __m256 S = piece_row(GELU_ACC32_ERF_DEG, fli, upper, x);
 #pragma GCC unroll 8
-  for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = _mm256_fmadd_ps(S, u, piece_row(j, i, upper));
-  __m256 w = _mm256_fmadd_ps(u, S, piece_row(GELU_ACC32_ERF_DEG + 1, i, upper));
-  __m256 c0 = piece_row(0, i, upper);
+  for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = _mm256_fmadd_ps(S, u, piece_row(j, fli, upper, x));
+  __m256 w = _mm256_fmadd_ps(u, S, piece_row(GELU_ACC32_ERF_DEG + 1, fli, upper, x));
+  __m256 c0 = piece_row(0, fli, upper, x);
   const float *C = gelu_acc32_exp2_fit5;
   __m256 P = _mm256_fmadd_ps(_mm256_set1_ps(C[5]), r, _mm256_set1_ps(C[4]));
   P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[3]));
@@ -51,18 +56,10 @@ static inline __attribute__((always_inline)) __m256 one8(bool clip10, __m256 x) 
   P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[0]));
   __m256 s = _mm256_mul_ps(r, P), sl = _mm256_fmsub_ps(r, P, s);
   __m256 L = _mm256_fmadd_ps(c0, s, _mm256_fmadd_ps(c0, sl, _mm256_fmadd_ps(w, s, w)));
-  __m256i n = _mm256_cvtps_epi32(nT);
-  // x < 0: fma(xn, c0, xn*L) * 2^nT.
   __m256 xn = _mm256_max_ps(x, _mm256_set1_ps(-GELU_ACC32_ERF_AMAX));
-  __m256 yneg = scale_once8(_mm256_fmadd_ps(xn, c0, _mm256_mul_ps(xn, L)), n);
-  // x >= 0: x*(1 - Q) with 1 - Q as Fh + Fl.
-  __m256 Qh = scale_once8(c0, n), Ql = scale_once8(L, n);
-  __m256 Fh = _mm256_sub_ps(one, Qh);
-  __m256 Fl = _mm256_sub_ps(_mm256_sub_ps(_mm256_sub_ps(one, Fh), Qh), Ql);
-  __m256 ypos = _mm256_fmadd_ps(x, Fh, _mm256_mul_ps(x, Fl));
-  __m256 y = _mm256_blendv_ps(ypos, yneg, x); // on x's sign bit
+  __m256 y = scale_once8(_mm256_fmadd_ps(xn, c0, _mm256_mul_ps(xn, L)), _mm256_cvtps_epi32(nT));
   y = _mm256_or_ps(y, _mm256_and_ps(x, sign));
-  y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(GELU_ACC32_ERF_HI), _CMP_NLE_UQ));
+  y = _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, _mm256_set1_ps(GELU_ACC32_ERF_HI), _CMP_NLT_UQ));
   return clip10 ? _mm256_min_ps(_mm256_set1_ps(10.0f), y) : y;
 }
 

@@ -1,26 +1,28 @@
 // Accurate mode, f32 forward of the erf family, 16 f32 lanes (AVX-512): the operations of
-// gelu_acc32_erf_fwd_scalar (gelu_accurate_f32_erf.c) in the same order, so the same bits. The
-// pieces' rows are 16 floats, one register each, looked up with one-source permutes; 2^nT scaling
-// is VSCALEFPS (one rounding, as the scalar's exact-then-rounding pair).
+// gelu_acc32_erf_fwd_scalar (gelu_accurate_f32_erf.c) in the same order, so the same bits. A row
+// of the pieces is 32 floats, two registers, looked up with two-source permutes; 2^nT scaling is
+// VSCALEFPS (one rounding, as the scalar's exact-then-rounding pair).
 #include "kernels/gelu_math.h"
 
 #include <immintrin.h>
 
 static inline __attribute__((always_inline)) __m512 piece_row(int j, __m512i i) {
-  return _mm512_permutexvar_ps(i, _mm512_loadu_ps(gelu_acc32_erf_pieces[j]));
+  const float *row = gelu_acc32_erf_pieces[j];
+  return _mm512_permutex2var_ps(_mm512_loadu_ps(row), i, _mm512_loadu_ps(row + 16));
 }
 
 static inline __attribute__((always_inline)) __m512 one16(bool clip10, __m512 x) {
-  const __m512 amax = _mm512_set1_ps(GELU_ACC32_ERF_AMAX), one = _mm512_set1_ps(1.0f);
-  const __m512 KH = _mm512_set1_ps(GELU_ACC32_ERF_KH);
+  const __m512 amax = _mm512_set1_ps(GELU_ACC32_ERF_AMAX), KH = _mm512_set1_ps(GELU_ACC32_ERF_KH);
+  __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(x));
   __m512 a = _mm512_min_ps(_mm512_abs_ps(x), amax);
-  __m512 a2h = _mm512_mul_ps(a, a), a2l = _mm512_fmsub_ps(a, a, a2h);
+  __m512 aT = _mm512_maskz_mov_ps(neg, a);
+  __m512 a2h = _mm512_mul_ps(aT, aT), a2l = _mm512_fmsub_ps(aT, aT, a2h);
   __m512 p = _mm512_mul_ps(KH, a2h), pl = _mm512_fmsub_ps(KH, a2h, p);
   __m512 nT = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_add_ps(_mm512_sub_ps(p, nT),
                            _mm512_add_ps(pl, _mm512_fmadd_ps(KH, a2l, _mm512_mul_ps(_mm512_set1_ps(GELU_ACC32_ERF_KL), a2h))));
   __m512 fl = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512i i = _mm512_cvttps_epi32(fl);
+  __m512i i = _mm512_mask_add_epi32(_mm512_cvttps_epi32(fl), (__mmask16)~neg, _mm512_cvttps_epi32(fl), _mm512_set1_epi32(16));
   __m512 u = _mm512_sub_ps(a, _mm512_add_ps(fl, _mm512_set1_ps(0.5f)));
   __m512 S = piece_row(GELU_ACC32_ERF_DEG, i);
 #pragma GCC unroll 8
@@ -35,19 +37,12 @@ static inline __attribute__((always_inline)) __m512 one16(bool clip10, __m512 x)
   P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[0]));
   __m512 s = _mm512_mul_ps(r, P), sl = _mm512_fmsub_ps(r, P, s);
   __m512 L = _mm512_fmadd_ps(c0, s, _mm512_fmadd_ps(c0, sl, _mm512_fmadd_ps(w, s, w)));
-  // x < 0: fma(xn, c0, xn*L) * 2^nT.
   __m512 xn = _mm512_max_ps(x, _mm512_set1_ps(-GELU_ACC32_ERF_AMAX));
-  __m512 yneg = _mm512_scalef_ps(_mm512_fmadd_ps(xn, c0, _mm512_mul_ps(xn, L)), nT);
-  // x >= 0: x*(1 - Q) with 1 - Q as Fh + Fl.
-  __m512 Qh = _mm512_scalef_ps(c0, nT), Ql = _mm512_scalef_ps(L, nT);
-  __m512 Fh = _mm512_sub_ps(one, Qh);
-  __m512 Fl = _mm512_sub_ps(_mm512_sub_ps(_mm512_sub_ps(one, Fh), Qh), Ql);
-  __m512 ypos = _mm512_fmadd_ps(x, Fh, _mm512_mul_ps(x, Fl));
-  __m512 y = _mm512_mask_blend_ps(_mm512_movepi32_mask(_mm512_castps_si512(x)), ypos, yneg);
+  __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(xn, c0, _mm512_mul_ps(xn, L)), nT);
   // y | (x & sign bit)
   y = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(y), _mm512_castps_si512(x),
                                                     _mm512_set1_epi32((int)0x80000000u), 0xF8));
-  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(GELU_ACC32_ERF_HI), _CMP_NLE_UQ), y, x);
+  y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(GELU_ACC32_ERF_HI), _CMP_NLT_UQ), y, x);
   return clip10 ? _mm512_min_ps(_mm512_set1_ps(10.0f), y) : y;
 }
 

@@ -175,15 +175,17 @@ void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, s
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
 
-// Erf family (gelu_accurate_f32_erf*.c; contract there): G(x) = erfcx(x/sqrt2)/2 on 16 pieces
-// [i, i+1) of degree 8 in u = x - i - 1/2 (tools/fit/erf_pieces_f32.py): row j < 9 is coefficient j
-// rounded to f32, row 9 the constant term's rounding error. -x^2/2 * log2(e) = x^2 * (KH + KL).
-enum { GELU_ACC32_ERF_DEG = 8, GELU_ACC32_ERF_PIECES = 16 };
-extern const float gelu_acc32_erf_pieces[GELU_ACC32_ERF_DEG + 2][GELU_ACC32_ERF_PIECES];
+// Erf family (gelu_accurate_f32_erf*.c; contract there): 32 columns of degree-8 pieces in
+// u = a - floor(a) - 1/2 (tools/fit/erf_pieces_f32.py): columns 0-15 G(a) = erfcx(a/sqrt2)/2 on
+// [i, i+1) (x < 0), 16-21 Phi(a) on [i-16, i-15) (x >= 0), the rest zeros; row j < 9 is
+// coefficient j rounded to f32, row 9 the constant term's rounding error.
+// -x^2/2 * log2(e) = x^2 * (KH + KL).
+enum { GELU_ACC32_ERF_DEG = 8, GELU_ACC32_ERF_COLUMNS = 32 };
+extern const float gelu_acc32_erf_pieces[GELU_ACC32_ERF_DEG + 2][GELU_ACC32_ERF_COLUMNS];
 #define GELU_ACC32_ERF_KH (-0x1.715476p-1f)
 #define GELU_ACC32_ERF_KL (-0x1.4ae0c0p-27f)
 #define GELU_ACC32_ERF_AMAX 15.0f // |x| is clamped here (f(-15) rounds to -0)
-#define GELU_ACC32_ERF_HI 6.0f    // x > 6: f = x (1 - Phi(6) < 2^-29)
+#define GELU_ACC32_ERF_HI 6.0f    // x >= 6: f = x (1 - Phi(6) < 2^-29)
 // v * 2^n rounded once (as VSCALEFPS gives it), for integral n <= 0 (NaN or below -200 act as
 // -200) and |v| >= 2^-26 whenever n < -100: the first product is exact, the second rounds.
 static inline float gelu_acc32_scale_once(float v, float n) {
