@@ -16,6 +16,9 @@
 //    take the Vectorized lambda (V = 32 for f32, 64 for f16/bf16), the rest the scalar lambda with
 //    glibc tanhf/erff/expf. f16/bf16 are widened to f32, computed in f32 and rounded once
 //    (RNE; bf16 NaN becomes 0xffff on the vector path, 0x7fc0 on the scalar path).
+//  - f16/bf16 through ATen's vector lambda or oneDNN's bf16 kernel: looked up in tables of that
+//    kernel's results over all 65536 patterns (forward) and of its factor of dy (backward), the
+//    same bits as computing them (gelu16_table below).
 //  - gelu_10: the forward above, then clamp to [-10, 10] in the dtype. Backward: autograd of clip
 //    keeps dy where -10 < y < 10 (exactly +-10 and NaN give 0), then the gelu backward.
 //  - f64, approximate='tanh': ATen's double kernel (8 lanes, vector step 16, SLEEF tanhd8_u10,
