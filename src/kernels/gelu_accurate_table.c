@@ -40,8 +40,6 @@ const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt) {
   return t; // NULL only when the 128 KiB could not be allocated: the caller evaluates directly
 }
 
-void gelu_acc_fwd16_lookup_avx512(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n);
-
 static _Atomic(gelu_acc_bwd16 *) bwd_tables[GELU_N_VARIANTS][2];
 
 const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt) {

@@ -152,6 +152,7 @@ void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t
 void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n);
 const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt);
 void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n);
+void gelu_acc_fwd16_lookup_avx512(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n); // needs AVX-512 F/BW
 // Backward: the kernel's f64 derivative d of every pattern (gelu_acc_bwd16_parts), so dx =
 // round(dy * d[x]) in f64 gives its bits; NaN d marks a pattern whose result does not depend on dy
 // (NaN x, gelu_10 above 10), kept in fixed.

@@ -12,11 +12,16 @@
 //    each call is one gather per 16 elements with the lambda's own bits (f16 gelu_new forward at
 //    2^20 on one thread 462 -> 806 Melem/s; exp and the sigmoid stay direct: the gather into a
 //    256 KiB table costs more than SLEEF's expf).
+// The f16/bf16 forward of an element in the vector body is then a function of its 65536-valued
+// input alone, so with AVX-512 the whole forward runs once per variant and dtype on every pattern
+// (forward_table) and blocks that hold no element of a chunk's scalar leftover are looked up (one
+// gather per 16 elements); the others run the stages.
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/gelu_math.h"
 #include "kernels/gelu_ops.h"
 #include "kernels/gelu_torch_fast.h"
 #include "kernels/gelu_torch_ops_simd.h"
@@ -139,6 +144,79 @@ gelu_fast_isa gelu_fast_pick_isa(void) {
   return GELU_FAST_ISA_SCALAR;
 }
 
+// One block [off, off+m) of a call through the stages.
+typedef struct {
+  const gelu_fast_kernels *k;
+  recipe r;
+  gelu_fast_params p;
+  transcend_ctx tc;
+  const void *x, *dy;
+  void *out;
+} fast_call;
+
+static void run_block(const fast_call *c, size_t off, size_t m) {
+  float xb[BLOCK], gb[BLOCK], a0[BLOCK], a1[BLOCK], r0[BLOCK], r1[BLOCK], ob[BLOCK];
+  gm_dtype dt = c->p.dt;
+  size_t es = gm_dtype_size(dt);
+  bool backward = c->dy != NULL;
+  c->k->widen(dt, (const char *)c->x + off * es, xb, m);
+  if (backward) c->k->widen(dt, (const char *)c->dy + off * es, gb, m);
+  c->r.pre(&c->p, xb, NULL, NULL, NULL, a0, c->r.fn1 != FN_NONE ? a1 : NULL, m);
+  transcend(&c->tc, c->r.fn0, off, a0, r0, m);
+  if (c->r.fn1 != FN_NONE) transcend(&c->tc, c->r.fn1, off, a1, r1, m);
+  c->r.post(&c->p, xb, backward ? gb : NULL, r0, r1, ob, NULL, m);
+  c->k->narrow(dt, ob, (char *)c->out + off * es, m);
+}
+
+static fast_call call_of(const gelu_fast_kernels *k, gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy,
+                         void *out, size_t n, int threads) {
+  fast_call c = {.k = k, .r = recipe_of(k, v, dy != NULL), .p = params_of(v, dt), .x = x, .dy = dy, .out = out};
+  c.tc = (transcend_ctx){.dt = dt, .numel = n};
+  gelu_torch_vec_split(dt, n, threads, &c.tc.chunk, &c.tc.step);
+  return c;
+}
+
+// Does [off, off+m) hold an element of some chunk's scalar leftover (where the transcendental's
+// bits depend on the position)?
+static bool meets_leftover(const transcend_ctx *tc, size_t off, size_t m) {
+  size_t end = off + m;
+  for (size_t ci = off / tc->chunk; ci * tc->chunk < end; ci++) {
+    size_t begin = ci * tc->chunk;
+    size_t len = tc->numel - begin < tc->chunk ? tc->numel - begin : tc->chunk;
+    size_t lo = begin + len / tc->step * tc->step, hi = begin + len;
+    if (lo < hi && lo < end && hi > off) return true;
+  }
+  return false;
+}
+
+// The AVX-512 forward of variant v on every f16 (bf16) pattern, as the vector body computes it,
+// with one spare entry for the lookup's 32-bit reads; built on first use (a race builds it twice
+// and keeps one), NULL if out of memory.
+static const uint16_t *forward_table(gm_gelu_variant v, gm_dtype dt) {
+  static _Atomic(uint16_t *) tables[GELU_N_VARIANTS][2];
+  _Atomic(uint16_t *) *slot = &tables[v][dt == GM_BF16];
+  uint16_t *t = atomic_load_explicit(slot, memory_order_acquire);
+  if (t) return t;
+  uint16_t *pat = malloc(65536 * sizeof *pat);
+  t = malloc((65536 + 1) * sizeof *t);
+  if (!pat || !t) {
+    free(pat);
+    free(t);
+    return NULL;
+  }
+  for (uint32_t b = 0; b < 65536; b++) pat[b] = (uint16_t)b;
+  fast_call c = call_of(&gelu_fast_avx512_kernels, v, dt, pat, NULL, t, 65536, 1); // one chunk, no leftover
+  for (size_t off = 0; off < 65536; off += BLOCK) run_block(&c, off, BLOCK);
+  t[65536] = 0;
+  free(pat);
+  uint16_t *expected = NULL;
+  if (!atomic_compare_exchange_strong_explicit(slot, &expected, t, memory_order_acq_rel, memory_order_acquire)) {
+    free(t);
+    return expected;
+  }
+  return t;
+}
+
 int gelu_torch_fast_run(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *out,
                         size_t n, int threads, gelu_fast_isa isa) {
   if (!gelu_ops_has_graph(v))
@@ -149,24 +227,17 @@ int gelu_torch_fast_run(gm_gelu_variant v, gm_dtype dt, const void *x, const voi
   const gelu_fast_kernels *k =
       isa == GELU_FAST_ISA_AVX512 ? &gelu_fast_avx512_kernels : &gelu_fast_scalar_kernels;
   int nt = threads > 0 ? threads : 1;
-  bool backward = dy != NULL;
-  recipe r = recipe_of(k, v, backward);
-  gelu_fast_params p = params_of(v, dt);
-  transcend_ctx tc = {.dt = dt, .numel = n};
-  gelu_torch_vec_split(dt, n, nt, &tc.chunk, &tc.step);
-  size_t es = gm_dtype_size(dt), nblocks = (n + BLOCK - 1) / BLOCK;
+  fast_call c = call_of(k, v, dt, x, dy, out, n, nt);
+  const uint16_t *table = isa == GELU_FAST_ISA_AVX512 && dt != GM_F32 && !dy ? forward_table(v, dt) : NULL;
+  size_t nblocks = (n + BLOCK - 1) / BLOCK;
   if ((size_t)nt > nblocks) nt = (int)nblocks;
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t b = 0; b < nblocks; b++) {
-    float xb[BLOCK], gb[BLOCK], a0[BLOCK], a1[BLOCK], r0[BLOCK], r1[BLOCK], ob[BLOCK];
     size_t off = b * BLOCK, m = n - off < BLOCK ? n - off : BLOCK;
-    k->widen(dt, (const char *)x + off * es, xb, m);
-    if (backward) k->widen(dt, (const char *)dy + off * es, gb, m);
-    r.pre(&p, xb, NULL, NULL, NULL, a0, r.fn1 != FN_NONE ? a1 : NULL, m);
-    transcend(&tc, r.fn0, off, a0, r0, m);
-    if (r.fn1 != FN_NONE) transcend(&tc, r.fn1, off, a1, r1, m);
-    r.post(&p, xb, backward ? gb : NULL, r0, r1, ob, NULL, m);
-    k->narrow(dt, ob, (char *)out + off * es, m);
+    if (table && !meets_leftover(&c.tc, off, m))
+      gelu_acc_fwd16_lookup_avx512(table, (const uint16_t *)x + off, (uint16_t *)out + off, m);
+    else
+      run_block(&c, off, m);
   }
   return 0;
 }
