@@ -80,6 +80,17 @@ static const float *vector_table(transcend_fn fn, bool half) {
   return out;
 }
 
+// [lo, hi): the part of chunk ci's scalar leftover inside [off, end); false if empty.
+static bool leftover_in(const transcend_ctx *c, size_t ci, size_t off, size_t end, size_t *lo, size_t *hi) {
+  size_t begin = ci * c->chunk;
+  size_t len = c->numel - begin < c->chunk ? c->numel - begin : c->chunk;
+  *lo = begin + len / c->step * c->step;
+  *hi = begin + len;
+  if (*lo < off) *lo = off;
+  if (*hi > end) *hi = end;
+  return *lo < *hi;
+}
+
 // out[j] = fn(in[j]) for the tensor elements off .. off+m-1, as torch computes each in f32 (the
 // post stage rounds it to dt as it reads it).
 static void transcend(const transcend_ctx *c, transcend_fn fn, size_t off, const float *in,
@@ -95,15 +106,10 @@ static void transcend(const transcend_ctx *c, transcend_fn fn, size_t off, const
   else vector_lambda(fn, in, out, m);
   if (!(c->dt == GM_F16 && fn == FN_ERF)) {
     // The scalar leftover of every chunk that meets [off, off+m).
-    size_t end = off + m;
-    for (size_t ci = off / c->chunk; ci * c->chunk < end; ci++) {
-      size_t begin = ci * c->chunk;
-      size_t len = c->numel - begin < c->chunk ? c->numel - begin : c->chunk;
-      size_t lo = begin + len / c->step * c->step, hi = begin + len;
-      if (lo < off) lo = off;
-      if (hi > end) hi = end;
-      for (size_t i = lo; i < hi; i++) out[i - off] = scalar_lambda(fn, in[i - off]);
-    }
+    size_t lo, hi;
+    for (size_t ci = off / c->chunk; ci * c->chunk < off + m; ci++)
+      if (leftover_in(c, ci, off, off + m, &lo, &hi))
+        for (size_t i = lo; i < hi; i++) out[i - off] = scalar_lambda(fn, in[i - off]);
   }
 }
 
@@ -179,13 +185,9 @@ static fast_call call_of(const gelu_fast_kernels *k, gm_gelu_variant v, gm_dtype
 // Does [off, off+m) hold an element of some chunk's scalar leftover (where the transcendental's
 // bits depend on the position)?
 static bool meets_leftover(const transcend_ctx *tc, size_t off, size_t m) {
-  size_t end = off + m;
-  for (size_t ci = off / tc->chunk; ci * tc->chunk < end; ci++) {
-    size_t begin = ci * tc->chunk;
-    size_t len = tc->numel - begin < tc->chunk ? tc->numel - begin : tc->chunk;
-    size_t lo = begin + len / tc->step * tc->step, hi = begin + len;
-    if (lo < hi && lo < end && hi > off) return true;
-  }
+  size_t lo, hi;
+  for (size_t ci = off / tc->chunk; ci * tc->chunk < off + m; ci++)
+    if (leftover_in(tc, ci, off, off + m, &lo, &hi)) return true;
   return false;
 }
 
