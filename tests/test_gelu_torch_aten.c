@@ -194,8 +194,40 @@ static void check_properties(void) {
   free(y2);
 }
 
+// oneDNN's bf16 kernel in one pass (src/kernels/gelu_torch_aten_avx512.c): torch-cpu serves bf16 from a
+// table built with the integer rounding (checked against torch's goldens above); the instruction's
+// rounding (vcvtneps2bf16, the path when the table cannot be allocated) must give the same bits on
+// every pattern, forward and backward.
+void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n, int have_avx512bf16);
+
+static void check_onednn_bf16_roundings(void) {
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    test_skip("vcvtneps2bf16 rounding", "this CPU lacks AVX512-BF16");
+    return;
+  }
+  enum { N = 65536 };
+  uint16_t *x = malloc(N * 2), *dy = malloc(N * 2), *a = malloc(N * 2), *b = malloc(N * 2);
+  for (int i = 0; i < N; i++) {
+    x[i] = (uint16_t)i;
+    dy[i] = (uint16_t)(i * 40503u + 0x3f00u); // every pattern again, in another order
+  }
+  for (int bwd = 0; bwd < 2; bwd++) {
+    gm_onednn_gelu_erf_bf16(x, bwd ? dy : NULL, a, N, 0);
+    gm_onednn_gelu_erf_bf16(x, bwd ? dy : NULL, b, N, 1);
+    size_t differ = 0;
+    for (int i = 0; i < N; i++) differ += a[i] != b[i];
+    CHECK(differ == 0, "oneDNN bf16 %s: integer and vcvtneps2bf16 roundings differ on %zu patterns",
+          bwd ? "bwd" : "fwd", differ);
+  }
+  free(x);
+  free(dy);
+  free(a);
+  free(b);
+}
+
 int main(void) {
   double t0 = gm_now_s();
+  check_onednn_bf16_roundings();
   tally t = {0, 0};
   run_file("gelu", GELU_ERF, &t);
   run_file("gelu_pytorch_tanh", GELU_PYTORCH_TANH, &t);
