@@ -4,56 +4,75 @@
 // Forward: the 65536 results, NaN payloads included, so a lookup gives bit for bit what the direct
 // evaluation gives. Backward: the kernel's f64 derivative of every pattern, which the caller
 // multiplies by dy in f64 and rounds once, as the kernel does (gelu_acc_bwd16_parts).
+// The lazy, atomically published tables and the forward-over-every-pattern build are shared with
+// the torch-cpu mode's tables (gelu_torch_aten.c, gelu_torch_fast.c): gelu_table_once,
+// gelu_fwd16_table_build.
 #include "kernels/gelu_math.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { N_PATTERNS = 65536 };
 
-static _Atomic(uint16_t *) tables[GELU_N_VARIANTS][2]; // [variant][0: f16, 1: bf16]
-static pthread_mutex_t build_lock = PTHREAD_MUTEX_INITIALIZER;
-
-const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt) {
-  _Atomic(uint16_t *) *slot = &tables[v][dt == GM_BF16];
-  uint16_t *t = atomic_load_explicit(slot, memory_order_acquire);
+void *gelu_table_once(_Atomic(void *) *slot, void *(*build)(const void *ctx), const void *ctx) {
+  void *t = atomic_load_explicit(slot, memory_order_acquire);
   if (t) return t;
-  pthread_mutex_lock(&build_lock);
-  t = atomic_load_explicit(slot, memory_order_relaxed);
-  if (!t) {
-    // one spare entry: the AVX-512 lookup reads a 32-bit word at every entry
-    uint16_t *in = malloc(N_PATTERNS * sizeof *in), *out = malloc((N_PATTERNS + 1) * sizeof *out);
-    if (in && out) {
-      for (int i = 0; i < N_PATTERNS; i++) in[i] = (uint16_t)i;
-      gelu_acc_fwd16_direct(v, dt, in, out, N_PATTERNS);
-      out[N_PATTERNS] = 0;
-      t = out;
-      atomic_store_explicit(slot, t, memory_order_release);
-    } else {
-      free(out);
-    }
-    free(in);
+  if (!(t = build(ctx))) return NULL;
+  void *expected = NULL;
+  if (!atomic_compare_exchange_strong_explicit(slot, &expected, t, memory_order_acq_rel, memory_order_acquire)) {
+    free(t);
+    return expected;
   }
-  pthread_mutex_unlock(&build_lock);
-  return t; // NULL only when the 128 KiB could not be allocated: the caller evaluates directly
+  return t;
 }
 
-static _Atomic(gelu_acc_bwd16 *) bwd_tables[GELU_N_VARIANTS][2];
+uint16_t *gelu_fwd16_table_build(void (*fwd)(const void *ctx, const uint16_t *x, uint16_t *y, size_t n),
+                                 const void *ctx) {
+  uint16_t *in = malloc(N_PATTERNS * sizeof *in), *out = malloc((N_PATTERNS + 1) * sizeof *out);
+  if (in && out) {
+    for (int i = 0; i < N_PATTERNS; i++) in[i] = (uint16_t)i;
+    fwd(ctx, in, out, N_PATTERNS);
+    out[N_PATTERNS] = 0;
+  } else {
+    free(out);
+    out = NULL;
+  }
+  free(in);
+  return out;
+}
+
+typedef struct {
+  gm_gelu_variant v;
+  gm_dtype dt;
+} table_key;
+
+static void acc_fwd16(const void *ctx, const uint16_t *x, uint16_t *y, size_t n) {
+  const table_key *k = ctx;
+  gelu_acc_fwd16_direct(k->v, k->dt, x, y, n);
+}
+
+static void *build_fwd16(const void *ctx) { return gelu_fwd16_table_build(acc_fwd16, ctx); }
+
+static void *build_bwd16(const void *ctx) {
+  const table_key *k = ctx;
+  gelu_acc_bwd16 *t = malloc(sizeof *t);
+  if (t) gelu_acc_bwd16_parts(k->v, k->dt, t->d, t->fixed);
+  return t;
+}
+
+static _Atomic(void *) fwd_tables[GELU_N_VARIANTS][2]; // [variant][0: f16, 1: bf16]
+static _Atomic(void *) bwd_tables[GELU_N_VARIANTS][2];
+
+// NULL only when out of memory: the caller evaluates directly.
+const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt) {
+  table_key k = {v, dt};
+  return gelu_table_once(&fwd_tables[v][dt == GM_BF16], build_fwd16, &k);
+}
 
 const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt) {
-  _Atomic(gelu_acc_bwd16 *) *slot = &bwd_tables[v][dt == GM_BF16];
-  gelu_acc_bwd16 *t = atomic_load_explicit(slot, memory_order_acquire);
-  if (t) return t;
-  pthread_mutex_lock(&build_lock);
-  t = atomic_load_explicit(slot, memory_order_relaxed);
-  if (!t && (t = malloc(sizeof *t))) {
-    gelu_acc_bwd16_parts(v, dt, t->d, t->fixed);
-    atomic_store_explicit(slot, t, memory_order_release);
-  }
-  pthread_mutex_unlock(&build_lock);
-  return t; // NULL only when out of memory: the caller evaluates directly
+  table_key k = {v, dt};
+  return gelu_table_once(&bwd_tables[v][dt == GM_BF16], build_bwd16, &k);
 }
 
 // y[i] = table[x[i]]: 2 bytes read and written per element; AVX-512 gathers where the CPU has them

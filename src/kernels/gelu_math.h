@@ -149,6 +149,15 @@ void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t
 // The direct evaluation of n f16/bf16 inputs on the calling thread (gelu_accurate.c); the table of
 // its results for all 65536 patterns, built on first use (thread-safe; NULL if out of memory); and
 // the lookup.
+// Tables over the 65536 16-bit patterns, shared by the accurate and torch-cpu modes
+// (gelu_accurate_table.c). gelu_table_once: the table in *slot, built by build(ctx) on first use
+// and published atomically (a race builds it twice and keeps one, freeing the other); NULL when
+// build returns NULL (out of memory: the caller evaluates directly, and a later call tries again).
+// gelu_fwd16_table_build: fwd(ctx, x, y, n) run once on every pattern into 65536 + 1 entries (the
+// spare zero entry: the AVX-512 lookup reads a 32-bit word at every entry); NULL if out of memory.
+void *gelu_table_once(_Atomic(void *) *slot, void *(*build)(const void *ctx), const void *ctx);
+uint16_t *gelu_fwd16_table_build(void (*fwd)(const void *ctx, const uint16_t *x, uint16_t *y, size_t n),
+                                 const void *ctx);
 void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n);
 const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt);
 void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n);

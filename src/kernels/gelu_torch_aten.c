@@ -26,8 +26,6 @@
 //    vector lambda calls torch's bundled SLEEF erfd8_u10, which differs from Debian's libsleef
 //    3.5.1 in about 2% of elements (measured), so the bits cannot be promised.
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,12 +161,17 @@ typedef struct {
 } gelu16_table;
 
 typedef enum { TABLE_ATEN_ERF, TABLE_ATEN_TANH, TABLE_ONEDNN_ERF, N_TABLE_KERNELS } table_kernel;
-static _Atomic(gelu16_table *) gelu16_tables[N_TABLE_KERNELS][2]; // [kernel][bf16]
-static pthread_mutex_t gelu16_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(void *) gelu16_tables[N_TABLE_KERNELS][2]; // [kernel][bf16]
 
 static void store_block(gm_dtype dt, void *p, size_t s, const float *src, size_t m, round_kind k);
 
-static gelu16_table *gelu16_build(table_kernel kern, gm_dtype dt) {
+typedef struct {
+  table_kernel kern;
+  gm_dtype dt;
+} table_key;
+
+static void *gelu16_build(const void *ctx) {
+  const table_key *key = ctx;
   enum { N = 65536 };
   gelu16_table *t = malloc(sizeof *t);
   uint16_t *pat = malloc(N * sizeof *pat);
@@ -178,15 +181,16 @@ static gelu16_table *gelu16_build(table_kernel kern, gm_dtype dt) {
       pat[i] = (uint16_t)i;
       one[i] = 1.0f;
     }
-    gm_aten_widen(dt == GM_F16, pat, x, N);
-    if (kern == TABLE_ONEDNN_ERF) { // bf16 only: oneDNN's one-pass kernel, its own rounding
+    gm_aten_widen(key->dt == GM_F16, pat, x, N);
+    if (key->kern == TABLE_ONEDNN_ERF) { // bf16 only: oneDNN's one-pass kernel, its own rounding
       gm_onednn_gelu_erf_bf16(pat, NULL, t->fwd, N, 0);
       gm_onednn_gelu_erf_bwd(x, one, t->factor, N);
     } else {
-      if (kern == TABLE_ATEN_TANH) gm_aten_vec_tanh_fwd(x, y, N);
+      bool tanh = key->kern == TABLE_ATEN_TANH;
+      if (tanh) gm_aten_vec_tanh_fwd(x, y, N);
       else gm_aten_vec_erf_fwd(x, y, N);
-      store_block(dt, t->fwd, 0, y, N, ROUND_ATEN_VEC);
-      if (kern == TABLE_ATEN_TANH) gm_aten_vec_tanh_bwd(x, one, t->factor, N);
+      store_block(key->dt, t->fwd, 0, y, N, ROUND_ATEN_VEC);
+      if (tanh) gm_aten_vec_tanh_bwd(x, one, t->factor, N);
       else gm_aten_vec_erf_bwd(x, one, t->factor, N);
     }
     t->fwd[N] = 0;
@@ -203,14 +207,8 @@ static gelu16_table *gelu16_build(table_kernel kern, gm_dtype dt) {
 
 // NULL only when out of memory: the caller then evaluates block by block.
 static const gelu16_table *gelu16_get(table_kernel kern, gm_dtype dt) {
-  _Atomic(gelu16_table *) *slot = &gelu16_tables[kern][dt == GM_BF16];
-  gelu16_table *t = atomic_load_explicit(slot, memory_order_acquire);
-  if (t) return t;
-  pthread_mutex_lock(&gelu16_lock);
-  t = atomic_load_explicit(slot, memory_order_relaxed);
-  if (!t && (t = gelu16_build(kern, dt))) atomic_store_explicit(slot, t, memory_order_release);
-  pthread_mutex_unlock(&gelu16_lock);
-  return t;
+  table_key key = {kern, dt};
+  return gelu_table_once(&gelu16_tables[kern][dt == GM_BF16], gelu16_build, &key);
 }
 
 // out[0, n) of a job on 16-bit storage from table T.

@@ -17,7 +17,6 @@
 // (forward_table) and blocks that hold no element of a chunk's scalar leftover are looked up (one
 // gather per 16 elements); the others run the stages.
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,24 +59,31 @@ static void vector_lambda(transcend_fn fn, const float *in, float *out, size_t m
   }
 }
 
-// The vector lambda of fn on every f16 (half) or bf16 bit pattern, built on first use (a race
-// builds it twice and keeps one); NULL if out of memory (the caller then runs the lambda).
-static const float *vector_table(transcend_fn fn, bool half) {
-  static _Atomic(float *) tables[5][2];
-  _Atomic(float *) *slot = &tables[fn][half];
-  float *t = atomic_load_explicit(slot, memory_order_acquire);
-  if (t) return t;
+typedef struct {
+  transcend_fn fn;
+  bool half;
+} vector_key;
+
+static void *build_vector_table(const void *ctx) {
+  const vector_key *k = ctx;
   float *in = malloc(65536 * sizeof(float)), *out = malloc(65536 * sizeof(float));
-  if (!in || !out) { free(in); free(out); return NULL; }
-  for (uint32_t b = 0; b < 65536; b++) in[b] = half ? gm_f16_to_f32((uint16_t)b) : gm_bf16_to_f32((uint16_t)b);
-  vector_lambda(fn, in, out, 65536);
-  free(in);
-  float *expected = NULL;
-  if (!atomic_compare_exchange_strong_explicit(slot, &expected, out, memory_order_acq_rel, memory_order_acquire)) {
+  if (in && out) {
+    for (uint32_t b = 0; b < 65536; b++) in[b] = k->half ? gm_f16_to_f32((uint16_t)b) : gm_bf16_to_f32((uint16_t)b);
+    vector_lambda(k->fn, in, out, 65536);
+  } else {
     free(out);
-    return expected;
+    out = NULL;
   }
+  free(in);
   return out;
+}
+
+// The vector lambda of fn on every f16 (half) or bf16 bit pattern, built on first use; NULL if
+// out of memory (the caller then runs the lambda).
+static const float *vector_table(transcend_fn fn, bool half) {
+  static _Atomic(void *) tables[5][2];
+  vector_key k = {fn, half};
+  return gelu_table_once(&tables[fn][half], build_vector_table, &k);
 }
 
 // [lo, hi): the part of chunk ci's scalar leftover inside [off, end); false if empty.
@@ -191,32 +197,26 @@ static bool meets_leftover(const transcend_ctx *tc, size_t off, size_t m) {
   return false;
 }
 
+typedef struct {
+  gm_gelu_variant v;
+  gm_dtype dt;
+} forward_key;
+
+// The AVX-512 stages on n patterns as the vector body runs them (one chunk, no leftover).
+static void forward_stages(const void *ctx, const uint16_t *x, uint16_t *y, size_t n) {
+  const forward_key *k = ctx;
+  fast_call c = call_of(&gelu_fast_avx512_kernels, k->v, k->dt, x, NULL, y, n, 1);
+  for (size_t off = 0; off < n; off += BLOCK) run_block(&c, off, n - off < BLOCK ? n - off : BLOCK);
+}
+
+static void *build_forward_table(const void *ctx) { return gelu_fwd16_table_build(forward_stages, ctx); }
+
 // The AVX-512 forward of variant v on every f16 (bf16) pattern, as the vector body computes it,
-// with one spare entry for the lookup's 32-bit reads; built on first use (a race builds it twice
-// and keeps one), NULL if out of memory.
+// built on first use; NULL if out of memory.
 static const uint16_t *forward_table(gm_gelu_variant v, gm_dtype dt) {
-  static _Atomic(uint16_t *) tables[GELU_N_VARIANTS][2];
-  _Atomic(uint16_t *) *slot = &tables[v][dt == GM_BF16];
-  uint16_t *t = atomic_load_explicit(slot, memory_order_acquire);
-  if (t) return t;
-  uint16_t *pat = malloc(65536 * sizeof *pat);
-  t = malloc((65536 + 1) * sizeof *t);
-  if (!pat || !t) {
-    free(pat);
-    free(t);
-    return NULL;
-  }
-  for (uint32_t b = 0; b < 65536; b++) pat[b] = (uint16_t)b;
-  fast_call c = call_of(&gelu_fast_avx512_kernels, v, dt, pat, NULL, t, 65536, 1); // one chunk, no leftover
-  for (size_t off = 0; off < 65536; off += BLOCK) run_block(&c, off, BLOCK);
-  t[65536] = 0;
-  free(pat);
-  uint16_t *expected = NULL;
-  if (!atomic_compare_exchange_strong_explicit(slot, &expected, t, memory_order_acq_rel, memory_order_acquire)) {
-    free(t);
-    return expected;
-  }
-  return t;
+  static _Atomic(void *) tables[GELU_N_VARIANTS][2];
+  forward_key k = {v, dt};
+  return gelu_table_once(&tables[v][dt == GM_BF16], build_forward_table, &k);
 }
 
 int gelu_torch_fast_run(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *out,
