@@ -309,9 +309,6 @@ static int run_aten(const aten_job *j, size_t n, int threads) {
 // and written in place, f16/bf16 are widened per block and stored with oneDNN's rounding.
 static int run_onednn(const aten_job *j, size_t n, int threads) {
   size_t nblocks = (n + BLOCK - 1) / BLOCK;
-  // GPTMEG_SIMD below avx512 takes the integer rounding (same bits; for tests).
-  const char *cap = getenv("GPTMEG_SIMD");
-  int have_bf16_insn = __builtin_cpu_supports("avx512bf16") && (!cap || strcmp(cap, "avx512") == 0);
   if (j->dt == GM_BF16) { // by table; lanes are independent, so any split gives the same bits
     const gelu16_table *T = gelu16_get(TABLE_ONEDNN_ERF, GM_BF16);
     if (T) {
@@ -323,6 +320,9 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
       return 0;
     }
   }
+  // Without the table: GPTMEG_SIMD below avx512 takes the integer rounding (same bits; for tests).
+  const char *cap = getenv("GPTMEG_SIMD");
+  int have_bf16_insn = __builtin_cpu_supports("avx512bf16") && (!cap || strcmp(cap, "avx512") == 0);
   int failed = 0;
 #pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(| : failed)
   {
