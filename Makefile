@@ -30,7 +30,7 @@ report: all
 	$(BUILD)/gptmeg report --out $(REPORT_DIR)
 
 bench: all
-	$(BUILD)/gptmeg bench act
+	$(BUILD)/gptmeg bench act --rounds 3
 	$(BUILD)/gptmeg bench model
 	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg --rounds 3
 	-$(PYTHON) bench/model_vs_torch.py --gptmeg $(BUILD)/gptmeg
