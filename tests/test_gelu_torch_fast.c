@@ -133,9 +133,11 @@ int main(void) {
                                       GELU_MEGATRON, OPENAI_GELU, QUICK_GELU};
   const gm_dtype dtypes[] = {GM_F32, GM_F16, GM_BF16};
   // Around the vector steps (16 lanes, 32/64-element steps), the 1024-element blocks and the
-  // 32768 grain (one chunk below it, two or three above on 2 and 3 threads).
+  // 32768 grain (one chunk below it, two or three above on 2 and 3 threads). 38401 on 2 threads:
+  // chunks of 19201 and 19200, so the last block (513 elements, no scalar leftover) runs the
+  // one-pass f16/bf16 backward with a one-element partial step.
   const size_t small[] = {1, 2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129, 1023, 1024, 1025, 2047, 3001};
-  const size_t large[] = {32767, 32768, 32769, 65537, 98369, 100003};
+  const size_t large[] = {32767, 32768, 32769, 38401, 65537, 98369, 100003};
   for (size_t vi = 0; vi < sizeof variants / sizeof variants[0]; vi++) {
     for (size_t di = 0; di < 3; di++) {
       for (int bwd = 0; bwd < 2; bwd++) {

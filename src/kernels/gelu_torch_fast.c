@@ -17,8 +17,8 @@
 // (forward_table) and blocks that hold no element of a chunk's scalar leftover are looked up (one
 // gather per 16 elements); the others run the stages. The backward's transcendentals (what the
 // post stage reads besides x and dy) are likewise functions of x in the vector body: they run once
-// per variant and dtype on every pattern (saved_table) and such blocks gather them by x, skipping
-// the pre stage (gelu_new f16 backward at 2^20 on one thread ~435 -> ~555 Melem/s).
+// per variant and dtype on every pattern (saved_table), and such blocks run the post stage in one
+// pass over the 16-bit x and dy with them gathered by x (gelu_fast_bwd16_saved_avx512).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +36,7 @@ typedef enum { FN_NONE, FN_TANH, FN_ERF, FN_EXP, FN_SIGMOID } transcend_fn;
 typedef struct {
   gelu_fast_stage pre, post;
   transcend_fn fn0, fn1;
+  gelu_fast_form form; // the backward's
 } recipe;
 
 typedef struct {
@@ -125,16 +126,19 @@ static void transcend(const transcend_ctx *c, transcend_fn fn, size_t off, const
 static recipe recipe_of(const gelu_fast_kernels *k, gm_gelu_variant v, bool backward) {
   switch (v) {
   case GELU_NEW:
-  case GELU_ACCURATE: return (recipe){k->pow_arg, backward ? k->pow_bwd : k->pow_fwd, FN_TANH, FN_NONE};
+  case GELU_ACCURATE:
+    return (recipe){k->pow_arg, backward ? k->pow_bwd : k->pow_fwd, FN_TANH, FN_NONE, GELU_FAST_POW};
   case GELU_FAST:
   case OPENAI_GELU:
-    return (recipe){k->product_arg, backward ? k->product_bwd : k->product_fwd, FN_TANH, FN_NONE};
+    return (recipe){k->product_arg, backward ? k->product_bwd : k->product_fwd, FN_TANH, FN_NONE, GELU_FAST_PRODUCT};
   case GELU_MEGATRON:
-    return (recipe){k->product_arg, backward ? k->megatron_bwd : k->product_fwd, FN_TANH, FN_NONE};
+    return (recipe){k->product_arg, backward ? k->megatron_bwd : k->product_fwd, FN_TANH, FN_NONE,
+                    GELU_FAST_MEGATRON};
   case GELU_PYTHON:
     return (recipe){k->python_arg, backward ? k->python_bwd : k->python_fwd, FN_ERF,
-                    backward ? FN_EXP : FN_NONE};
-  default: return (recipe){k->quick_arg, backward ? k->quick_bwd : k->quick_fwd, FN_SIGMOID, FN_NONE};
+                    backward ? FN_EXP : FN_NONE, GELU_FAST_PYTHON};
+  default:
+    return (recipe){k->quick_arg, backward ? k->quick_bwd : k->quick_fwd, FN_SIGMOID, FN_NONE, GELU_FAST_QUICK};
   }
 }
 
@@ -169,23 +173,16 @@ typedef struct {
   void *out;
 } fast_call;
 
-// saved: NULL, or the transcendentals' results by x pattern (saved_table) for a block that holds
-// no element of a chunk's scalar leftover; they replace the pre stage and the transcendentals.
-static void run_block(const fast_call *c, const float *saved, size_t off, size_t m) {
+static void run_block(const fast_call *c, size_t off, size_t m) {
   float xb[BLOCK], gb[BLOCK], a0[BLOCK], a1[BLOCK], r0[BLOCK], r1[BLOCK], ob[BLOCK];
   gm_dtype dt = c->p.dt;
   size_t es = gm_dtype_size(dt);
   bool backward = c->dy != NULL;
   c->k->widen(dt, (const char *)c->x + off * es, xb, m);
   if (backward) c->k->widen(dt, (const char *)c->dy + off * es, gb, m);
-  if (saved) {
-    gelu_torch_vec_lookup16_avx512(saved, dt == GM_F16, xb, r0, m);
-    if (c->r.fn1 != FN_NONE) gelu_torch_vec_lookup16_avx512(saved + 65536, dt == GM_F16, xb, r1, m);
-  } else {
-    c->r.pre(&c->p, xb, NULL, NULL, NULL, a0, c->r.fn1 != FN_NONE ? a1 : NULL, m);
-    transcend(&c->tc, c->r.fn0, off, a0, r0, m);
-    if (c->r.fn1 != FN_NONE) transcend(&c->tc, c->r.fn1, off, a1, r1, m);
-  }
+  c->r.pre(&c->p, xb, NULL, NULL, NULL, a0, c->r.fn1 != FN_NONE ? a1 : NULL, m);
+  transcend(&c->tc, c->r.fn0, off, a0, r0, m);
+  if (c->r.fn1 != FN_NONE) transcend(&c->tc, c->r.fn1, off, a1, r1, m);
   c->r.post(&c->p, xb, backward ? gb : NULL, r0, r1, ob, NULL, m);
   c->k->narrow(dt, ob, (char *)c->out + off * es, m);
 }
@@ -216,7 +213,7 @@ typedef struct {
 static void forward_stages(const void *ctx, const uint16_t *x, uint16_t *y, size_t n) {
   const forward_key *k = ctx;
   fast_call c = call_of(&gelu_fast_avx512_kernels, k->v, k->dt, x, NULL, y, n, 1);
-  for (size_t off = 0; off < n; off += BLOCK) run_block(&c, NULL, off, n - off < BLOCK ? n - off : BLOCK);
+  for (size_t off = 0; off < n; off += BLOCK) run_block(&c, off, n - off < BLOCK ? n - off : BLOCK);
 }
 
 static void *build_forward_table(const void *ctx) { return gelu_fwd16_table_build(forward_stages, ctx); }
@@ -281,8 +278,11 @@ int gelu_torch_fast_run(gm_gelu_variant v, gm_dtype dt, const void *x, const voi
     size_t off = b * BLOCK, m = n - off < BLOCK ? n - off : BLOCK;
     if (table && !meets_leftover(&c.tc, off, m))
       gelu_acc_fwd16_lookup_avx512(table, (const uint16_t *)x + off, (uint16_t *)out + off, m);
+    else if (saved && !meets_leftover(&c.tc, off, m))
+      gelu_fast_bwd16_saved_avx512(c.r.form, &c.p, saved, (const uint16_t *)x + off, (const uint16_t *)dy + off,
+                                   (uint16_t *)out + off, m);
     else
-      run_block(&c, saved && !meets_leftover(&c.tc, off, m) ? saved : NULL, off, m);
+      run_block(&c, off, m);
   }
   return 0;
 }

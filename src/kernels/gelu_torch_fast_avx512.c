@@ -7,7 +7,10 @@
 // (vec32) whose ops alternate, so that the two dependency chains overlap (a bf16 rounding is a
 // chain of several integer steps). Each stage body is compiled once per dtype (dt is a constant in
 // its three call sites), so no lane op tests the dtype. The last partial step runs masked
-// (inactive lanes compute on zeros and are not stored).
+// (inactive lanes compute on zeros and are not stored). Each backward form is one step function
+// (x, dy and the transcendental results in, 32 results out) run by two drivers: the post stage
+// over f32 arrays, and gelu_fast_bwd16_saved_avx512, one pass over the 16-bit x and dy with the
+// transcendental results gathered from a table by x's pattern.
 #include <immintrin.h>
 
 #include "kernels/gelu_torch_fast.h"
@@ -133,33 +136,22 @@ static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, 
   }
 }
 
-static inline __attribute__((always_inline)) void pow_bwd_body(
-    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-    const float *in1, float *out0, float *out1, size_t n) {
-  (void)p, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 32) {
-    vec32 xv = load(x, i, n), g = load(dy, i, n), t = round_dt(dt, load(in0, i, n));
-    vec32 a = mul_r(dt, xv, splat(kHalf));
-    vec32 d = add_r(dt, t, splat(1.0f));
-    vec32 ga = mul_r(dt, g, d);
-    vec32 gd = mul_r(dt, g, a);
-    vec32 gu = tanh_backward(dt, gd, t);
-    vec32 gb = mul_r(dt, gu, splat(kSqrt2OverPi));
-    vec32 gp = mul_r(dt, gb, splat(kKappa));
-    vec32 w = mul_r(dt, mul_r(dt, xv, xv), splat(3.0f));
-    vec32 g2 = mul_r(dt, gp, w);
-    vec32 g3 = mul_r(dt, ga, splat(kHalf));
-    store(out0, i, n, add_r(dt, add_r(dt, gb, g2), g3));
-  }
-}
-
-static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                    const float *in1, float *out0, float *out1, size_t n) {
-  switch (p->dt) {
-  case GM_F16: pow_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
-  case GM_BF16: pow_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
-  default: pow_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
-  }
+// One step of 32 backward results from x, dy and the tanh result (in1 unused).
+static inline __attribute__((always_inline)) vec32 pow_bwd_step(gm_dtype dt, const gelu_fast_params *p, vec32 xv,
+                                                                 vec32 g, vec32 in0, vec32 in1) {
+  (void)p, (void)in1;
+  vec32 t = round_dt(dt, in0);
+  vec32 a = mul_r(dt, xv, splat(kHalf));
+  vec32 d = add_r(dt, t, splat(1.0f));
+  vec32 ga = mul_r(dt, g, d);
+  vec32 gd = mul_r(dt, g, a);
+  vec32 gu = tanh_backward(dt, gd, t);
+  vec32 gb = mul_r(dt, gu, splat(kSqrt2OverPi));
+  vec32 gp = mul_r(dt, gb, splat(kKappa));
+  vec32 w = mul_r(dt, mul_r(dt, xv, xv), splat(3.0f));
+  vec32 g2 = mul_r(dt, gp, w);
+  vec32 g3 = mul_r(dt, ga, splat(kHalf));
+  return add_r(dt, add_r(dt, gb, g2), g3);
 }
 
 // ---- product form (gelu_fast, openai_gelu, gelu_megatron) --------------------------------------
@@ -210,63 +202,39 @@ static void product_fwd(const gelu_fast_params *p, const float *x, const float *
   }
 }
 
-static inline __attribute__((always_inline)) void product_bwd_body(
-    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-    const float *in1, float *out0, float *out1, size_t n) {
-  (void)p, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 32) {
-    vec32 xv = load(x, i, n), g = load(dy, i, n), t = round_dt(dt, load(in0, i, n));
-    vec32 a = mul_r(dt, xv, splat(kHalf));
-    vec32 m = mul_r(dt, xv, splat(p->c));
-    vec32 k1 = mul_r(dt, xv, splat(kKappa));
-    vec32 e = add_r(dt, mul_r(dt, k1, xv), splat(1.0f));
-    vec32 d = add_r(dt, t, splat(1.0f));
-    vec32 ga = mul_r(dt, g, d);
-    vec32 gd = mul_r(dt, g, a);
-    vec32 gf = tanh_backward(dt, gd, t);
-    vec32 gm = mul_r(dt, gf, e);
-    vec32 ge = mul_r(dt, gf, m);
-    vec32 gk1 = mul_r(dt, ge, xv);
-    vec32 dx = mul_r(dt, ge, k1);
-    dx = add_r(dt, dx, mul_r(dt, gk1, splat(kKappa)));
-    dx = add_r(dt, dx, mul_r(dt, gm, splat(p->c)));
-    store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kHalf))));
-  }
+static inline __attribute__((always_inline)) vec32 product_bwd_step(gm_dtype dt, const gelu_fast_params *p,
+                                                                     vec32 xv, vec32 g, vec32 in0, vec32 in1) {
+  (void)in1;
+  vec32 t = round_dt(dt, in0);
+  vec32 a = mul_r(dt, xv, splat(kHalf));
+  vec32 m = mul_r(dt, xv, splat(p->c));
+  vec32 k1 = mul_r(dt, xv, splat(kKappa));
+  vec32 e = add_r(dt, mul_r(dt, k1, xv), splat(1.0f));
+  vec32 d = add_r(dt, t, splat(1.0f));
+  vec32 ga = mul_r(dt, g, d);
+  vec32 gd = mul_r(dt, g, a);
+  vec32 gf = tanh_backward(dt, gd, t);
+  vec32 gm = mul_r(dt, gf, e);
+  vec32 ge = mul_r(dt, gf, m);
+  vec32 gk1 = mul_r(dt, ge, xv);
+  vec32 dx = mul_r(dt, ge, k1);
+  dx = add_r(dt, dx, mul_r(dt, gk1, splat(kKappa)));
+  dx = add_r(dt, dx, mul_r(dt, gm, splat(p->c)));
+  return add_r(dt, dx, mul_r(dt, ga, splat(kHalf)));
 }
 
-static void product_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                        const float *in1, float *out0, float *out1, size_t n) {
-  switch (p->dt) {
-  case GM_F16: product_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
-  case GM_BF16: product_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
-  default: product_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
-  }
-}
-
-static inline __attribute__((always_inline)) void megatron_bwd_body(
-    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-    const float *in1, float *out0, float *out1, size_t n) {
-  (void)p, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 32) {
-    vec32 xx = product_input(dt, p, load(x, i, n)), t = round_dt(dt, load(in0, i, n));
-    vec32 h = mul_r(dt, xx, splat(kHalf));
-    vec32 q = round_dt(dt, v_sub(splat(1.0f), mul_r(dt, t, t)));
-    vec32 r2 = mul_r(dt, mul_r(dt, xx, splat(kMegatronSq)), xx);
-    vec32 u = add_r(dt, r2, splat(p->megatron_addend));
-    vec32 hw = mul_r(dt, h, mul_r(dt, q, u));
-    vec32 m1 = mul_r(dt, add_r(dt, t, splat(1.0f)), splat(kHalf));
-    m1 = add_r(dt, hw, m1);
-    store(out0, i, n, mul_r(dt, m1, load(dy, i, n)));
-  }
-}
-
-static void megatron_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                         const float *in1, float *out0, float *out1, size_t n) {
-  switch (p->dt) {
-  case GM_F16: megatron_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
-  case GM_BF16: megatron_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
-  default: megatron_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
-  }
+static inline __attribute__((always_inline)) vec32 megatron_bwd_step(gm_dtype dt, const gelu_fast_params *p,
+                                                                      vec32 xv, vec32 g, vec32 in0, vec32 in1) {
+  (void)in1;
+  vec32 xx = product_input(dt, p, xv), t = round_dt(dt, in0);
+  vec32 h = mul_r(dt, xx, splat(kHalf));
+  vec32 q = round_dt(dt, v_sub(splat(1.0f), mul_r(dt, t, t)));
+  vec32 r2 = mul_r(dt, mul_r(dt, xx, splat(kMegatronSq)), xx);
+  vec32 u = add_r(dt, r2, splat(p->megatron_addend));
+  vec32 hw = mul_r(dt, h, mul_r(dt, q, u));
+  vec32 m1 = mul_r(dt, add_r(dt, t, splat(1.0f)), splat(kHalf));
+  m1 = add_r(dt, hw, m1);
+  return mul_r(dt, m1, g);
 }
 
 // ---- gelu_python ---------------------------------------------------------------------------------
@@ -311,30 +279,18 @@ static void python_fwd(const gelu_fast_params *p, const float *x, const float *d
   }
 }
 
-static inline __attribute__((always_inline)) void python_bwd_body(
-    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-    const float *in1, float *out0, float *out1, size_t n) {
-  (void)p, (void)out1;
-  for (size_t i = 0; i < n; i += 32) {
-    vec32 g = load(dy, i, n);
-    vec32 a = mul_r(dt, load(x, i, n), splat(kHalf));
-    vec32 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
-    vec32 ga = mul_r(dt, g, d);
-    vec32 gd = mul_r(dt, g, a);
-    vec32 e = mul_r(dt, round_dt(dt, load(in1, i, n)), splat(kTwoOverSqrtPi));
-    vec32 gv = mul_r(dt, e, gd);
-    vec32 dx = round_dt(dt, v_div(gv, splat(kSqrt2)));
-    store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kHalf))));
-  }
-}
-
-static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                       const float *in1, float *out0, float *out1, size_t n) {
-  switch (p->dt) {
-  case GM_F16: python_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
-  case GM_BF16: python_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
-  default: python_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
-  }
+// in0: the erf result, in1: the exp result.
+static inline __attribute__((always_inline)) vec32 python_bwd_step(gm_dtype dt, const gelu_fast_params *p,
+                                                                    vec32 xv, vec32 g, vec32 in0, vec32 in1) {
+  (void)p;
+  vec32 a = mul_r(dt, xv, splat(kHalf));
+  vec32 d = add_r(dt, round_dt(dt, in0), splat(1.0f));
+  vec32 ga = mul_r(dt, g, d);
+  vec32 gd = mul_r(dt, g, a);
+  vec32 e = mul_r(dt, round_dt(dt, in1), splat(kTwoOverSqrtPi));
+  vec32 gv = mul_r(dt, e, gd);
+  vec32 dx = round_dt(dt, v_div(gv, splat(kSqrt2)));
+  return add_r(dt, dx, mul_r(dt, ga, splat(kHalf)));
 }
 
 // ---- quick_gelu ------------------------------------------------------------------------------------
@@ -371,28 +327,141 @@ static void quick_fwd(const gelu_fast_params *p, const float *x, const float *dy
   }
 }
 
-static inline __attribute__((always_inline)) void quick_bwd_body(
-    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-    const float *in1, float *out0, float *out1, size_t n) {
-  (void)p, (void)in1, (void)out1;
+// in0: the sigmoid result.
+static inline __attribute__((always_inline)) vec32 quick_bwd_step(gm_dtype dt, const gelu_fast_params *p, vec32 xv,
+                                                                   vec32 g, vec32 in0, vec32 in1) {
+  (void)p, (void)in1;
   const vec32 one = splat(1.0f);
-  for (size_t i = 0; i < n; i += 32) {
-    vec32 s = round_dt(dt, load(in0, i, n)), g = load(dy, i, n);
-    vec32 dx = mul_r(dt, g, s);
-    vec32 gs = mul_r(dt, g, load(x, i, n));
-    vec32 ga;
-    if (dt == GM_F16) ga = mul_r(dt, mul_r(dt, gs, round_dt(dt, v_sub(one, s))), s);
-    else ga = round_dt(dt, v_mul(v_mul(gs, v_sub(one, s)), s));
-    store(out0, i, n, add_r(dt, dx, mul_r(dt, ga, splat(kQuick))));
+  vec32 s = round_dt(dt, in0);
+  vec32 dx = mul_r(dt, g, s);
+  vec32 gs = mul_r(dt, g, xv);
+  vec32 ga;
+  if (dt == GM_F16) ga = mul_r(dt, mul_r(dt, gs, round_dt(dt, v_sub(one, s))), s);
+  else ga = round_dt(dt, v_mul(v_mul(gs, v_sub(one, s)), s));
+  return add_r(dt, dx, mul_r(dt, ga, splat(kQuick)));
+}
+
+// ---- backward drivers ------------------------------------------------------------------------------
+
+// The backward step of form f (a compile-time constant at every call site).
+static inline __attribute__((always_inline)) vec32 bwd_step(gelu_fast_form f, gm_dtype dt, const gelu_fast_params *p,
+                                                            vec32 xv, vec32 g, vec32 in0, vec32 in1) {
+  switch (f) {
+  case GELU_FAST_POW: return pow_bwd_step(dt, p, xv, g, in0, in1);
+  case GELU_FAST_PRODUCT: return product_bwd_step(dt, p, xv, g, in0, in1);
+  case GELU_FAST_MEGATRON: return megatron_bwd_step(dt, p, xv, g, in0, in1);
+  case GELU_FAST_PYTHON: return python_bwd_step(dt, p, xv, g, in0, in1);
+  default: return quick_bwd_step(dt, p, xv, g, in0, in1);
   }
 }
 
-static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                      const float *in1, float *out0, float *out1, size_t n) {
+static inline __attribute__((always_inline)) void bwd_arrays_body(gelu_fast_form f, gm_dtype dt,
+                                                                  const gelu_fast_params *p, const float *x,
+                                                                  const float *dy, const float *in0,
+                                                                  const float *in1, float *out0, size_t n) {
+  for (size_t i = 0; i < n; i += 32)
+    store(out0, i, n, bwd_step(f, dt, p, load(x, i, n), load(dy, i, n), load(in0, i, n),
+                               f == GELU_FAST_PYTHON ? load(in1, i, n) : v_zero()));
+}
+
+static inline __attribute__((always_inline)) void bwd_arrays(gelu_fast_form f, const gelu_fast_params *p,
+                                                             const float *x, const float *dy, const float *in0,
+                                                             const float *in1, float *out0, size_t n) {
   switch (p->dt) {
-  case GM_F16: quick_bwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
-  case GM_BF16: quick_bwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
-  default: quick_bwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_F16: bwd_arrays_body(f, GM_F16, p, x, dy, in0, in1, out0, n); break;
+  case GM_BF16: bwd_arrays_body(f, GM_BF16, p, x, dy, in0, in1, out0, n); break;
+  default: bwd_arrays_body(f, GM_F32, p, x, dy, in0, in1, out0, n); break;
+  }
+}
+
+static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                     const float *in1, float *out0, float *out1, size_t n) {
+  (void)out1;
+  bwd_arrays(GELU_FAST_POW, p, x, dy, in0, in1, out0, n);
+}
+
+static void product_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                         const float *in1, float *out0, float *out1, size_t n) {
+  (void)out1;
+  bwd_arrays(GELU_FAST_PRODUCT, p, x, dy, in0, in1, out0, n);
+}
+
+static void megatron_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                          const float *in1, float *out0, float *out1, size_t n) {
+  (void)out1;
+  bwd_arrays(GELU_FAST_MEGATRON, p, x, dy, in0, in1, out0, n);
+}
+
+static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                        const float *in1, float *out0, float *out1, size_t n) {
+  (void)out1;
+  bwd_arrays(GELU_FAST_PYTHON, p, x, dy, in0, in1, out0, n);
+}
+
+static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                       const float *in1, float *out0, float *out1, size_t n) {
+  (void)out1;
+  bwd_arrays(GELU_FAST_QUICK, p, x, dy, in0, in1, out0, n);
+}
+
+// 16 (f16/bf16) patterns from i of an array of n, widened to f32 in two vectors; and the inverse for
+// values on the grid.
+static inline vec32 load16(gm_dtype dt, const uint16_t *p, size_t i, size_t n) {
+  __m256i h0 = _mm256_maskz_loadu_epi16(lanes(i, n), p + i), h1 = _mm256_maskz_loadu_epi16(lanes(i + 16, n), p + i + 16);
+  if (dt == GM_F16) return (vec32){_mm512_cvtph_ps(h0), _mm512_cvtph_ps(h1)};
+  return (vec32){_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h0), 16)),
+                 _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h1), 16))};
+}
+
+static inline __m256i narrow16(gm_dtype dt, __m512 v) {
+  if (dt == GM_F16) return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+}
+
+static inline void store16(gm_dtype dt, uint16_t *p, size_t i, size_t n, vec32 v) {
+  if (n - i >= 32) {
+    _mm256_storeu_si256((__m256i *)(p + i), narrow16(dt, v.lo));
+    _mm256_storeu_si256((__m256i *)(p + i + 16), narrow16(dt, v.hi));
+    return;
+  }
+  _mm256_mask_storeu_epi16(p + i, lanes(i, n), narrow16(dt, v.lo));
+  _mm256_mask_storeu_epi16(p + i + 16, lanes(i + 16, n), narrow16(dt, v.hi));
+}
+
+// table[the pattern] for the 32 patterns from i (inactive lanes read nothing and give 0).
+static inline vec32 gather16(const float *table, const uint16_t *p, size_t i, size_t n) {
+  __mmask16 k0 = lanes(i, n), k1 = lanes(i + 16, n);
+  __m512i i0 = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k0, p + i));
+  __m512i i1 = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k1, p + i + 16));
+  return (vec32){_mm512_mask_i32gather_ps(_mm512_setzero_ps(), k0, i0, table, 4),
+                 _mm512_mask_i32gather_ps(_mm512_setzero_ps(), k1, i1, table, 4)};
+}
+
+static inline __attribute__((always_inline)) void bwd16_saved_body(gelu_fast_form f, gm_dtype dt,
+                                                                   const gelu_fast_params *p, const float *saved,
+                                                                   const uint16_t *x, const uint16_t *dy,
+                                                                   uint16_t *dx, size_t n) {
+  for (size_t i = 0; i < n; i += 32) {
+    vec32 in1 = f == GELU_FAST_PYTHON ? gather16(saved + 65536, x, i, n) : v_zero();
+    store16(dt, dx, i, n, bwd_step(f, dt, p, load16(dt, x, i, n), load16(dt, dy, i, n), gather16(saved, x, i, n), in1));
+  }
+}
+
+static inline __attribute__((always_inline)) void bwd16_saved_form(gelu_fast_form f, const gelu_fast_params *p,
+                                                                   const float *saved, const uint16_t *x,
+                                                                   const uint16_t *dy, uint16_t *dx, size_t n) {
+  if (p->dt == GM_F16) bwd16_saved_body(f, GM_F16, p, saved, x, dy, dx, n);
+  else bwd16_saved_body(f, GM_BF16, p, saved, x, dy, dx, n);
+}
+
+void gelu_fast_bwd16_saved_avx512(gelu_fast_form f, const gelu_fast_params *p, const float *saved, const uint16_t *x,
+                                  const uint16_t *dy, uint16_t *dx, size_t n) {
+  switch (f) {
+  case GELU_FAST_POW: bwd16_saved_form(GELU_FAST_POW, p, saved, x, dy, dx, n); break;
+  case GELU_FAST_PRODUCT: bwd16_saved_form(GELU_FAST_PRODUCT, p, saved, x, dy, dx, n); break;
+  case GELU_FAST_MEGATRON: bwd16_saved_form(GELU_FAST_MEGATRON, p, saved, x, dy, dx, n); break;
+  case GELU_FAST_PYTHON: bwd16_saved_form(GELU_FAST_PYTHON, p, saved, x, dy, dx, n); break;
+  default: bwd16_saved_form(GELU_FAST_QUICK, p, saved, x, dy, dx, n); break;
   }
 }
 
