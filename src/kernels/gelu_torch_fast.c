@@ -227,8 +227,9 @@ static const uint16_t *forward_table(gm_gelu_variant v, gm_dtype dt) {
 }
 
 // The backward's transcendental results for every f16 (bf16) pattern of x, as the vector body
-// computes them (pre stage, then the lambda): 65536 floats for fn0, then 65536 for fn1 if the
-// variant has one (gelu_python's exp). Built on first use; NULL if out of memory.
+// computes them (pre stage, then the lambda), rounded to the dtype as the post stage reads them:
+// 65536 floats for fn0, then 65536 for fn1 if the variant has one (gelu_python's exp). Built on
+// first use; NULL if out of memory.
 static void *build_saved_table(const void *ctx) {
   const forward_key *k = ctx;
   recipe r = recipe_of(&gelu_fast_avx512_kernels, k->v, true);
@@ -243,6 +244,7 @@ static void *build_saved_table(const void *ctx) {
     r.pre(&p, x, NULL, NULL, NULL, a0, nfn == 2 ? a1 : NULL, 65536);
     transcend(&tc, r.fn0, 0, a0, out, 65536);
     if (nfn == 2) transcend(&tc, r.fn1, 0, a1, out + 65536, 65536);
+    for (size_t i = 0; i < nfn * 65536; i++) out[i] = gelu_fast_round(k->dt, out[i]);
   } else {
     free(out);
     out = NULL;

@@ -70,8 +70,8 @@ typedef enum { GELU_FAST_ISA_SCALAR, GELU_FAST_ISA_AVX512 } gelu_fast_isa;
 typedef enum { GELU_FAST_POW, GELU_FAST_PRODUCT, GELU_FAST_MEGATRON, GELU_FAST_PYTHON, GELU_FAST_QUICK } gelu_fast_form;
 
 // The backward of form f on f16/bf16 (p->dt) in one pass over the 16-bit x and dy, its
-// transcendental results read from saved by x's pattern (65536 floats; gelu_python's exp result
-// at saved + 65536) instead of computed: the same bits as the stages wherever saved holds what
+// transcendental results, rounded to the dtype, read from saved by x's pattern (65536 floats;
+// gelu_python's exp result at saved + 65536) instead of computed: the same bits as the stages wherever saved holds what
 // the vector body computes. AVX-512 only.
 void gelu_fast_bwd16_saved_avx512(gelu_fast_form f, const gelu_fast_params *p, const float *saved, const uint16_t *x,
                                   const uint16_t *dy, uint16_t *dx, size_t n);

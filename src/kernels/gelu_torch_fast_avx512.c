@@ -136,11 +136,11 @@ static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, 
   }
 }
 
-// One step of 32 backward results from x, dy and the tanh result (in1 unused).
+// One step of 32 backward results from x, dy and the tanh result rounded to the dtype (in1 unused).
 static inline __attribute__((always_inline)) vec32 pow_bwd_step(gm_dtype dt, const gelu_fast_params *p, vec32 xv,
                                                                  vec32 g, vec32 in0, vec32 in1) {
   (void)p, (void)in1;
-  vec32 t = round_dt(dt, in0);
+  vec32 t = in0;
   vec32 a = mul_r(dt, xv, splat(kHalf));
   vec32 d = add_r(dt, t, splat(1.0f));
   vec32 ga = mul_r(dt, g, d);
@@ -205,7 +205,7 @@ static void product_fwd(const gelu_fast_params *p, const float *x, const float *
 static inline __attribute__((always_inline)) vec32 product_bwd_step(gm_dtype dt, const gelu_fast_params *p,
                                                                      vec32 xv, vec32 g, vec32 in0, vec32 in1) {
   (void)in1;
-  vec32 t = round_dt(dt, in0);
+  vec32 t = in0;
   vec32 a = mul_r(dt, xv, splat(kHalf));
   vec32 m = mul_r(dt, xv, splat(p->c));
   vec32 k1 = mul_r(dt, xv, splat(kKappa));
@@ -226,7 +226,7 @@ static inline __attribute__((always_inline)) vec32 product_bwd_step(gm_dtype dt,
 static inline __attribute__((always_inline)) vec32 megatron_bwd_step(gm_dtype dt, const gelu_fast_params *p,
                                                                       vec32 xv, vec32 g, vec32 in0, vec32 in1) {
   (void)in1;
-  vec32 xx = product_input(dt, p, xv), t = round_dt(dt, in0);
+  vec32 xx = product_input(dt, p, xv), t = in0;
   vec32 h = mul_r(dt, xx, splat(kHalf));
   vec32 q = round_dt(dt, v_sub(splat(1.0f), mul_r(dt, t, t)));
   vec32 r2 = mul_r(dt, mul_r(dt, xx, splat(kMegatronSq)), xx);
@@ -279,15 +279,15 @@ static void python_fwd(const gelu_fast_params *p, const float *x, const float *d
   }
 }
 
-// in0: the erf result, in1: the exp result.
+// in0: the erf result, in1: the exp result, rounded to the dtype.
 static inline __attribute__((always_inline)) vec32 python_bwd_step(gm_dtype dt, const gelu_fast_params *p,
                                                                     vec32 xv, vec32 g, vec32 in0, vec32 in1) {
   (void)p;
   vec32 a = mul_r(dt, xv, splat(kHalf));
-  vec32 d = add_r(dt, round_dt(dt, in0), splat(1.0f));
+  vec32 d = add_r(dt, in0, splat(1.0f));
   vec32 ga = mul_r(dt, g, d);
   vec32 gd = mul_r(dt, g, a);
-  vec32 e = mul_r(dt, round_dt(dt, in1), splat(kTwoOverSqrtPi));
+  vec32 e = mul_r(dt, in1, splat(kTwoOverSqrtPi));
   vec32 gv = mul_r(dt, e, gd);
   vec32 dx = round_dt(dt, v_div(gv, splat(kSqrt2)));
   return add_r(dt, dx, mul_r(dt, ga, splat(kHalf)));
@@ -327,12 +327,12 @@ static void quick_fwd(const gelu_fast_params *p, const float *x, const float *dy
   }
 }
 
-// in0: the sigmoid result.
+// in0: the sigmoid result rounded to the dtype.
 static inline __attribute__((always_inline)) vec32 quick_bwd_step(gm_dtype dt, const gelu_fast_params *p, vec32 xv,
                                                                    vec32 g, vec32 in0, vec32 in1) {
   (void)p, (void)in1;
   const vec32 one = splat(1.0f);
-  vec32 s = round_dt(dt, in0);
+  vec32 s = in0;
   vec32 dx = mul_r(dt, g, s);
   vec32 gs = mul_r(dt, g, xv);
   vec32 ga;
@@ -360,8 +360,8 @@ static inline __attribute__((always_inline)) void bwd_arrays_body(gelu_fast_form
                                                                   const float *dy, const float *in0,
                                                                   const float *in1, float *out0, size_t n) {
   for (size_t i = 0; i < n; i += 32)
-    store(out0, i, n, bwd_step(f, dt, p, load(x, i, n), load(dy, i, n), load(in0, i, n),
-                               f == GELU_FAST_PYTHON ? load(in1, i, n) : v_zero()));
+    store(out0, i, n, bwd_step(f, dt, p, load(x, i, n), load(dy, i, n), round_dt(dt, load(in0, i, n)),
+                               f == GELU_FAST_PYTHON ? round_dt(dt, load(in1, i, n)) : v_zero()));
 }
 
 static inline __attribute__((always_inline)) void bwd_arrays(gelu_fast_form f, const gelu_fast_params *p,
