@@ -178,13 +178,22 @@ static void run_block(const fast_call *c, size_t off, size_t m) {
   gm_dtype dt = c->p.dt;
   size_t es = gm_dtype_size(dt);
   bool backward = c->dy != NULL;
-  c->k->widen(dt, (const char *)c->x + off * es, xb, m);
-  if (backward) c->k->widen(dt, (const char *)c->dy + off * es, gb, m);
-  c->r.pre(&c->p, xb, NULL, NULL, NULL, a0, c->r.fn1 != FN_NONE ? a1 : NULL, m);
+  // f32 needs no widening: the stages read x and dy and write the output in place.
+  const float *xs = xb, *gs = backward ? gb : NULL;
+  float *os = ob;
+  if (dt == GM_F32) {
+    xs = (const float *)c->x + off;
+    gs = backward ? (const float *)c->dy + off : NULL;
+    os = (float *)c->out + off;
+  } else {
+    c->k->widen(dt, (const char *)c->x + off * es, xb, m);
+    if (backward) c->k->widen(dt, (const char *)c->dy + off * es, gb, m);
+  }
+  c->r.pre(&c->p, xs, NULL, NULL, NULL, a0, c->r.fn1 != FN_NONE ? a1 : NULL, m);
   transcend(&c->tc, c->r.fn0, off, a0, r0, m);
   if (c->r.fn1 != FN_NONE) transcend(&c->tc, c->r.fn1, off, a1, r1, m);
-  c->r.post(&c->p, xb, backward ? gb : NULL, r0, r1, ob, NULL, m);
-  c->k->narrow(dt, ob, (char *)c->out + off * es, m);
+  c->r.post(&c->p, xs, gs, r0, r1, os, NULL, m);
+  if (dt != GM_F32) c->k->narrow(dt, ob, (char *)c->out + off * es, m);
 }
 
 static fast_call call_of(const gelu_fast_kernels *k, gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy,
