@@ -404,18 +404,22 @@ static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy
   bwd_arrays(GELU_FAST_QUICK, p, x, dy, in0, in1, out0, n);
 }
 
-// 16 (f16/bf16) patterns from i of an array of n, widened to f32 in two vectors; and the inverse for
-// values on the grid.
-static inline vec32 load16(gm_dtype dt, const uint16_t *p, size_t i, size_t n) {
-  __m256i h0 = _mm256_maskz_loadu_epi16(lanes(i, n), p + i), h1 = _mm256_maskz_loadu_epi16(lanes(i + 16, n), p + i + 16);
-  if (dt == GM_F16) return (vec32){_mm512_cvtph_ps(h0), _mm512_cvtph_ps(h1)};
-  return (vec32){_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h0), 16)),
-                 _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h1), 16))};
+// 16 f16/bf16 patterns widened to f32 (exact); and f32 values on the dtype's grid narrowed back
+// (f16 conversion is exact there, bf16 keeps the top half).
+static inline __m512 widen16(gm_dtype dt, __m256i h) {
+  if (dt == GM_F16) return _mm512_cvtph_ps(h);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
 static inline __m256i narrow16(gm_dtype dt, __m512 v) {
   if (dt == GM_F16) return _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+}
+
+// The 32 patterns from i of an array of n, widened, as two vectors.
+static inline vec32 load16(gm_dtype dt, const uint16_t *p, size_t i, size_t n) {
+  return (vec32){widen16(dt, _mm256_maskz_loadu_epi16(lanes(i, n), p + i)),
+                 widen16(dt, _mm256_maskz_loadu_epi16(lanes(i + 16, n), p + i + 16))};
 }
 
 static inline void store16(gm_dtype dt, uint16_t *p, size_t i, size_t n, vec32 v) {
@@ -474,16 +478,14 @@ static void widen(gm_dtype dt, const void *src, float *dst, size_t n) {
     if (dt == GM_F32) {
       v = _mm512_maskz_loadu_ps(k, (const float *)src + i);
     } else {
-      __m256i h = _mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i);
-      if (dt == GM_F16) v = _mm512_cvtph_ps(h);
-      else v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+      v = widen16(dt, _mm256_maskz_loadu_epi16(k, (const uint16_t *)src + i));
     }
     if (k == 0xffff) _mm512_storeu_ps(dst + i, v);
     else _mm512_mask_storeu_ps(dst + i, k, v);
   }
 }
 
-// The values are on the dtype's grid: f16 conversion is exact, bf16 keeps the top half.
+// The values are on the dtype's grid (narrow16).
 static void narrow(gm_dtype dt, const float *src, void *dst, size_t n) {
   for (size_t i = 0; i < n; i += 16) {
     __mmask16 k = lanes(i, n);
@@ -493,9 +495,7 @@ static void narrow(gm_dtype dt, const float *src, void *dst, size_t n) {
       else _mm512_mask_storeu_ps((float *)dst + i, k, v);
       continue;
     }
-    __m256i h;
-    if (dt == GM_F16) h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    else h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+    __m256i h = narrow16(dt, v);
     if (k == 0xffff) _mm256_storeu_si256((__m256i *)((uint16_t *)dst + i), h);
     else _mm256_mask_storeu_epi16((uint16_t *)dst + i, k, h);
   }
