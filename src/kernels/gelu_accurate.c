@@ -154,18 +154,33 @@ typedef struct {
   acc32_kernel fwd32_erf; // f32 forward, erf family (gelu_accurate_f32_erf.c)
   void (*widen)(gm_dtype, const uint16_t *, float *, size_t);
   void (*narrow)(gm_dtype, const double *, uint16_t *, size_t);
+  bool (*bwd16_by_table)(gm_dtype, const double *, const uint16_t *, const uint16_t *, uint16_t *, size_t);
 } acc_isa;
+
+bool gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const double *d, const uint16_t *x, const uint16_t *dy,
+                                    uint16_t *dx, size_t n) {
+  bool any = false;
+  for (size_t i = 0; i < n; i++) {
+    double g = dt == GM_F16 ? gm_f16_to_f32(dy[i]) : gm_bf16_to_f32(dy[i]), p = g * d[x[i]];
+    dx[i] = dt == GM_F16 ? gm_f64_to_f16(p) : gm_f64_to_bf16(p);
+    any |= isnan(d[x[i]]);
+  }
+  return any;
+}
 
 static acc_isa pick_isa(void) {
   const char *cap = getenv("GPTMEG_SIMD");
   bool allow512 = !cap || strcmp(cap, "avx512") == 0;
   if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return (acc_isa){gelu_acc_kernel_avx512, gelu_acc32_fwd_avx512, gelu_acc32_erf_fwd_avx512, gelu_acc_widen_avx512, gelu_acc_narrow_avx512};
+    return (acc_isa){gelu_acc_kernel_avx512, gelu_acc32_fwd_avx512, gelu_acc32_erf_fwd_avx512, gelu_acc_widen_avx512,
+                     gelu_acc_narrow_avx512, gelu_acc_bwd16_by_table_avx512};
   bool allow2 = allow512 || strcmp(cap, "avx2") == 0;
   if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return (acc_isa){gelu_acc_kernel_avx2, gelu_acc32_fwd_avx2, gelu_acc32_erf_fwd_avx2, gelu_acc_widen_scalar, gelu_acc_narrow_scalar};
-  return (acc_isa){gelu_acc_kernel_scalar, gelu_acc32_fwd_scalar, gelu_acc32_erf_fwd_scalar, gelu_acc_widen_scalar, gelu_acc_narrow_scalar};
+    return (acc_isa){gelu_acc_kernel_avx2, gelu_acc32_fwd_avx2, gelu_acc32_erf_fwd_avx2, gelu_acc_widen_scalar,
+                     gelu_acc_narrow_scalar, gelu_acc_bwd16_by_table_scalar};
+  return (acc_isa){gelu_acc_kernel_scalar, gelu_acc32_fwd_scalar, gelu_acc32_erf_fwd_scalar, gelu_acc_widen_scalar,
+                   gelu_acc_narrow_scalar, gelu_acc_bwd16_by_table_scalar};
 }
 
 enum { BLOCK = 2048 };
@@ -241,15 +256,11 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
       continue;
     }
     if (dtable) {
-      float gb[BLOCK];
-      double ob[BLOCK];
       const uint16_t *xs = (const uint16_t *)x + i0;
       uint16_t *os = (uint16_t *)out + i0;
-      isa.widen(dt, (const uint16_t *)dy + i0, gb, m);
-      for (size_t i = 0; i < m; i++) ob[i] = (double)gb[i] * dtable->d[xs[i]];
-      isa.narrow(dt, ob, os, m);
-      for (size_t i = 0; i < m; i++) // NaN here: dy or d(x) NaN; the latter marks a fixed result
-        if (isnan(ob[i]) && isnan(dtable->d[xs[i]])) os[i] = dtable->fixed[xs[i]];
+      bool some_fixed = isa.bwd16_by_table(dt, dtable->d, xs, (const uint16_t *)dy + i0, os, m);
+      for (size_t i = 0; some_fixed && i < m; i++) // d(x) NaN marks a result that does not use dy
+        if (isnan(dtable->d[xs[i]])) os[i] = dtable->fixed[xs[i]];
       continue;
     }
     block16(&isa, &p, deriv, dt, (const uint16_t *)x + i0, deriv ? (const uint16_t *)dy + i0 : NULL, (uint16_t *)out + i0, m);

@@ -162,6 +162,13 @@ void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, ui
 const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt);
 void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n);
 void gelu_acc_fwd16_lookup_avx512(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n); // needs AVX-512 F/BW
+// dx[i] = dy[i] * d[x[i]] computed in f64 and rounded once to dt (f16/bf16), d one of the table's
+// 65536 f64 entries; returns whether some d[x[i]] is NaN (those elements take the table's fixed
+// result: the caller sets them). Scalar and AVX-512 (gelu_accurate.c, gelu_accurate_avx512.c).
+bool gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const double *d, const uint16_t *x, const uint16_t *dy,
+                                    uint16_t *dx, size_t n);
+bool gelu_acc_bwd16_by_table_avx512(gm_dtype dt, const double *d, const uint16_t *x, const uint16_t *dy,
+                                    uint16_t *dx, size_t n);
 // Backward: the kernel's f64 derivative d of every pattern (gelu_acc_bwd16_parts), so dx =
 // round(dy * d[x]) in f64 gives its bits; NaN d marks a pattern whose result does not depend on dy
 // (NaN x, gelu_10 above 10), kept in fixed.
