@@ -1,10 +1,13 @@
 """Times PyTorch's F.gelu and the HF formulas on the CPU at the sizes `gptmeg bench act` uses, runs
 `gptmeg bench act --json` in the same run, and prints both side by side with the ratio.
 
-  python3 bench/act_vs_torch.py --gptmeg build/gptmeg [--threads 2] [--n 33554432] [--rounds 3]
+  python3 bench/act_vs_torch.py --gptmeg build/gptmeg [--threads 2] [--n 33554432] [--rounds 3] [--backward]
 
 --rounds R repeats the comparison R times (gptmeg's bench, then torch's timings) and keeps each
 side's best per case (acc/memcpy: the accurate kernel's best against the memcpy of that same run).
+--backward also times the backward: torch's is torch.autograd.grad(y, x, dy) with the graph kept
+(the backward ops alone, what they cost after the forward has run), gptmeg's is its backward from
+x and dy; rows carry the direction.
 """
 import argparse, json, subprocess, sys, time
 
@@ -13,6 +16,7 @@ ap.add_argument("--gptmeg", default="build/gptmeg")
 ap.add_argument("--threads", type=int, default=None)
 ap.add_argument("--n", type=int, default=None)
 ap.add_argument("--rounds", type=int, default=1)
+ap.add_argument("--backward", action="store_true")
 args = ap.parse_args()
 try:
     import torch
@@ -48,24 +52,35 @@ for _ in range(args.rounds):
         if out.returncode != 0:
             print(out.stderr, file=sys.stderr); sys.exit(1)
         for r in json.loads(out.stdout):
-            key = (r["n"], r["dtype"], *r["spec"].split(":"))
-            if r["direction"] == "fwd" and r["melem_per_s"] > gm.get(key, {"melem_per_s": 0})["melem_per_s"]:
+            key = (r["n"], r["dtype"], r["direction"], *r["spec"].split(":"))
+            if r["melem_per_s"] > gm.get(key, {"melem_per_s": 0})["melem_per_s"]:
                 gm[key] = r
     for n in sizes:
         for dn, dt in dtypes.items():
             x = (torch.randn(n) * 3).to(dt)
+            min_s = 0.5 if n >= 1 << 24 else 0.15
             for v, fn in torch_fns.items():
-                tm = n / best_time(lambda: fn(x), 0.5 if n >= 1 << 24 else 0.15) * 1e-6
-                tt[(n, dn, v)] = max(tt.get((n, dn, v), 0.0), tm)
+                tm = n / best_time(lambda: fn(x), min_s) * 1e-6
+                tt[(n, dn, "fwd", v)] = max(tt.get((n, dn, "fwd", v), 0.0), tm)
+                if args.backward:
+                    xr, dy = x.clone().requires_grad_(True), torch.randn(n).to(dt)
+                    y = fn(xr)
+                    tm = n / best_time(lambda: torch.autograd.grad(y, xr, dy, retain_graph=True), min_s) * 1e-6
+                    tt[(n, dn, "bwd", v)] = max(tt.get((n, dn, "bwd", v), 0.0), tm)
+                    del y
 
 nan = {"melem_per_s": float("nan"), "ratio_to_memcpy": float("nan")}
 print(f"threads={threads} torch={torch.__version__} rounds={args.rounds}")
-print(f"{'variant':18} {'dtype':5} {'n':>9} {'torch Melem/s':>13} {'torch-cpu':>10} {'accurate':>10} {'tc/torch':>8} {'acc/torch':>9} {'acc/memcpy':>10}")
+dirs = ["fwd", "bwd"] if args.backward else ["fwd"]
+dir_head = f" {'dir':4}" if args.backward else ""
+print(f"{'variant':18} {'dtype':5}{dir_head} {'n':>9} {'torch Melem/s':>13} {'torch-cpu':>10} {'accurate':>10} {'tc/torch':>8} {'acc/torch':>9} {'acc/memcpy':>10}")
 for n in sizes:
     for dn in dtypes:
-        for v in torch_fns:
-            tm = tt[(n, dn, v)]
-            tc = gm.get((n, dn, v, "torch-cpu"), nan)["melem_per_s"]
-            acc = gm.get((n, dn, v, "accurate"), nan)
-            print(f"{v:18} {dn:5} {n:9d} {tm:13.1f} {tc:10.1f} {acc['melem_per_s']:10.1f} {tc/tm:8.2f} "
-                  f"{acc['melem_per_s']/tm:9.2f} {acc['ratio_to_memcpy']:10.3f}")
+        for d in dirs:
+            for v in torch_fns:
+                tm = tt[(n, dn, d, v)]
+                tc = gm.get((n, dn, d, v, "torch-cpu"), nan)["melem_per_s"]
+                acc = gm.get((n, dn, d, v, "accurate"), nan)
+                dcol = f" {d:4}" if args.backward else ""
+                print(f"{v:18} {dn:5}{dcol} {n:9d} {tm:13.1f} {tc:10.1f} {acc['melem_per_s']:10.1f} {tc/tm:8.2f} "
+                      f"{acc['melem_per_s']/tm:9.2f} {acc['ratio_to_memcpy']:10.3f}")
