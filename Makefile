@@ -32,7 +32,7 @@ report: all
 bench: all
 	$(BUILD)/gptmeg bench act --rounds 3
 	$(BUILD)/gptmeg bench model
-	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg --rounds 3
+	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg --rounds 3 --backward
 	-$(PYTHON) bench/model_vs_torch.py --gptmeg $(BUILD)/gptmeg
 
 goldens: all

@@ -5,7 +5,7 @@
 
 #include <immintrin.h>
 
-static __m512d exp_core8(__m512d a) {
+static inline __attribute__((always_inline)) __m512d exp_core8(__m512d a) {
   __m512d n = _mm512_roundscale_pd(_mm512_mul_pd(a, _mm512_set1_pd(1.4426950408889634)),
                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512d r = _mm512_fnmadd_pd(n, _mm512_set1_pd(0x1.62e42fefa39efp-1), a);
@@ -27,13 +27,14 @@ static __m512d exp_core8(__m512d a) {
 }
 
 // row[i] for each lane's i in [0, 32).
-static __m512d lookup32(const double *row, __m512i i, __mmask8 upper) {
+static inline __attribute__((always_inline)) __m512d lookup32(const double *row, __m512i i, __mmask8 upper) {
   __m512d lo = _mm512_permutex2var_pd(_mm512_loadu_pd(row), i, _mm512_loadu_pd(row + 8));
   __m512d hi = _mm512_permutex2var_pd(_mm512_loadu_pd(row + 16), i, _mm512_loadu_pd(row + 24));
   return _mm512_mask_blend_pd(upper, lo, hi);
 }
 
-static __m512d one8(const gelu_acc_params *p, int deriv, __m512d x, __m512d dy) {
+static inline __attribute__((always_inline)) __m512d one8(const gelu_acc_params *p, gelu_family fam, int deriv, __m512d x,
+                                                           __m512d dy) {
   __mmask8 nan = _mm512_cmp_pd_mask(x, x, _CMP_UNORD_Q);
   __mmask8 below = _mm512_cmp_pd_mask(x, _mm512_set1_pd(p->lo), _CMP_LT_OQ);
   __mmask8 above = _mm512_cmp_pd_mask(x, _mm512_set1_pd(p->hi), _CMP_GT_OQ);
@@ -41,7 +42,7 @@ static __m512d one8(const gelu_acc_params *p, int deriv, __m512d x, __m512d dy) 
   // Keep the core finite: lanes outside it are replaced below.
   __m512d xc = _mm512_mask_blend_pd(nan | below | above, x, _mm512_setzero_pd());
   __m512d res;
-  if (p->fam == GELU_FAM_ERF) {
+  if (fam == GELU_FAM_ERF) {
     __m512d t = _mm512_mul_pd(_mm512_abs_pd(xc), _mm512_set1_pd(0.70710678118654752440));
     __m256i i = _mm512_cvttpd_epi32(_mm512_mul_pd(t, _mm512_set1_pd(2.0)));
     i = _mm256_min_epi32(i, _mm256_set1_epi32(GELU_ERFCX_NI - 1));
@@ -70,7 +71,7 @@ static __m512d one8(const gelu_acc_params *p, int deriv, __m512d x, __m512d dy) 
     }
   } else {
     __m512d s, om, t;
-    if (p->fam == GELU_FAM_SIGMOID) {
+    if (fam == GELU_FAM_SIGMOID) {
       __m512d bx = _mm512_mul_pd(_mm512_set1_pd(p->a), xc);
       __m512d E = exp_core8(_mm512_sub_pd(_mm512_setzero_pd(), bx));
       s = _mm512_div_pd(_mm512_set1_pd(1.0), _mm512_add_pd(_mm512_set1_pd(1.0), E));
@@ -99,14 +100,16 @@ static __m512d one8(const gelu_acc_params *p, int deriv, __m512d x, __m512d dy) 
   return _mm512_mask_blend_pd(nan, res, x);
 }
 
-void gelu_acc_kernel_avx512(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
-                            float *of, double *od, size_t n) {
+// The loop with the family and direction as constants (one copy per pair, no per-vector tests).
+static inline __attribute__((always_inline)) void kernel_body(const gelu_acc_params *p, gelu_family fam, int deriv,
+                                                              const float *x, const float *dy, float *of, double *od,
+                                                              size_t n) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     __m512d x0 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i)), x1 = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
     __m512d g0 = _mm512_set1_pd(1.0), g1 = g0;
     if (deriv) { g0 = _mm512_cvtps_pd(_mm256_loadu_ps(dy + i)); g1 = _mm512_cvtps_pd(_mm256_loadu_ps(dy + i + 8)); }
-    __m512d r0 = one8(p, deriv, x0, g0), r1 = one8(p, deriv, x1, g1);
+    __m512d r0 = one8(p, fam, deriv, x0, g0), r1 = one8(p, fam, deriv, x1, g1);
     if (of) {
       _mm256_storeu_ps(of + i, _mm512_cvtpd_ps(r0));
       _mm256_storeu_ps(of + i + 8, _mm512_cvtpd_ps(r1));
@@ -116,6 +119,24 @@ void gelu_acc_kernel_avx512(const gelu_acc_params *p, int deriv, const float *x,
     }
   }
   if (i < n) gelu_acc_kernel_scalar(p, deriv, x + i, deriv ? dy + i : NULL, of ? of + i : NULL, od ? od + i : NULL, n - i);
+}
+
+void gelu_acc_kernel_avx512(const gelu_acc_params *p, int deriv, const float *x, const float *dy,
+                            float *of, double *od, size_t n) {
+  switch (p->fam) {
+  case GELU_FAM_ERF:
+    if (deriv) kernel_body(p, GELU_FAM_ERF, 1, x, dy, of, od, n);
+    else kernel_body(p, GELU_FAM_ERF, 0, x, dy, of, od, n);
+    break;
+  case GELU_FAM_SIGMOID:
+    if (deriv) kernel_body(p, GELU_FAM_SIGMOID, 1, x, dy, of, od, n);
+    else kernel_body(p, GELU_FAM_SIGMOID, 0, x, dy, of, od, n);
+    break;
+  default:
+    if (deriv) kernel_body(p, GELU_FAM_TANH, 1, x, dy, of, od, n);
+    else kernel_body(p, GELU_FAM_TANH, 0, x, dy, of, od, n);
+    break;
+  }
 }
 
 // ---- f16/bf16 storage (contract in gelu_math.h) ------------------------------------------------
