@@ -42,20 +42,15 @@ uint16_t *gelu_fwd16_table_build(void (*fwd)(const void *ctx, const uint16_t *x,
   return out;
 }
 
-typedef struct {
-  gm_gelu_variant v;
-  gm_dtype dt;
-} table_key;
-
 static void acc_fwd16(const void *ctx, const uint16_t *x, uint16_t *y, size_t n) {
-  const table_key *k = ctx;
+  const gelu_variant_key *k = ctx;
   gelu_acc_fwd16_direct(k->v, k->dt, x, y, n);
 }
 
 static void *build_fwd16(const void *ctx) { return gelu_fwd16_table_build(acc_fwd16, ctx); }
 
 static void *build_bwd16(const void *ctx) {
-  const table_key *k = ctx;
+  const gelu_variant_key *k = ctx;
   gelu_acc_bwd16 *t = malloc(sizeof *t);
   if (t) gelu_acc_bwd16_parts(k->v, k->dt, t->d, t->fixed);
   return t;
@@ -66,12 +61,12 @@ static _Atomic(void *) bwd_tables[GELU_N_VARIANTS][2];
 
 // NULL only when out of memory: the caller evaluates directly.
 const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt) {
-  table_key k = {v, dt};
+  gelu_variant_key k = {v, dt};
   return gelu_table_once(&fwd_tables[v][dt == GM_BF16], build_fwd16, &k);
 }
 
 const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt) {
-  table_key k = {v, dt};
+  gelu_variant_key k = {v, dt};
   return gelu_table_once(&bwd_tables[v][dt == GM_BF16], build_bwd16, &k);
 }
 

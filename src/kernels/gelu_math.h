@@ -156,6 +156,11 @@ void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t
 // gelu_fwd16_table_build: fwd(ctx, x, y, n) run once on every pattern into 65536 + 1 entries (the
 // spare zero entry: the AVX-512 lookup reads a 32-bit word at every entry); NULL if out of memory.
 void *gelu_table_once(_Atomic(void *) *slot, void *(*build)(const void *ctx), const void *ctx);
+// The build context of a table kept per variant and 16-bit dtype.
+typedef struct {
+  gm_gelu_variant v;
+  gm_dtype dt;
+} gelu_variant_key;
 uint16_t *gelu_fwd16_table_build(void (*fwd)(const void *ctx, const uint16_t *x, uint16_t *y, size_t n),
                                  const void *ctx);
 void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n);

@@ -63,6 +63,11 @@ static void vector_lambda(transcend_fn fn, const float *in, float *out, size_t m
   }
 }
 
+// out[b] = the f32 value of f16 (bf16) bit pattern b, for all 65536 patterns.
+static void all_patterns_f32(gm_dtype dt, float *out) {
+  for (uint32_t b = 0; b < 65536; b++) out[b] = dt == GM_F16 ? gm_f16_to_f32((uint16_t)b) : gm_bf16_to_f32((uint16_t)b);
+}
+
 typedef struct {
   transcend_fn fn;
   bool half;
@@ -72,7 +77,7 @@ static void *build_vector_table(const void *ctx) {
   const vector_key *k = ctx;
   float *in = malloc(65536 * sizeof(float)), *out = malloc(65536 * sizeof(float));
   if (in && out) {
-    for (uint32_t b = 0; b < 65536; b++) in[b] = k->half ? gm_f16_to_f32((uint16_t)b) : gm_bf16_to_f32((uint16_t)b);
+    all_patterns_f32(k->half ? GM_F16 : GM_BF16, in);
     vector_lambda(k->fn, in, out, 65536);
   } else {
     free(out);
@@ -213,14 +218,9 @@ static bool meets_leftover(const transcend_ctx *tc, size_t off, size_t m) {
   return false;
 }
 
-typedef struct {
-  gm_gelu_variant v;
-  gm_dtype dt;
-} forward_key;
-
 // The AVX-512 stages on n patterns as the vector body runs them (one chunk, no leftover).
 static void forward_stages(const void *ctx, const uint16_t *x, uint16_t *y, size_t n) {
-  const forward_key *k = ctx;
+  const gelu_variant_key *k = ctx;
   fast_call c = call_of(&gelu_fast_avx512_kernels, k->v, k->dt, x, NULL, y, n, 1);
   for (size_t off = 0; off < n; off += BLOCK) run_block(&c, off, n - off < BLOCK ? n - off : BLOCK);
 }
@@ -231,7 +231,7 @@ static void *build_forward_table(const void *ctx) { return gelu_fwd16_table_buil
 // built on first use; NULL if out of memory.
 static const uint16_t *forward_table(gm_gelu_variant v, gm_dtype dt) {
   static _Atomic(void *) tables[GELU_N_VARIANTS][2];
-  forward_key k = {v, dt};
+  gelu_variant_key k = {v, dt};
   return gelu_table_once(&tables[v][dt == GM_BF16], build_forward_table, &k);
 }
 
@@ -240,7 +240,7 @@ static const uint16_t *forward_table(gm_gelu_variant v, gm_dtype dt) {
 // 65536 floats for fn0, then 65536 for fn1 if the variant has one (gelu_python's exp). Built on
 // first use; NULL if out of memory.
 static void *build_saved_table(const void *ctx) {
-  const forward_key *k = ctx;
+  const gelu_variant_key *k = ctx;
   recipe r = recipe_of(&gelu_fast_avx512_kernels, k->v, true);
   gelu_fast_params p = params_of(k->v, k->dt);
   transcend_ctx tc = {.dt = k->dt, .numel = 65536, .chunk = 65536, .step = 16}; // no leftover
@@ -248,8 +248,7 @@ static void *build_saved_table(const void *ctx) {
   float *x = malloc(3 * 65536 * sizeof(float)), *out = malloc(nfn * 65536 * sizeof(float));
   if (x && out) {
     float *a0 = x + 65536, *a1 = x + 2 * 65536;
-    for (uint32_t b = 0; b < 65536; b++)
-      x[b] = k->dt == GM_F16 ? gm_f16_to_f32((uint16_t)b) : gm_bf16_to_f32((uint16_t)b);
+    all_patterns_f32(k->dt, x);
     r.pre(&p, x, NULL, NULL, NULL, a0, nfn == 2 ? a1 : NULL, 65536);
     transcend(&tc, r.fn0, 0, a0, out, 65536);
     if (nfn == 2) transcend(&tc, r.fn1, 0, a1, out + 65536, 65536);
@@ -264,7 +263,7 @@ static void *build_saved_table(const void *ctx) {
 
 static const float *saved_table(gm_gelu_variant v, gm_dtype dt) {
   static _Atomic(void *) tables[GELU_N_VARIANTS][2];
-  forward_key k = {v, dt};
+  gelu_variant_key k = {v, dt};
   return gelu_table_once(&tables[v][dt == GM_BF16], build_saved_table, &k);
 }
 
