@@ -219,4 +219,18 @@ void gelu_acc32_erf_fwd_scalar(const gelu_acc_params *p, const float *x, float *
 void gelu_acc32_erf_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_erf_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
 
+// Erf family backward (gelu_accurate_f32_erf_bwd*.c; contract there): 32 columns of degree-8
+// pieces (tools/fit/erf_bwd_pieces_f32.py): columns 0-1 K(t) = H(a0 + t)/t on [i, i+1) in
+// t = a - a0 (x < 0 next to the root a0 of H), 2-20 H(a) = erfcx(a/sqrt2)/2 - a/sqrt(2 pi) on
+// [i, i+1) (x < 0), 24-31 D(a) = Phi(a) + a*phi(a) on [i-24, i-23) (x >= 0), the rest zeros;
+// rows 9 and 10 are the rounding errors of rows 0 and 1. a0 = A0H + A0L.
+extern const float gelu_acc32_erf_bwd_pieces[GELU_ACC32_ERF_DEG + 3][GELU_ACC32_ERF_COLUMNS];
+#define GELU_ACC32_ERF_BWD_A0H 0x1.80ead2p-1f
+#define GELU_ACC32_ERF_BWD_A0L -0x1.a03fd4p-27f
+#define GELU_ACC32_ERF_BWD_AMAX 20.0f // |x| is clamped here (2^128 * f'(-20) rounds to 0)
+#define GELU_ACC32_ERF_BWD_HI 8.0f    // x >= 8: f' = 1 (|f' - 1| < 2^-43)
+void gelu_acc32_erf_bwd_scalar(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
+void gelu_acc32_erf_bwd_avx512(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
+void gelu_acc32_erf_bwd_avx2(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
+
 #endif
