@@ -120,6 +120,43 @@ static void check_erf_root(void) {
   free(x); free(dy); free(e); free(a);
 }
 
+// f32 backward with extreme dy (signed zeros, subnormals, values near overflow, infinities, NaN)
+// against x across every range: every ISA gives the same bits, and each result is within the
+// bound of the exact one (inf where it overflows, the signed zero where it underflows); gelu_10
+// above 10 gives +0.
+static void check_grad_extremes(void) {
+  const float dys[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 1e-40f, -3e-39f, 0x1p-126f, 1e-30f, 1.0f, -1.9999999f,
+                       3.0f, -1e30f, 0x1.8p127f, -3.4e38f, INFINITY, -INFINITY, NAN};
+  const float xs[] = {0.0f, -0.0f, 1e-40f, -1e-40f, 0.25f, -0.25f, -0.2518f, -0.7517915f, -0x1.80ead2p-1f, -0.76f,
+                      -1.0f, -1.5f, -1.752f, -1.9999999f, -2.0f, -5.5f, -13.0f, -14.35f, -15.0f, -19.9f, -20.0f,
+                      -20.5f, -60.0f, 0.5f, 1.0f, 3.0f, 5.9f, 6.0f, 7.5f, 8.0f, 9.99f, 10.0f, 10.5f, 25.0f,
+                      INFINITY, -INFINITY, NAN};
+  size_t nd = sizeof dys / sizeof dys[0], nx = sizeof xs / sizeof xs[0], n = nd * nx;
+  float *x = malloc(n * 4), *dy = malloc(n * 4), *e = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
+  for (size_t i = 0; i < nx; i++)
+    for (size_t j = 0; j < nd; j++) { x[i * nd + j] = xs[i]; dy[i * nd + j] = dys[j]; }
+  const char *caps[] = {"avx2", "scalar"};
+  for (int v = 0; v < GELU_N_VARIANTS; v++) {
+    run(v, MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
+    for (int c = 0; c < 2; c++) {
+      setenv("GPTMEG_SIMD", caps[c], 1);
+      run(v, MODE_ACCURATE, 1, GM_F32, x, dy, b, n, 1);
+      unsetenv("GPTMEG_SIMD");
+      CHECK(memcmp(a, b, n * 4) == 0, "%s bwd, extreme dy: %s and default bits differ", gm_gelu_variant_info(v)->name, caps[c]);
+    }
+    run(v, MODE_EXACT, 1, GM_F32, x, dy, e, n, 1);
+    for (size_t i = 0; i < n; i++) {
+      if (v == GELU_10 && x[i] > 10) { // clamp's backward: +0 whatever dy is (NaN too), as torch's
+        CHECK(a[i] == 0 && !signbit(a[i]), "gelu_10 bwd x=%a dy=%a: got %a, want +0", x[i], dy[i], a[i]);
+        continue;
+      }
+      uint64_t d = gm_ulp_dist_f32(a[i], e[i]);
+      CHECK(d <= BOUND_BWD, "%s bwd x=%a dy=%a: got %a, exact %a", gm_gelu_variant_info(v)->name, x[i], dy[i], a[i], e[i]);
+    }
+  }
+  free(x); free(dy); free(e); free(a); free(b);
+}
+
 // The SIMD kernel and the scalar fallback, and 1 vs 2 threads, give the same bits.
 static void check_bits(void) {
   size_t n = test_quick() ? 50001 : 1000003;
@@ -271,6 +308,7 @@ int main(void) {
   check_f32();
   check_erf_root();
   check_bits();
+  check_grad_extremes();
   check_u16_isa();
   if (getenv("GPTMEG_GELU_BENCH")) bench();
   return test_done("test_gelu_accurate");
