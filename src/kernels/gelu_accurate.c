@@ -48,6 +48,7 @@ static gelu_acc_params params_of(gm_gelu_variant v) {
     case OPENAI_GELU: p.a = 0.7978845608028654; break;
     default: p.a = 0.79788456080286535588; break; // sqrt(2/pi)
     }
+    p.bwd32_set = v == GELU_FAST ? 1 : v == GELU_MEGATRON ? 2 : 0;
     if (v == GELU_MEGATRON) { p.A = 0.79788456; p.B = 0.1070322243; }
     else { p.A = p.a; p.B = 3 * 0.044715 * p.a; }
   }
@@ -153,7 +154,7 @@ typedef struct {
   acc_kernel k;
   acc32_kernel fwd32;     // f32 forward, tanh/sigmoid families (gelu_accurate_f32.c)
   acc32_kernel fwd32_erf; // f32 forward, erf family (gelu_accurate_f32_erf.c)
-  acc32_bwd_kernel bwd32_erf; // f32 backward, erf family (gelu_accurate_f32_erf_bwd.c)
+  acc32_bwd_kernel bwd32;     // f32 backward, erf family and tanh forms (gelu_accurate_f32_bwd.c)
   void (*widen)(gm_dtype, const uint16_t *, float *, size_t);
   void (*narrow)(gm_dtype, const double *, uint16_t *, size_t);
   bool (*bwd16_by_table)(gm_dtype, const double *, const uint16_t *, const uint16_t *, uint16_t *, size_t);
@@ -175,13 +176,13 @@ static acc_isa pick_isa(void) {
   bool allow512 = !cap || strcmp(cap, "avx512") == 0;
   if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return (acc_isa){gelu_acc_kernel_avx512, gelu_acc32_fwd_avx512, gelu_acc32_erf_fwd_avx512, gelu_acc32_erf_bwd_avx512, gelu_acc_widen_avx512,
+    return (acc_isa){gelu_acc_kernel_avx512, gelu_acc32_fwd_avx512, gelu_acc32_erf_fwd_avx512, gelu_acc32_bwd_avx512, gelu_acc_widen_avx512,
                      gelu_acc_narrow_avx512, gelu_acc_bwd16_by_table_avx512};
   bool allow2 = allow512 || strcmp(cap, "avx2") == 0;
   if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return (acc_isa){gelu_acc_kernel_avx2, gelu_acc32_fwd_avx2, gelu_acc32_erf_fwd_avx2, gelu_acc32_erf_bwd_avx2, gelu_acc_widen_scalar,
+    return (acc_isa){gelu_acc_kernel_avx2, gelu_acc32_fwd_avx2, gelu_acc32_erf_fwd_avx2, gelu_acc32_bwd_avx2, gelu_acc_widen_scalar,
                      gelu_acc_narrow_scalar, gelu_acc_bwd16_by_table_scalar};
-  return (acc_isa){gelu_acc_kernel_scalar, gelu_acc32_fwd_scalar, gelu_acc32_erf_fwd_scalar, gelu_acc32_erf_bwd_scalar, gelu_acc_widen_scalar,
+  return (acc_isa){gelu_acc_kernel_scalar, gelu_acc32_fwd_scalar, gelu_acc32_erf_fwd_scalar, gelu_acc32_bwd_scalar, gelu_acc_widen_scalar,
                    gelu_acc_narrow_scalar, gelu_acc_bwd16_by_table_scalar};
 }
 
@@ -240,7 +241,7 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
   const gelu_acc_bwd16 *dtable = dt != GM_F32 && deriv ? gelu_acc_bwd16_table(v, dt) : NULL;
   acc_kernel k = isa.k;
   bool lanes32 = dt == GM_F32 && !deriv;
-  bool lanes32_bwd = dt == GM_F32 && deriv && p.fam == GELU_FAM_ERF;
+  bool lanes32_bwd = dt == GM_F32 && deriv && p.fam != GELU_FAM_SIGMOID;
   acc32_kernel k32 = p.fam == GELU_FAM_ERF ? isa.fwd32_erf : isa.fwd32;
   size_t nb = (n + BLOCK - 1) / BLOCK;
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1) if (n >= PARALLEL_MIN)
@@ -251,7 +252,7 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
       continue;
     }
     if (lanes32_bwd) {
-      isa.bwd32_erf(&p, (const float *)x + i0, (const float *)dy + i0, (float *)out + i0, m);
+      isa.bwd32(&p, (const float *)x + i0, (const float *)dy + i0, (float *)out + i0, m);
       continue;
     }
     if (dt == GM_F32) {

@@ -110,6 +110,7 @@ typedef struct {
   double k;       // 0.044715
   double A, B;    // tanh backward: zp = fma(B, x^2, A)
   double lo, hi;  // core range; x < lo: f = -0, dx = dy * -tiny; x > hi: f = x, dx = dy
+  int bwd32_set;  // tanh forms: the f32-lane backward's pieces (0 sqrt(2/pi), 1 gelu_fast, 2 Megatron)
 } gelu_acc_params;
 
 // erfcx(t) = exp(t^2)*erfc(t) on [0, 14.5): 29 intervals of width 1/2 (padded to 32), degree 9 in
@@ -219,18 +220,34 @@ void gelu_acc32_erf_fwd_scalar(const gelu_acc_params *p, const float *x, float *
 void gelu_acc32_erf_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_erf_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
 
-// Erf family backward (gelu_accurate_f32_erf_bwd*.c; contract there): 32 columns of degree-8
-// pieces (tools/fit/erf_bwd_pieces_f32.py): columns 0-1 K(t) = H(a0 + t)/t on [i, i+1) in
-// t = a - a0 (x < 0 next to the root a0 of H), 2-20 H(a) = erfcx(a/sqrt2)/2 - a/sqrt(2 pi) on
-// [i, i+1) (x < 0), 24-31 D(a) = Phi(a) + a*phi(a) on [i-24, i-23) (x >= 0), the rest zeros;
-// rows 9 and 10 are the rounding errors of rows 0 and 1. a0 = A0H + A0L.
+// ---- accurate f32 backward in f32 lanes (erf family and tanh forms; gelu_accurate_f32_bwd*.c) --
+// The contract and the operations: gelu_accurate_f32_bwd.c. Pieces (gelu_accurate_f32_bwd_tables.c)
+// of 32 columns, degree 8 in u = a - floor(a) - 1/2: columns 0-1 K(a) = H(a)/(a - a0) on [i, i+1)
+// (x < 0 next to the root a0 of H; tanh: column 0 on [1/2, 1) only, and column 15 is H on [0, 1/2)
+// in u = a - 1/4), then H(a) on [i, i+1) (x < 0; erf columns 2-20, tanh 2-14),
+// 24-31 D(a) = f'(a) on [i-24, i-23) (x >= 0), the rest zeros; rows 9 and 10 are the rounding
+// errors of rows 0 and 1. erf: tools/fit/erf_bwd_pieces_f32.py, a0 = A0H + A0L; tanh:
+// tools/fit/tanh_bwd_pieces_f32.py, one table and root per constant set (gelu_acc_params.bwd32_set).
 extern const float gelu_acc32_erf_bwd_pieces[GELU_ACC32_ERF_DEG + 3][GELU_ACC32_ERF_COLUMNS];
 #define GELU_ACC32_ERF_BWD_A0H 0x1.80ead2p-1f
 #define GELU_ACC32_ERF_BWD_A0L -0x1.a03fd4p-27f
-#define GELU_ACC32_ERF_BWD_AMAX 20.0f // |x| is clamped here (2^128 * f'(-20) rounds to 0)
-#define GELU_ACC32_ERF_BWD_HI 8.0f    // x >= 8: f' = 1 (|f' - 1| < 2^-43)
-void gelu_acc32_erf_bwd_scalar(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
-void gelu_acc32_erf_bwd_avx512(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
-void gelu_acc32_erf_bwd_avx2(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
+#define GELU_ACC32_ERF_BWD_AMAX 20.0f  // |x| is clamped here (2^128 * f'(-20) rounds to 0)
+#define GELU_ACC32_TANH_BWD_AMAX 14.0f // the same for the tanh forms
+#define GELU_ACC32_BWD_HI 8.0f         // x >= 8: f' = 1 (|f' - 1| < 2^-43)
+enum { GELU_ACC32_TANH_BWD_SETS = 3 }; // sqrt(2/pi), gelu_fast's a, Megatron's a, A, B
+enum { GELU_ACC32_TANH_BWD_LOW_COLUMN = 15 }; // tanh: H on [0, 1/2) in u = a - 1/4
+extern const float gelu_acc32_tanh_bwd_pieces[GELU_ACC32_TANH_BWD_SETS][GELU_ACC32_ERF_DEG + 3][GELU_ACC32_ERF_COLUMNS];
+extern const float gelu_acc32_tanh_bwd_root[GELU_ACC32_TANH_BWD_SETS][2];
+typedef struct {
+  const float (*E)[GELU_ACC32_ERF_COLUMNS]; // the pieces
+  float a0h, a0l, amax;                     // the root of H as an f32 pair; the clamp of |x|
+  float low;                                // x < 0 with |x| < low: column 15, u = |x| - 1/4 (tanh)
+  bool tanh, clip10;                        // tanh: T from the forward's reduction with K
+  gelu_acc32_consts K;
+} gelu_acc32_bwd_setup;
+gelu_acc32_bwd_setup gelu_acc32_bwd_setup_of(const gelu_acc_params *p);
+void gelu_acc32_bwd_scalar(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
+void gelu_acc32_bwd_avx512(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
+void gelu_acc32_bwd_avx2(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n);
 
 #endif
