@@ -5,10 +5,13 @@
 //   erfcx (piecewise degree-9 polynomials) in f64 with explicit FMAs; AVX-512 or AVX2 chosen at run
 //   time, the scalar fallback performs the same operations, so every path gives the same bits.
 //   f32 forward runs in f32 lanes instead (gelu_accurate_f32.c for the tanh and sigmoid families,
-//   gelu_accurate_f32_erf.c for the erf family), the exponent's argument as f32 pairs.
+//   gelu_accurate_f32_erf.c for the erf family), the exponent's argument as f32 pairs; so does the
+//   f32 backward of the erf family and the tanh forms (gelu_accurate_f32_bwd.c; quick_gelu's stays
+//   in f64 lanes).
 //   f16/bf16 round the f64 value once to the dtype (no pass through f32); their forward looks the
 //   result up in a table of those results for all 65536 inputs (gelu_accurate_table.c, same bits).
-//   Worst error vs exact: f32 forward <= 2 ULP, backward <= 1 ULP, certified on every f32 input
+//   Worst error vs exact: f32 forward <= 2 ULP, backward <= 2 ULP (erf family and quick_gelu 1),
+//   certified on every f32 input with dy = 1
 //   (docs/numerics.md 6.2); f16/bf16 exhaustively in tests/test_gelu_accurate.c.
 //   f64: scalar long double evaluation of the same forms (gelu_exact_ld.c), rounded once.
 // Elementwise with a fixed block split: identical bits for any thread count.

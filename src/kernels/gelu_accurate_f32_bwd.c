@@ -23,10 +23,11 @@
 //     c0 = m1*row0, e = fma(m1, row0, -c0) (exact), w = fma(m1, inner, fma(tl, row0 + inner, e)):
 //       regular: c0 = row 0, w = inner; root: c0 + w = (th + tl)*K, c0 + e = th*row0 exactly
 //   2^r = 1 + s + sl as the forward; L = fma(c0, s, fma(c0, sl, fma(w, s, w)))
+//   hi + lo = c0 + L exactly (Knuth's TwoSum), so the product with dy below rounds once, as for dy = 1
 //   dy = gm * 2^ge with gm in [1, 2) (exact; frexp, as VGETMANTPS/VGETEXPPS), so no product below
-//     underflows or overflows: dx = (gm*c0 + gm*L) * 2^(nT + ge), fma(gm, c0, gm*L) rounded, then
-//     the scaling exact or rounded once (subnormal or overflowing results)
-//   dy = +-0, +-inf or NaN: dx = dy * (c0 + L) (signed zero, signed infinity, NaN)
+//     underflows or overflows: dx = (gm*hi + gm*lo) * 2^(nT + ge), fma(gm, hi, gm*lo) rounded (gm*lo
+//     is 2^-24 of the rest), then the scaling exact or rounded once (subnormal or overflowing results)
+//   dy = +-0, +-inf or NaN: dx = dy * hi (signed zero, signed infinity, NaN)
 //   x >= 8: dx = dy; gelu_10 and x > 10: dx = +0; NaN x: dx = x.
 // Certified error against exact (dy = 1): docs/numerics.md section 6 (gptmeg act certify --grad).
 // The AVX-512 and AVX2 kernels perform the same IEEE operations, so all three give the same bits.
@@ -105,13 +106,14 @@ static float one_bwd_f32lane(const gelu_acc32_bwd_setup *B, float x, float g) {
   for (int j = 4; j >= 0; j--) P = fmaf(P, r, C[j]);
   float s = r * P, sl = fmaf(r, P, -s);
   float L = fmaf(c0, s, fmaf(c0, sl, fmaf(w, s, w)));
+  float hi = c0 + L, bb = hi - c0, lo = (c0 - (hi - bb)) + (L - bb); // hi + lo = c0 + L exactly
   float y;
   if (g == 0.0f || !isfinite(g)) {
-    y = g * (c0 + L);
+    y = g * hi;
   } else {
     int ge;
     float gm = 2.0f * frexpf(g, &ge);
-    y = scale_exact_then_round(fmaf(gm, c0, gm * L), nT + (float)(ge - 1));
+    y = scale_exact_then_round(fmaf(gm, hi, gm * lo), nT + (float)(ge - 1));
   }
   if (x >= GELU_ACC32_BWD_HI) y = g;
   if (B->clip10 && x > 10.0f) y = 0.0f;

@@ -89,6 +89,8 @@ static inline __attribute__((always_inline)) __m256 one8(bool tanh, bool clip10,
   P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[0]));
   __m256 s = _mm256_mul_ps(r, P), sl = _mm256_fmsub_ps(r, P, s);
   __m256 L = _mm256_fmadd_ps(c0, s, _mm256_fmadd_ps(c0, sl, _mm256_fmadd_ps(w, s, w)));
+  __m256 hi = _mm256_add_ps(c0, L), bb = _mm256_sub_ps(hi, c0); // hi + lo = c0 + L exactly (TwoSum)
+  __m256 lo = _mm256_add_ps(_mm256_sub_ps(c0, _mm256_sub_ps(hi, bb)), _mm256_sub_ps(L, bb));
   // dy = gm * 2^ge, gm in [1, 2) with dy's sign: from the bits, a subnormal dy scaled by 2^24 first
   __m256 ag = _mm256_andnot_ps(sign, g);
   __m256 sub = _mm256_cmp_ps(ag, _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ);
@@ -98,10 +100,10 @@ static inline __attribute__((always_inline)) __m256 one8(bool tanh, bool clip10,
                                                   _mm256_set1_epi32(0x3f800000)));
   __m256i gei = _mm256_sub_epi32(_mm256_and_si256(_mm256_srli_epi32(gb, 23), _mm256_set1_epi32(255)), _mm256_set1_epi32(127));
   __m256 ge = _mm256_sub_ps(_mm256_cvtepi32_ps(gei), _mm256_and_ps(sub, _mm256_set1_ps(24.0f)));
-  __m256 y = scale_exact_then_round8(_mm256_fmadd_ps(gm, c0, _mm256_mul_ps(gm, L)), _mm256_add_ps(nT, ge));
+  __m256 y = scale_exact_then_round8(_mm256_fmadd_ps(gm, hi, _mm256_mul_ps(gm, lo)), _mm256_add_ps(nT, ge));
   __m256 special = _mm256_or_ps(_mm256_cmp_ps(g, _mm256_setzero_ps(), _CMP_EQ_OQ),
                                 _mm256_cmp_ps(ag, _mm256_set1_ps(INFINITY), _CMP_NLT_UQ)); // 0, inf, NaN
-  y = _mm256_blendv_ps(y, _mm256_mul_ps(g, _mm256_add_ps(c0, L)), special);
+  y = _mm256_blendv_ps(y, _mm256_mul_ps(g, hi), special);
   y = _mm256_blendv_ps(y, g, _mm256_cmp_ps(x, _mm256_set1_ps(GELU_ACC32_BWD_HI), _CMP_GE_OQ));
   if (clip10) y = _mm256_andnot_ps(_mm256_cmp_ps(x, _mm256_set1_ps(10.0f), _CMP_GT_OQ), y);
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));

@@ -74,12 +74,14 @@ static inline __attribute__((always_inline)) __m512 one16(bool tanh, bool clip10
   P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[0]));
   __m512 s = _mm512_mul_ps(r, P), sl = _mm512_fmsub_ps(r, P, s);
   __m512 L = _mm512_fmadd_ps(c0, s, _mm512_fmadd_ps(c0, sl, _mm512_fmadd_ps(w, s, w)));
+  __m512 hi = _mm512_add_ps(c0, L), bb = _mm512_sub_ps(hi, c0); // hi + lo = c0 + L exactly (TwoSum)
+  __m512 lo = _mm512_add_ps(_mm512_sub_ps(c0, _mm512_sub_ps(hi, bb)), _mm512_sub_ps(L, bb));
   __m512 gm = _mm512_getmant_ps(g, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src);
   __m512 ge = _mm512_getexp_ps(g);
-  __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(gm, c0, _mm512_mul_ps(gm, L)), _mm512_add_ps(nT, ge));
+  __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(gm, hi, _mm512_mul_ps(gm, lo)), _mm512_add_ps(nT, ge));
   // dy = +-0, +-inf, NaN (QNaN 0x01, +-0 0x06, +-inf 0x18, SNaN 0x80)
   __mmask16 special = _mm512_fpclass_ps_mask(g, 0x9F);
-  y = _mm512_mask_mul_ps(y, special, g, _mm512_add_ps(c0, L));
+  y = _mm512_mask_mul_ps(y, special, g, hi);
   y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(GELU_ACC32_BWD_HI), _CMP_GE_OQ), g);
   if (clip10) y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(10.0f), _CMP_GT_OQ), _mm512_setzero_ps());
   return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
