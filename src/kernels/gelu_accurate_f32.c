@@ -52,24 +52,10 @@ static float one_f32lane(const gelu_acc32_consts *K, float x) {
   float xl = x < -lim ? -lim : x;
   float xc = xl > lim ? lim : xl;
   float a = xc, rho, nT; // signed: T = -A for x < 0, and every step below is odd in a
-  if (K->sigmoid) {
-    nT = nearbyintf(a * K->Mh);
-    rho = fmaf(a, K->Ml, fmaf(a, K->Mh, -nT));
-  } else {
-    float a2h = a * a, a2l = fmaf(a, a, -a2h);
-    float u = K->Mkh * a2h, ul = fmaf(K->Mkh, a2h, -u);
-    float wh = K->Mh + u;
-    float big = K->Mh < u ? K->Mh : u, small = K->Mh > u ? K->Mh : u; // as VMINPS/VMAXPS
-    float e = small - (wh - big);
-    float wl = (fmaf(K->Mkh, a2l, fmaf(K->Mkl, a2h, K->Ml)) + ul) + e;
-    nT = nearbyintf(a * wh);
-    rho = fmaf(a, wl, fmaf(a, wh, -nT));
-  }
+  gelu_acc32_reduce(K, a, &rho, &nT);
   float n = -fabsf(nT);
   bool neg = x < 0;
-  const float *C = gelu_acc32_exp2_fit5;
-  float P = C[5];
-  for (int j = 4; j >= 0; j--) P = fmaf(P, rho, C[j]);
+  float P = gelu_acc32_exp2_poly(rho);
   float c = ldexpf(1.0f, (int)(n > -100.0f ? n : -100.0f)); // NaN n: -100, as VMAXPS gives it
   float m = neg ? 1.0f : c;
   float Ah = 1.0f + c, Al = c - (Ah - 1.0f);

@@ -2,52 +2,25 @@
 // operations of gelu_acc32_fwd_scalar (gelu_accurate_f32.c) in the same order, so the same bits.
 // Everything runs in f32 lanes; powers of two are built from the exponent bits, and 2^n scales in
 // two exact-then-rounding steps.
-#include "kernels/gelu_math.h"
+#include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
-
-typedef struct {
-  __m256 Mh, Ml, Mkh, Mkl;
-} consts8;
-
-// T = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs for signed a: n = nearbyint(a*wh), r = T - n
-// rounded.
-static inline __attribute__((always_inline)) void reduce8(bool sigmoid, const consts8 *K, __m256 a, __m256 *r, __m256 *n) {
-  if (sigmoid) {
-    *n = _mm256_round_ps(_mm256_mul_ps(a, K->Mh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    *r = _mm256_fmadd_ps(a, K->Ml, _mm256_fmsub_ps(a, K->Mh, *n));
-    return;
-  }
-  __m256 a2h = _mm256_mul_ps(a, a), a2l = _mm256_fmsub_ps(a, a, a2h);
-  __m256 u = _mm256_mul_ps(K->Mkh, a2h), ul = _mm256_fmsub_ps(K->Mkh, a2h, u);
-  __m256 wh = _mm256_add_ps(K->Mh, u);
-  __m256 big = _mm256_min_ps(K->Mh, u), small = _mm256_max_ps(K->Mh, u);
-  __m256 e = _mm256_sub_ps(small, _mm256_sub_ps(wh, big));
-  __m256 wl = _mm256_add_ps(_mm256_add_ps(_mm256_fmadd_ps(K->Mkh, a2l, _mm256_fmadd_ps(K->Mkl, a2h, K->Ml)), ul), e);
-  *n = _mm256_round_ps(_mm256_mul_ps(a, wh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  *r = _mm256_fmadd_ps(a, wl, _mm256_fmsub_ps(a, wh, *n));
-}
 
 // 2^n for n in [-126, 127], exactly.
 static __m256 pow2i8(__m256i n) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
 }
 
-static inline __attribute__((always_inline)) __m256 one8(bool sigmoid, const consts8 *K, __m256 x) {
+static inline __attribute__((always_inline)) __m256 one8(bool sigmoid, const gelu_acc32_k8 *K, __m256 x) {
   const __m256 one = _mm256_set1_ps(1.0f);
   __m256 xl = _mm256_max_ps(_mm256_set1_ps(-0x1p7f), x); // NaN: the second operand, x
   __m256 xc = _mm256_min_ps(_mm256_set1_ps(0x1p7f), xl);
   __m256 neg = _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ);
   __m256 rho, nT;
-  reduce8(sigmoid, K, xc, &rho, &nT);
+  gelu_acc32_reduce8(sigmoid, K, xc, &rho, &nT);
   // -|nT| as an integer; NaN lanes and n below -2^31 give INT_MIN: below -100 like the scalar's.
   __m256i n = _mm256_cvtps_epi32(_mm256_or_ps(nT, _mm256_set1_ps(-0.0f)));
-  const float *C = gelu_acc32_exp2_fit5;
-  __m256 P = _mm256_fmadd_ps(_mm256_set1_ps(C[5]), rho, _mm256_set1_ps(C[4]));
-  P = _mm256_fmadd_ps(P, rho, _mm256_set1_ps(C[3]));
-  P = _mm256_fmadd_ps(P, rho, _mm256_set1_ps(C[2]));
-  P = _mm256_fmadd_ps(P, rho, _mm256_set1_ps(C[1]));
-  P = _mm256_fmadd_ps(P, rho, _mm256_set1_ps(C[0]));
+  __m256 P = gelu_acc32_exp2_poly8(rho);
   __m256i n1c = _mm256_max_epi32(n, _mm256_set1_epi32(-100));
   __m256i n2c = _mm256_max_epi32(_mm256_sub_epi32(n, n1c), _mm256_set1_epi32(-100));
   __m256 c = pow2i8(n1c);
@@ -63,7 +36,7 @@ static inline __attribute__((always_inline)) __m256 one8(bool sigmoid, const con
 
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n) {
   gelu_acc32_consts C = gelu_acc32_reduction(p);
-  consts8 K = {_mm256_set1_ps(C.Mh), _mm256_set1_ps(C.Ml), _mm256_set1_ps(C.Mkh), _mm256_set1_ps(C.Mkl)};
+  gelu_acc32_k8 K = {_mm256_set1_ps(C.Mh), _mm256_set1_ps(C.Ml), _mm256_set1_ps(C.Mkh), _mm256_set1_ps(C.Mkl)};
   size_t i = 0;
   if (C.sigmoid)
     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, one8(true, &K, _mm256_loadu_ps(x + i)));

@@ -2,46 +2,19 @@
 // operations of gelu_acc32_fwd_scalar (gelu_accurate_f32.c) in the same order, so the same bits.
 // Everything runs in f32 lanes.
 // Scaling by 2^n uses VSCALEFPS, which rounds once, as the scalar's exact-then-rounding pair does.
-#include "kernels/gelu_math.h"
+#include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
 
-typedef struct {
-  __m512 Mh, Ml, Mkh, Mkl;
-} consts16;
-
-// T = a*(M + Mk*a^2) (quick_gelu: a*M) in f32 pairs for signed a: n = nearbyint(a*wh), r = T - n
-// rounded.
-static inline __attribute__((always_inline)) void reduce16(bool sigmoid, const consts16 *K, __m512 a, __m512 *r, __m512 *n) {
-  if (sigmoid) {
-    *n = _mm512_roundscale_ps(_mm512_mul_ps(a, K->Mh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    *r = _mm512_fmadd_ps(a, K->Ml, _mm512_fmsub_ps(a, K->Mh, *n));
-    return;
-  }
-  __m512 a2h = _mm512_mul_ps(a, a), a2l = _mm512_fmsub_ps(a, a, a2h);
-  __m512 u = _mm512_mul_ps(K->Mkh, a2h), ul = _mm512_fmsub_ps(K->Mkh, a2h, u);
-  __m512 wh = _mm512_add_ps(K->Mh, u);
-  __m512 big = _mm512_min_ps(K->Mh, u), small = _mm512_max_ps(K->Mh, u);
-  __m512 e = _mm512_sub_ps(small, _mm512_sub_ps(wh, big));
-  __m512 wl = _mm512_add_ps(_mm512_add_ps(_mm512_fmadd_ps(K->Mkh, a2l, _mm512_fmadd_ps(K->Mkl, a2h, K->Ml)), ul), e);
-  *n = _mm512_roundscale_ps(_mm512_mul_ps(a, wh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  *r = _mm512_fmadd_ps(a, wl, _mm512_fmsub_ps(a, wh, *n));
-}
-
-static inline __attribute__((always_inline)) __m512 one16(bool sigmoid, const consts16 *K, __m512 x) {
+static inline __attribute__((always_inline)) __m512 one16(bool sigmoid, const gelu_acc32_k16 *K, __m512 x) {
   const __m512 lim = _mm512_set1_ps(0x1p7f), one = _mm512_set1_ps(1.0f);
   __m512 xl = _mm512_max_ps(_mm512_set1_ps(-0x1p7f), x); // NaN: the second operand, x
   __m512 xc = _mm512_min_ps(lim, xl);
   __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
   __m512 rho, nT;
-  reduce16(sigmoid, K, xc, &rho, &nT);
+  gelu_acc32_reduce16(sigmoid, K, xc, &rho, &nT);
   __m512 n = _mm512_or_ps(nT, _mm512_set1_ps(-0.0f)); // -|nT|
-  const float *C = gelu_acc32_exp2_fit5;
-  __m512 P = _mm512_fmadd_ps(_mm512_set1_ps(C[5]), rho, _mm512_set1_ps(C[4]));
-  P = _mm512_fmadd_ps(P, rho, _mm512_set1_ps(C[3]));
-  P = _mm512_fmadd_ps(P, rho, _mm512_set1_ps(C[2]));
-  P = _mm512_fmadd_ps(P, rho, _mm512_set1_ps(C[1]));
-  P = _mm512_fmadd_ps(P, rho, _mm512_set1_ps(C[0]));
+  __m512 P = gelu_acc32_exp2_poly16(rho);
   __m512 c = _mm512_scalef_ps(one, _mm512_max_ps(n, _mm512_set1_ps(-100.0f)));
   __m512 Ah = _mm512_add_ps(one, c);
   __m512 Al = _mm512_sub_ps(c, _mm512_sub_ps(Ah, one));
@@ -53,7 +26,7 @@ static inline __attribute__((always_inline)) __m512 one16(bool sigmoid, const co
 }
 
 // One loop per family, so the family test is not in the loop.
-static inline __attribute__((always_inline)) void run16(bool sigmoid, const consts16 *K, const float *x, float *y,
+static inline __attribute__((always_inline)) void run16(bool sigmoid, const gelu_acc32_k16 *K, const float *x, float *y,
                                                         size_t n) {
   size_t i = 0;
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, one16(sigmoid, K, _mm512_loadu_ps(x + i)));
@@ -65,7 +38,7 @@ static inline __attribute__((always_inline)) void run16(bool sigmoid, const cons
 
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n) {
   gelu_acc32_consts C = gelu_acc32_reduction(p);
-  consts16 K = {_mm512_set1_ps(C.Mh), _mm512_set1_ps(C.Ml), _mm512_set1_ps(C.Mkh), _mm512_set1_ps(C.Mkl)};
+  gelu_acc32_k16 K = {_mm512_set1_ps(C.Mh), _mm512_set1_ps(C.Ml), _mm512_set1_ps(C.Mkh), _mm512_set1_ps(C.Mkl)};
   if (p->fam == GELU_FAM_SIGMOID) run16(true, &K, x, y, n);
   else run16(false, &K, x, y, n);
 }

@@ -57,17 +57,6 @@ gelu_acc32_bwd_setup gelu_acc32_bwd_setup_of(const gelu_acc_params *p) {
 // v * 2^n rounded once: the f64 product is exact, the conversion rounds (as VSCALEFPS).
 static float scale_exact_then_round(float v, float n) { return (float)((double)v * ldexp(1.0, (int)n)); }
 
-// T = aT*(M + Mk*aT^2) = nT + r for aT >= 0: the operations of the forward's reduction.
-static void reduce_tanh(const gelu_acc32_consts *K, float a, float *nT, float *r) {
-  float a2h = a * a, a2l = fmaf(a, a, -a2h);
-  float u = K->Mkh * a2h, ul = fmaf(K->Mkh, a2h, -u);
-  float wh = K->Mh + u;
-  float big = K->Mh < u ? K->Mh : u, small = K->Mh > u ? K->Mh : u; // as VMINPS/VMAXPS
-  float e = small - (wh - big);
-  float wl = (fmaf(K->Mkh, a2l, fmaf(K->Mkl, a2h, K->Ml)) + ul) + e;
-  *nT = nearbyintf(a * wh);
-  *r = fmaf(a, wl, fmaf(a, wh, -*nT));
-}
 
 static float one_bwd_f32lane(const gelu_acc32_bwd_setup *B, float x, float g) {
   const float(*E)[GELU_ACC32_ERF_COLUMNS] = B->E;
@@ -76,14 +65,8 @@ static float one_bwd_f32lane(const gelu_acc32_bwd_setup *B, float x, float g) {
   float a = ax < B->amax ? ax : B->amax; // as VMINPS(ax, amax)
   float aT = neg ? a : 0.0f;
   float nT, r;
-  if (B->tanh) {
-    reduce_tanh(&B->K, aT, &nT, &r);
-  } else {
-    float a2h = aT * aT, a2l = fmaf(aT, aT, -a2h);
-    float p = GELU_ACC32_ERF_KH * a2h, pl = fmaf(GELU_ACC32_ERF_KH, a2h, -p);
-    nT = nearbyintf(p);
-    r = (p - nT) + (pl + fmaf(GELU_ACC32_ERF_KH, a2l, GELU_ACC32_ERF_KL * a2h));
-  }
+  if (B->tanh) gelu_acc32_reduce(&B->K, aT, &r, &nT);
+  else gelu_acc32_reduce_erf(aT, &r, &nT);
   float fl = floorf(a);
   int i = (int)fl + (neg ? 0 : 24);
   i = i < 31 ? i : 31; // x >= 7 (their result is replaced when x >= 8) and NaN
@@ -101,9 +84,7 @@ static float one_bwd_f32lane(const gelu_acc32_bwd_setup *B, float x, float g) {
   float inner = fmaf(u, S, fmaf(u, E[GELU_ACC32_ERF_DEG + 2][i], E[GELU_ACC32_ERF_DEG + 1][i]));
   float c0 = m1 * E[0][i], e = fmaf(m1, E[0][i], -c0);
   float w = fmaf(m1, inner, fmaf(tl, E[0][i] + inner, e));
-  const float *C = gelu_acc32_exp2_fit5;
-  float P = C[5];
-  for (int j = 4; j >= 0; j--) P = fmaf(P, r, C[j]);
+  float P = gelu_acc32_exp2_poly(r);
   float s = r * P, sl = fmaf(r, P, -s);
   float L = fmaf(c0, s, fmaf(c0, sl, fmaf(w, s, w)));
   float hi = c0 + L, bb = hi - c0, lo = (c0 - (hi - bb)) + (L - bb); // hi + lo = c0 + L exactly

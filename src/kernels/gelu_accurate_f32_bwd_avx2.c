@@ -3,38 +3,18 @@
 // piece's row is gathered by column index; dy's mantissa and exponent come from its bits (a
 // subnormal dy is first scaled by 2^24, exactly); the final scaling by 2^(nT + ge) is an exact f64
 // product converted back to f32 (one rounding, as the scalar).
-#include "kernels/gelu_math.h"
+#include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
 
 typedef struct {
   const float (*E)[GELU_ACC32_ERF_COLUMNS];
-  __m256 a0h, a0l, amax, low, Mh, Ml, Mkh, Mkl;
+  __m256 a0h, a0l, amax, low;
+  gelu_acc32_k8 K; // tanh: the forward's reduction constants
 } setup8;
 
 static inline __attribute__((always_inline)) __m256 piece_row(const setup8 *B, int j, __m256i i) {
   return _mm256_i32gather_ps(B->E[j], i, 4);
-}
-
-// T = nT + r for aT >= 0: erf as its forward, tanh as the tanh forward's reduction.
-static inline __attribute__((always_inline)) void reduce8(bool tanh, const setup8 *B, __m256 aT, __m256 *nT, __m256 *r) {
-  if (tanh) {
-    __m256 a2h = _mm256_mul_ps(aT, aT), a2l = _mm256_fmsub_ps(aT, aT, a2h);
-    __m256 u = _mm256_mul_ps(B->Mkh, a2h), ul = _mm256_fmsub_ps(B->Mkh, a2h, u);
-    __m256 wh = _mm256_add_ps(B->Mh, u);
-    __m256 big = _mm256_min_ps(B->Mh, u), small = _mm256_max_ps(B->Mh, u);
-    __m256 e = _mm256_sub_ps(small, _mm256_sub_ps(wh, big));
-    __m256 wl = _mm256_add_ps(_mm256_add_ps(_mm256_fmadd_ps(B->Mkh, a2l, _mm256_fmadd_ps(B->Mkl, a2h, B->Ml)), ul), e);
-    *nT = _mm256_round_ps(_mm256_mul_ps(aT, wh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    *r = _mm256_fmadd_ps(aT, wl, _mm256_fmsub_ps(aT, wh, *nT));
-    return;
-  }
-  const __m256 KH = _mm256_set1_ps(GELU_ACC32_ERF_KH);
-  __m256 a2h = _mm256_mul_ps(aT, aT), a2l = _mm256_fmsub_ps(aT, aT, a2h);
-  __m256 p = _mm256_mul_ps(KH, a2h), pl = _mm256_fmsub_ps(KH, a2h, p);
-  *nT = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  *r = _mm256_add_ps(_mm256_sub_ps(p, *nT),
-                     _mm256_add_ps(pl, _mm256_fmadd_ps(KH, a2l, _mm256_mul_ps(_mm256_set1_ps(GELU_ACC32_ERF_KL), a2h))));
 }
 
 // v * 2^n rounded once, for integral n in [-1000, 1000]: exact f64 products, one conversion.
@@ -54,7 +34,8 @@ static inline __attribute__((always_inline)) __m256 one8(bool tanh, bool clip10,
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), B->amax);
   __m256 aT = _mm256_blendv_ps(_mm256_setzero_ps(), a, x), nT, r; // a where x's sign bit is set
-  reduce8(tanh, B, aT, &nT, &r);
+  if (tanh) gelu_acc32_reduce8(false, &B->K, aT, &r, &nT); // T = nT + r for aT >= 0
+  else gelu_acc32_reduce_erf8(aT, &r, &nT);
   __m256 fl = _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   __m256i fli = _mm256_cvttps_epi32(fl);
   __m256i pos = _mm256_xor_si256(_mm256_srai_epi32(_mm256_castps_si256(x), 31), _mm256_set1_epi32(-1));
@@ -81,12 +62,7 @@ static inline __attribute__((always_inline)) __m256 one8(bool tanh, bool clip10,
   __m256 row0 = piece_row(B, 0, i);
   __m256 c0 = _mm256_mul_ps(m1, row0), e = _mm256_fmsub_ps(m1, row0, c0);
   __m256 w = _mm256_fmadd_ps(m1, inner, _mm256_fmadd_ps(tl, _mm256_add_ps(row0, inner), e));
-  const float *C = gelu_acc32_exp2_fit5;
-  __m256 P = _mm256_fmadd_ps(_mm256_set1_ps(C[5]), r, _mm256_set1_ps(C[4]));
-  P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[3]));
-  P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[2]));
-  P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[1]));
-  P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[0]));
+  __m256 P = gelu_acc32_exp2_poly8(r);
   __m256 s = _mm256_mul_ps(r, P), sl = _mm256_fmsub_ps(r, P, s);
   __m256 L = _mm256_fmadd_ps(c0, s, _mm256_fmadd_ps(c0, sl, _mm256_fmadd_ps(w, s, w)));
   __m256 hi = _mm256_add_ps(c0, L), bb = _mm256_sub_ps(hi, c0); // hi + lo = c0 + L exactly (TwoSum)
@@ -117,8 +93,8 @@ static inline __attribute__((always_inline)) void run8(bool tanh, bool clip10, c
 
 void gelu_acc32_bwd_avx2(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n) {
   gelu_acc32_bwd_setup S = gelu_acc32_bwd_setup_of(p);
-  setup8 B = {S.E, _mm256_set1_ps(S.a0h), _mm256_set1_ps(S.a0l), _mm256_set1_ps(S.amax), _mm256_set1_ps(S.low), _mm256_set1_ps(S.K.Mh),
-              _mm256_set1_ps(S.K.Ml), _mm256_set1_ps(S.K.Mkh), _mm256_set1_ps(S.K.Mkl)};
+  setup8 B = {S.E, _mm256_set1_ps(S.a0h), _mm256_set1_ps(S.a0l), _mm256_set1_ps(S.amax), _mm256_set1_ps(S.low),
+              {_mm256_set1_ps(S.K.Mh), _mm256_set1_ps(S.K.Ml), _mm256_set1_ps(S.K.Mkh), _mm256_set1_ps(S.K.Mkl)}};
   if (S.tanh) run8(true, false, &B, x, dy, dx, n); // one loop per family (gelu_10 is erf)
   else if (S.clip10) run8(false, true, &B, x, dy, dx, n);
   else run8(false, false, &B, x, dy, dx, n);

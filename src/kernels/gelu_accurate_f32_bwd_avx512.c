@@ -2,13 +2,14 @@
 // operations of gelu_acc32_bwd_scalar (gelu_accurate_f32_bwd.c) in the same order, so the same
 // bits. A row of the pieces is 32 floats, looked up with a two-source permute; dy is split into
 // mantissa and exponent by VGETMANTPS/VGETEXPPS; 2^(nT + ge) scaling is VSCALEFPS (one rounding).
-#include "kernels/gelu_math.h"
+#include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
 
 typedef struct {
   const float (*E)[GELU_ACC32_ERF_COLUMNS];
-  __m512 a0h, a0l, amax, low, Mh, Ml, Mkh, Mkl;
+  __m512 a0h, a0l, amax, low;
+  gelu_acc32_k16 K; // tanh: the forward's reduction constants
 } setup16;
 
 static inline __attribute__((always_inline)) __m512 piece_row(const setup16 *B, int j, __m512i i) {
@@ -16,32 +17,12 @@ static inline __attribute__((always_inline)) __m512 piece_row(const setup16 *B, 
   return _mm512_permutex2var_ps(_mm512_loadu_ps(row), i, _mm512_loadu_ps(row + 16));
 }
 
-// T = nT + r for aT >= 0: erf as its forward, tanh as the tanh forward's reduction.
-static inline __attribute__((always_inline)) void reduce16(bool tanh, const setup16 *B, __m512 aT, __m512 *nT, __m512 *r) {
-  if (tanh) {
-    __m512 a2h = _mm512_mul_ps(aT, aT), a2l = _mm512_fmsub_ps(aT, aT, a2h);
-    __m512 u = _mm512_mul_ps(B->Mkh, a2h), ul = _mm512_fmsub_ps(B->Mkh, a2h, u);
-    __m512 wh = _mm512_add_ps(B->Mh, u);
-    __m512 big = _mm512_min_ps(B->Mh, u), small = _mm512_max_ps(B->Mh, u);
-    __m512 e = _mm512_sub_ps(small, _mm512_sub_ps(wh, big));
-    __m512 wl = _mm512_add_ps(_mm512_add_ps(_mm512_fmadd_ps(B->Mkh, a2l, _mm512_fmadd_ps(B->Mkl, a2h, B->Ml)), ul), e);
-    *nT = _mm512_roundscale_ps(_mm512_mul_ps(aT, wh), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    *r = _mm512_fmadd_ps(aT, wl, _mm512_fmsub_ps(aT, wh, *nT));
-    return;
-  }
-  const __m512 KH = _mm512_set1_ps(GELU_ACC32_ERF_KH);
-  __m512 a2h = _mm512_mul_ps(aT, aT), a2l = _mm512_fmsub_ps(aT, aT, a2h);
-  __m512 p = _mm512_mul_ps(KH, a2h), pl = _mm512_fmsub_ps(KH, a2h, p);
-  *nT = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  *r = _mm512_add_ps(_mm512_sub_ps(p, *nT),
-                     _mm512_add_ps(pl, _mm512_fmadd_ps(KH, a2l, _mm512_mul_ps(_mm512_set1_ps(GELU_ACC32_ERF_KL), a2h))));
-}
-
 static inline __attribute__((always_inline)) __m512 one16(bool tanh, bool clip10, const setup16 *B, __m512 x, __m512 g) {
   __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(x));
   __m512 a = _mm512_min_ps(_mm512_abs_ps(x), B->amax);
   __m512 aT = _mm512_maskz_mov_ps(neg, a), nT, r;
-  reduce16(tanh, B, aT, &nT, &r);
+  if (tanh) gelu_acc32_reduce16(false, &B->K, aT, &r, &nT); // T = nT + r for aT >= 0
+  else gelu_acc32_reduce_erf16(aT, &r, &nT);
   __m512 fl = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   __m512i fli = _mm512_cvttps_epi32(fl);
   __m512i i = _mm512_min_epi32(_mm512_mask_add_epi32(fli, (__mmask16)~neg, fli, _mm512_set1_epi32(24)), _mm512_set1_epi32(31));
@@ -66,12 +47,7 @@ static inline __attribute__((always_inline)) __m512 one16(bool tanh, bool clip10
   __m512 row0 = piece_row(B, 0, i);
   __m512 c0 = _mm512_mul_ps(m1, row0), e = _mm512_fmsub_ps(m1, row0, c0);
   __m512 w = _mm512_fmadd_ps(m1, inner, _mm512_fmadd_ps(tl, _mm512_add_ps(row0, inner), e));
-  const float *C = gelu_acc32_exp2_fit5;
-  __m512 P = _mm512_fmadd_ps(_mm512_set1_ps(C[5]), r, _mm512_set1_ps(C[4]));
-  P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[3]));
-  P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[2]));
-  P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[1]));
-  P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[0]));
+  __m512 P = gelu_acc32_exp2_poly16(r);
   __m512 s = _mm512_mul_ps(r, P), sl = _mm512_fmsub_ps(r, P, s);
   __m512 L = _mm512_fmadd_ps(c0, s, _mm512_fmadd_ps(c0, sl, _mm512_fmadd_ps(w, s, w)));
   __m512 hi = _mm512_add_ps(c0, L), bb = _mm512_sub_ps(hi, c0); // hi + lo = c0 + L exactly (TwoSum)
@@ -99,8 +75,8 @@ static inline __attribute__((always_inline)) void run16(bool tanh, bool clip10, 
 
 void gelu_acc32_bwd_avx512(const gelu_acc_params *p, const float *x, const float *dy, float *dx, size_t n) {
   gelu_acc32_bwd_setup S = gelu_acc32_bwd_setup_of(p);
-  setup16 B = {S.E, _mm512_set1_ps(S.a0h), _mm512_set1_ps(S.a0l), _mm512_set1_ps(S.amax), _mm512_set1_ps(S.low), _mm512_set1_ps(S.K.Mh),
-               _mm512_set1_ps(S.K.Ml), _mm512_set1_ps(S.K.Mkh), _mm512_set1_ps(S.K.Mkl)};
+  setup16 B = {S.E, _mm512_set1_ps(S.a0h), _mm512_set1_ps(S.a0l), _mm512_set1_ps(S.amax), _mm512_set1_ps(S.low),
+               {_mm512_set1_ps(S.K.Mh), _mm512_set1_ps(S.K.Ml), _mm512_set1_ps(S.K.Mkh), _mm512_set1_ps(S.K.Mkl)}};
   if (S.tanh) run16(true, false, &B, x, dy, dx, n); // one loop per family (gelu_10 is erf)
   else if (S.clip10) run16(false, true, &B, x, dy, dx, n);
   else run16(false, false, &B, x, dy, dx, n);

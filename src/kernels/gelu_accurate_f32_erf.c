@@ -55,10 +55,8 @@ static float one_erf_f32lane(bool clip10, float x) {
   float ax = fabsf(x);
   float a = ax < amax ? ax : amax; // as VMINPS(ax, amax)
   float aT = neg ? a : 0.0f;
-  float a2h = aT * aT, a2l = fmaf(aT, aT, -a2h);
-  float p = GELU_ACC32_ERF_KH * a2h, pl = fmaf(GELU_ACC32_ERF_KH, a2h, -p);
-  float nT = nearbyintf(p);
-  float r = (p - nT) + (pl + fmaf(GELU_ACC32_ERF_KH, a2l, GELU_ACC32_ERF_KL * a2h));
+  float r, nT;
+  gelu_acc32_reduce_erf(aT, &r, &nT);
   float fl = floorf(a);
   int i = (int)fl + (neg ? 0 : 16);
   float u = a - (fl + 0.5f);
@@ -66,9 +64,7 @@ static float one_erf_f32lane(bool clip10, float x) {
   for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = fmaf(S, u, E[j][i]);
   float w = fmaf(u, S, E[GELU_ACC32_ERF_DEG + 1][i]);
   float c0 = E[0][i];
-  const float *C = gelu_acc32_exp2_fit5;
-  float P = C[5];
-  for (int j = 4; j >= 0; j--) P = fmaf(P, r, C[j]);
+  float P = gelu_acc32_exp2_poly(r);
   float s = r * P, sl = fmaf(r, P, -s);
   float L = fmaf(c0, s, fmaf(c0, sl, fmaf(w, s, w)));
   float xn = x > -amax ? x : -amax; // as VMAXPS(x, -amax)

@@ -4,7 +4,7 @@
 // floor(a), columns 16-23 (x >= 0; 22 and 23 are zeros, and x >= 6 is replaced at the end, so
 // columns 24-31 are never needed) as one permute; 2^nT scales in two exact-then-rounding steps
 // built from the exponent bits.
-#include "kernels/gelu_math.h"
+#include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
 
@@ -30,15 +30,12 @@ static inline __attribute__((always_inline)) __m256 scale_once8(__m256 v, __m256
 }
 
 static inline __attribute__((always_inline)) __m256 one8(bool clip10, __m256 x) {
-  const __m256 amax = _mm256_set1_ps(GELU_ACC32_ERF_AMAX), KH = _mm256_set1_ps(GELU_ACC32_ERF_KH);
+  const __m256 amax = _mm256_set1_ps(GELU_ACC32_ERF_AMAX);
   const __m256 sign = _mm256_set1_ps(-0.0f);
   __m256 a = _mm256_min_ps(_mm256_andnot_ps(sign, x), amax);
   __m256 aT = _mm256_blendv_ps(_mm256_setzero_ps(), a, x); // a where x's sign bit is set
-  __m256 a2h = _mm256_mul_ps(aT, aT), a2l = _mm256_fmsub_ps(aT, aT, a2h);
-  __m256 p = _mm256_mul_ps(KH, a2h), pl = _mm256_fmsub_ps(KH, a2h, p);
-  __m256 nT = _mm256_round_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_add_ps(_mm256_sub_ps(p, nT),
-                           _mm256_add_ps(pl, _mm256_fmadd_ps(KH, a2l, _mm256_mul_ps(_mm256_set1_ps(GELU_ACC32_ERF_KL), a2h))));
+  __m256 r, nT;
+  gelu_acc32_reduce_erf8(aT, &r, &nT);
   __m256 fl = _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   __m256i fli = _mm256_cvttps_epi32(fl);
   __m256 upper = _mm256_castsi256_ps(_mm256_slli_epi32(fli, 28)); // sign bit = bit 3 of floor(a)
@@ -48,12 +45,7 @@ static inline __attribute__((always_inline)) __m256 one8(bool clip10, __m256 x) 
   for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = _mm256_fmadd_ps(S, u, piece_row(j, fli, upper, x));
   __m256 w = _mm256_fmadd_ps(u, S, piece_row(GELU_ACC32_ERF_DEG + 1, fli, upper, x));
   __m256 c0 = piece_row(0, fli, upper, x);
-  const float *C = gelu_acc32_exp2_fit5;
-  __m256 P = _mm256_fmadd_ps(_mm256_set1_ps(C[5]), r, _mm256_set1_ps(C[4]));
-  P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[3]));
-  P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[2]));
-  P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[1]));
-  P = _mm256_fmadd_ps(P, r, _mm256_set1_ps(C[0]));
+  __m256 P = gelu_acc32_exp2_poly8(r);
   __m256 s = _mm256_mul_ps(r, P), sl = _mm256_fmsub_ps(r, P, s);
   __m256 L = _mm256_fmadd_ps(c0, s, _mm256_fmadd_ps(c0, sl, _mm256_fmadd_ps(w, s, w)));
   __m256 xn = _mm256_max_ps(x, _mm256_set1_ps(-GELU_ACC32_ERF_AMAX));

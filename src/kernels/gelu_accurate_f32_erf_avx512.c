@@ -2,7 +2,7 @@
 // gelu_acc32_erf_fwd_scalar (gelu_accurate_f32_erf.c) in the same order, so the same bits. A row
 // of the pieces is 32 floats, two registers, looked up with two-source permutes; 2^nT scaling is
 // VSCALEFPS (one rounding, as the scalar's exact-then-rounding pair).
-#include "kernels/gelu_math.h"
+#include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
 
@@ -12,15 +12,12 @@ static inline __attribute__((always_inline)) __m512 piece_row(int j, __m512i i) 
 }
 
 static inline __attribute__((always_inline)) __m512 one16(bool clip10, __m512 x) {
-  const __m512 amax = _mm512_set1_ps(GELU_ACC32_ERF_AMAX), KH = _mm512_set1_ps(GELU_ACC32_ERF_KH);
+  const __m512 amax = _mm512_set1_ps(GELU_ACC32_ERF_AMAX);
   __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(x));
   __m512 a = _mm512_min_ps(_mm512_abs_ps(x), amax);
   __m512 aT = _mm512_maskz_mov_ps(neg, a);
-  __m512 a2h = _mm512_mul_ps(aT, aT), a2l = _mm512_fmsub_ps(aT, aT, a2h);
-  __m512 p = _mm512_mul_ps(KH, a2h), pl = _mm512_fmsub_ps(KH, a2h, p);
-  __m512 nT = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_add_ps(_mm512_sub_ps(p, nT),
-                           _mm512_add_ps(pl, _mm512_fmadd_ps(KH, a2l, _mm512_mul_ps(_mm512_set1_ps(GELU_ACC32_ERF_KL), a2h))));
+  __m512 r, nT;
+  gelu_acc32_reduce_erf16(aT, &r, &nT);
   __m512 fl = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
   __m512i i = _mm512_mask_add_epi32(_mm512_cvttps_epi32(fl), (__mmask16)~neg, _mm512_cvttps_epi32(fl), _mm512_set1_epi32(16));
   __m512 u = _mm512_sub_ps(a, _mm512_add_ps(fl, _mm512_set1_ps(0.5f)));
@@ -29,12 +26,7 @@ static inline __attribute__((always_inline)) __m512 one16(bool clip10, __m512 x)
   for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = _mm512_fmadd_ps(S, u, piece_row(j, i));
   __m512 w = _mm512_fmadd_ps(u, S, piece_row(GELU_ACC32_ERF_DEG + 1, i));
   __m512 c0 = piece_row(0, i);
-  const float *C = gelu_acc32_exp2_fit5;
-  __m512 P = _mm512_fmadd_ps(_mm512_set1_ps(C[5]), r, _mm512_set1_ps(C[4]));
-  P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[3]));
-  P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[2]));
-  P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[1]));
-  P = _mm512_fmadd_ps(P, r, _mm512_set1_ps(C[0]));
+  __m512 P = gelu_acc32_exp2_poly16(r);
   __m512 s = _mm512_mul_ps(r, P), sl = _mm512_fmsub_ps(r, P, s);
   __m512 L = _mm512_fmadd_ps(c0, s, _mm512_fmadd_ps(c0, sl, _mm512_fmadd_ps(w, s, w)));
   __m512 xn = _mm512_max_ps(x, _mm512_set1_ps(-GELU_ACC32_ERF_AMAX));

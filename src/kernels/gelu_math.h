@@ -194,6 +194,30 @@ typedef struct {
   bool sigmoid;           // Mk = 0: A = a*M
 } gelu_acc32_consts;
 gelu_acc32_consts gelu_acc32_reduction(const gelu_acc_params *p);
+// The exponent's reduction T = n + r of the tanh and sigmoid forms for signed a (gelu_accurate_f32.c
+// lists the operations), and (2^r - 1)/r by gelu_acc32_exp2_fit5: the scalar steps the forward and
+// backward kernels share (gelu_acc32_lanes.h has them for AVX2 and AVX-512).
+static inline void gelu_acc32_reduce(const gelu_acc32_consts *K, float a, float *rho, float *nT) {
+  if (K->sigmoid) {
+    *nT = nearbyintf(a * K->Mh);
+    *rho = fmaf(a, K->Ml, fmaf(a, K->Mh, -*nT));
+    return;
+  }
+  float a2h = a * a, a2l = fmaf(a, a, -a2h);
+  float u = K->Mkh * a2h, ul = fmaf(K->Mkh, a2h, -u);
+  float wh = K->Mh + u;
+  float big = K->Mh < u ? K->Mh : u, small = K->Mh > u ? K->Mh : u; // as VMINPS/VMAXPS
+  float e = small - (wh - big);
+  float wl = (fmaf(K->Mkh, a2l, fmaf(K->Mkl, a2h, K->Ml)) + ul) + e;
+  *nT = nearbyintf(a * wh);
+  *rho = fmaf(a, wl, fmaf(a, wh, -*nT));
+}
+static inline float gelu_acc32_exp2_poly(float r) {
+  const float *C = gelu_acc32_exp2_fit5;
+  float P = C[5];
+  for (int j = 4; j >= 0; j--) P = fmaf(P, r, C[j]);
+  return P;
+}
 void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
@@ -215,6 +239,13 @@ static inline float gelu_acc32_scale_once(float v, float n) {
   float n1 = n > -100.0f ? n : -100.0f;
   float n2 = n - n1 > -100.0f ? n - n1 : -100.0f;
   return (v * ldexpf(1.0f, (int)n1)) * ldexpf(1.0f, (int)n2);
+}
+// The erf family's T = -aT^2/2*log2(e) = nT + r for aT >= 0 (gelu_accurate_f32_erf.c).
+static inline void gelu_acc32_reduce_erf(float aT, float *r, float *nT) {
+  float a2h = aT * aT, a2l = fmaf(aT, aT, -a2h);
+  float p = GELU_ACC32_ERF_KH * a2h, pl = fmaf(GELU_ACC32_ERF_KH, a2h, -p);
+  *nT = nearbyintf(p);
+  *r = (p - *nT) + (pl + fmaf(GELU_ACC32_ERF_KH, a2l, GELU_ACC32_ERF_KL * a2h));
 }
 void gelu_acc32_erf_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_erf_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);

@@ -16,9 +16,13 @@ terms kept as f32 pairs (rows 0 and 9, rows 1 and 10: D's slope on [0, 1) would 
 worst relative error of the rounded polynomial over each piece (401 points). Needs mpmath and numpy.
 Run: python3 tools/fit/erf_bwd_pieces_f32.py > table.c
 """
-import mpmath as mp
-import numpy as np
+import os
 import sys
+
+import mpmath as mp
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from erf_pieces_f32 import f32, hexf  # noqa: E402
 
 mp.mp.dps = 40
 DEG, COLUMNS = 8, 32
@@ -38,10 +42,6 @@ def D(a):
 
 
 A0 = mp.findroot(H, 0.75)
-
-
-def f32(v):
-    return mp.mpf(float(np.float32(float(v))))
 
 
 def K(t):
@@ -82,14 +82,6 @@ def piece_root(lo):
         a = center + u
         worst = max(worst, abs((a - A0) * horner(hi, low, u) / H(a) - 1))
     return hi, low, worst
-
-
-def hexf(v):
-    if v == 0:
-        return "0.0f"
-    m, e = float(np.float32(float(v))).hex().split("p")
-    m = m.rstrip("0").rstrip(".")
-    return f"{m}p{e}f"
 
 
 def main():
