@@ -164,6 +164,12 @@ err_has "refusal says why" "made by another implementation"
 # JSON has no infinities: a non-finite worst input is written as a string, not as null
 expect 0 "certify --json from -inf" "$G" act certify gelu_megatron --dtype f16 --grad --range -inf:-60000 --json
 json_check "certify: -inf worst input is the string -inf" "j['worst_input'] == '-inf' and j['max_ulp'] == 0"
+# the f32-lane backward's certified bounds (docs/numerics.md 6.2) where it is hardest: the erf
+# family next to the root of f' (1 ULP), the tanh forms just below 0 (2 ULP; a first kernel had 3)
+expect 0 "certify erf backward next to the root of f'" "$G" act certify gelu --dtype f32 --grad --range -0.76:-0.74 --json
+json_check "certify: erf backward within 1 ULP at the root" "j['max_ulp'] <= 1 and j['n'] == 335545"
+expect 0 "certify tanh backward just below 0" "$G" act certify gelu_new --dtype f32 --grad --range -0.1:-0.05 --json
+json_check "certify: tanh backward within 2 ULP below 0" "j['max_ulp'] <= 2 and j['n'] > 5000000"
 expect 1 "eval grad dy dtype mismatch" "$G" act eval gelu --dtype bf16 --in "$T/xb.npy" --out "$T/bad8.npy" --grad --dy "$T/dy.npy"
 err_has "dy dtype mismatch message" "holds f32 ('<f4'), but --dtype is bf16"
 no_file "$T/bad8.npy"
