@@ -66,6 +66,16 @@ static inline __attribute__((always_inline)) __m512 one16(bool tanh, bool clip10
 static inline __attribute__((always_inline)) void run16(bool tanh, bool clip10, const setup16 *B, const float *x,
                                                         const float *dy, float *dx, size_t n) {
   size_t i = 0;
+  // The tanh forms two vectors at a time: with a loop body this long, one vector an iteration left
+  // the loads of x exposed once the arrays come from memory (gelu_new at 2^25 on one thread, A/B
+  // interleaved: 575-582 -> 785 Melem/s; the erf family measured no gain). Elementwise: same bits.
+  if (tanh)
+    for (; i + 32 <= n; i += 32) {
+      __m512 y0 = one16(tanh, clip10, B, _mm512_loadu_ps(x + i), _mm512_loadu_ps(dy + i));
+      __m512 y1 = one16(tanh, clip10, B, _mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(dy + i + 16));
+      _mm512_storeu_ps(dx + i, y0);
+      _mm512_storeu_ps(dx + i + 16, y1);
+    }
   for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dx + i, one16(tanh, clip10, B, _mm512_loadu_ps(x + i), _mm512_loadu_ps(dy + i)));
   if (i < n) {
     __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
