@@ -1,5 +1,5 @@
 // Steps shared by the accurate f32-lane kernels (forward and backward, gelu_accurate_f32*_avx2.c
-// and *_avx512.c): the exponent's reduction T = nT + r and the polynomial of 2^r, as static inline
+// and *_avx512.c): the exponent's reduction T = nT + r, the polynomial of 2^r and TwoSum, as static inline
 // functions for each ISA, the operations of the scalar references in the same order. Include only
 // from files built for that ISA.
 #ifndef GPTMEG_KERNELS_GELU_ACC32_LANES_H
@@ -44,6 +44,13 @@ static inline __attribute__((always_inline)) void gelu_acc32_reduce_erf8(__m256 
                      _mm256_add_ps(pl, _mm256_fmadd_ps(KH, a2l, _mm256_mul_ps(_mm256_set1_ps(GELU_ACC32_ERF_KL), a2h))));
 }
 
+// s + e = a + b exactly, s = fl(a + b): gelu_acc32_two_sum, 8 lanes.
+static inline __attribute__((always_inline)) void gelu_acc32_two_sum8(__m256 a, __m256 b, __m256 *s, __m256 *e) {
+  *s = _mm256_add_ps(a, b);
+  __m256 ap = _mm256_sub_ps(*s, b), bp = _mm256_sub_ps(*s, ap);
+  *e = _mm256_add_ps(_mm256_sub_ps(a, ap), _mm256_sub_ps(b, bp));
+}
+
 // P = (2^r - 1)/r by gelu_acc32_exp2_fit5, Horner with FMAs.
 static inline __attribute__((always_inline)) __m256 gelu_acc32_exp2_poly8(__m256 r) {
   const float *C = gelu_acc32_exp2_fit5;
@@ -86,6 +93,13 @@ static inline __attribute__((always_inline)) void gelu_acc32_reduce_erf16(__m512
   *nT = _mm512_roundscale_ps(p, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   *r = _mm512_add_ps(_mm512_sub_ps(p, *nT),
                      _mm512_add_ps(pl, _mm512_fmadd_ps(KH, a2l, _mm512_mul_ps(_mm512_set1_ps(GELU_ACC32_ERF_KL), a2h))));
+}
+
+// s + e = a + b exactly, s = fl(a + b): gelu_acc32_two_sum, 16 lanes.
+static inline __attribute__((always_inline)) void gelu_acc32_two_sum16(__m512 a, __m512 b, __m512 *s, __m512 *e) {
+  *s = _mm512_add_ps(a, b);
+  __m512 ap = _mm512_sub_ps(*s, b), bp = _mm512_sub_ps(*s, ap);
+  *e = _mm512_add_ps(_mm512_sub_ps(a, ap), _mm512_sub_ps(b, bp));
 }
 
 // As gelu_acc32_exp2_poly8, 16 lanes.

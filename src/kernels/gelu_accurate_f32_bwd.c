@@ -74,9 +74,8 @@ static float one_bwd_f32lane(const gelu_acc32_bwd_setup *B, float x, float g) {
   if (low) i = GELU_ACC32_TANH_BWD_LOW_COLUMN;
   bool root = i < 2;
   float u = a - (low ? 0.25f : fl + 0.5f);
-  float th = a - B->a0h;
-  float ap = th + B->a0h, bp = th - ap;
-  float te = (a - ap) + (-B->a0h - bp);
+  float th, te;
+  gelu_acc32_two_sum(a, -B->a0h, &th, &te);
   float tl = root ? te - B->a0l : 0.0f;
   float m1 = root ? th : 1.0f;
   float S = E[GELU_ACC32_ERF_DEG][i];
@@ -87,7 +86,8 @@ static float one_bwd_f32lane(const gelu_acc32_bwd_setup *B, float x, float g) {
   float P = gelu_acc32_exp2_poly(r);
   float s = r * P, sl = fmaf(r, P, -s);
   float L = fmaf(c0, s, fmaf(c0, sl, fmaf(w, s, w)));
-  float hi = c0 + L, bb = hi - c0, lo = (c0 - (hi - bb)) + (L - bb); // hi + lo = c0 + L exactly
+  float hi, lo;
+  gelu_acc32_two_sum(c0, L, &hi, &lo); // hi + lo = c0 + L exactly
   float y;
   if (g == 0.0f || !isfinite(g)) {
     y = g * hi;

@@ -49,9 +49,8 @@ static inline __attribute__((always_inline)) __m256 one8(bool tanh, bool clip10,
   }
   __m256 root = _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(2), i));
   __m256 u = _mm256_sub_ps(a, off);
-  __m256 th = _mm256_sub_ps(a, B->a0h);
-  __m256 ap = _mm256_add_ps(th, B->a0h), bp = _mm256_sub_ps(th, ap);
-  __m256 te = _mm256_add_ps(_mm256_sub_ps(a, ap), _mm256_sub_ps(_mm256_sub_ps(_mm256_setzero_ps(), B->a0h), bp));
+  __m256 th, te; // a - a0h with its error
+  gelu_acc32_two_sum8(a, _mm256_sub_ps(_mm256_setzero_ps(), B->a0h), &th, &te);
   __m256 tl = _mm256_and_ps(root, _mm256_sub_ps(te, B->a0l));
   __m256 m1 = _mm256_blendv_ps(_mm256_set1_ps(1.0f), th, root);
   __m256 S = piece_row(B, GELU_ACC32_ERF_DEG, i);
@@ -65,8 +64,8 @@ static inline __attribute__((always_inline)) __m256 one8(bool tanh, bool clip10,
   __m256 P = gelu_acc32_exp2_poly8(r);
   __m256 s = _mm256_mul_ps(r, P), sl = _mm256_fmsub_ps(r, P, s);
   __m256 L = _mm256_fmadd_ps(c0, s, _mm256_fmadd_ps(c0, sl, _mm256_fmadd_ps(w, s, w)));
-  __m256 hi = _mm256_add_ps(c0, L), bb = _mm256_sub_ps(hi, c0); // hi + lo = c0 + L exactly (TwoSum)
-  __m256 lo = _mm256_add_ps(_mm256_sub_ps(c0, _mm256_sub_ps(hi, bb)), _mm256_sub_ps(L, bb));
+  __m256 hi, lo;
+  gelu_acc32_two_sum8(c0, L, &hi, &lo); // hi + lo = c0 + L exactly
   // dy = gm * 2^ge, gm in [1, 2) with dy's sign: from the bits, a subnormal dy scaled by 2^24 first
   __m256 ag = _mm256_andnot_ps(sign, g);
   __m256 sub = _mm256_cmp_ps(ag, _mm256_set1_ps(0x1p-126f), _CMP_LT_OQ);

@@ -34,9 +34,8 @@ static inline __attribute__((always_inline)) __m512 one16(bool tanh, bool clip10
   }
   __mmask16 root = _mm512_cmplt_epi32_mask(i, _mm512_set1_epi32(2));
   __m512 u = _mm512_sub_ps(a, off);
-  __m512 th = _mm512_sub_ps(a, B->a0h);
-  __m512 ap = _mm512_add_ps(th, B->a0h), bp = _mm512_sub_ps(th, ap);
-  __m512 te = _mm512_add_ps(_mm512_sub_ps(a, ap), _mm512_sub_ps(_mm512_sub_ps(_mm512_setzero_ps(), B->a0h), bp));
+  __m512 th, te; // a - a0h with its error
+  gelu_acc32_two_sum16(a, _mm512_sub_ps(_mm512_setzero_ps(), B->a0h), &th, &te);
   __m512 tl = _mm512_maskz_sub_ps(root, te, B->a0l);
   __m512 m1 = _mm512_mask_mov_ps(_mm512_set1_ps(1.0f), root, th);
   __m512 S = piece_row(B, GELU_ACC32_ERF_DEG, i);
@@ -50,8 +49,8 @@ static inline __attribute__((always_inline)) __m512 one16(bool tanh, bool clip10
   __m512 P = gelu_acc32_exp2_poly16(r);
   __m512 s = _mm512_mul_ps(r, P), sl = _mm512_fmsub_ps(r, P, s);
   __m512 L = _mm512_fmadd_ps(c0, s, _mm512_fmadd_ps(c0, sl, _mm512_fmadd_ps(w, s, w)));
-  __m512 hi = _mm512_add_ps(c0, L), bb = _mm512_sub_ps(hi, c0); // hi + lo = c0 + L exactly (TwoSum)
-  __m512 lo = _mm512_add_ps(_mm512_sub_ps(c0, _mm512_sub_ps(hi, bb)), _mm512_sub_ps(L, bb));
+  __m512 hi, lo;
+  gelu_acc32_two_sum16(c0, L, &hi, &lo); // hi + lo = c0 + L exactly
   __m512 gm = _mm512_getmant_ps(g, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_src);
   __m512 ge = _mm512_getexp_ps(g);
   __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(gm, hi, _mm512_mul_ps(gm, lo)), _mm512_add_ps(nT, ge));

@@ -212,6 +212,12 @@ static inline void gelu_acc32_reduce(const gelu_acc32_consts *K, float a, float 
   *nT = nearbyintf(a * wh);
   *rho = fmaf(a, wl, fmaf(a, wh, -*nT));
 }
+// s + e = a + b exactly, s = fl(a + b) (Knuth's TwoSum, any order of magnitudes).
+static inline void gelu_acc32_two_sum(float a, float b, float *s, float *e) {
+  *s = a + b;
+  float ap = *s - b, bp = *s - ap;
+  *e = (a - ap) + (b - bp);
+}
 static inline float gelu_acc32_exp2_poly(float r) {
   const float *C = gelu_acc32_exp2_fit5;
   float P = C[5];
