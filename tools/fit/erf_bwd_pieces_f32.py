@@ -84,6 +84,16 @@ def piece_root(lo):
     return hi, low, worst
 
 
+def print_rows(pieces, indent):
+    """The C rows of a table: coefficients 0..DEG, then the low parts of coefficients 0 and 1."""
+    for j in range(DEG + 1):
+        row = ", ".join(hexf(p[0][j]) for p in pieces)
+        print(f"{indent}{{{row}}}, // u^{j}")
+    for j in range(2):
+        row = ", ".join(hexf(p[1][j]) for p in pieces)
+        print(f"{indent}{{{row}}}, // u^{j}, low part")
+
+
 def main():
     zero = ([mp.mpf(0)] * (DEG + 1), [mp.mpf(0)] * 2, 0)
     pieces = [piece_root(0), piece_root(1)] + [piece_center(H, i, i + mp.mpf(1) / 2) for i in range(2, 21)] + [zero] * 3
@@ -103,12 +113,7 @@ def main():
     print(f"// 2-20 H(a) on [i, i+1), 24-31 D(a) on [i - 24, i - 23); degree {DEG} in u = a - floor(a) - 1/2;")
     print(f"// rows 9 and 10 are the rounding errors of rows 0 and 1.")
     print("const float gelu_acc32_erf_bwd_pieces[GELU_ACC32_ERF_DEG + 3][GELU_ACC32_ERF_COLUMNS] = {")
-    for j in range(DEG + 1):
-        row = ", ".join(hexf(p[0][j]) for p in pieces)
-        print(f"    {{{row}}}, // u^{j}")
-    for j in range(2):
-        row = ", ".join(hexf(p[1][j]) for p in pieces)
-        print(f"    {{{row}}}, // u^{j}, low part")
+    print_rows(pieces, "    ")
     print("};")
 
 

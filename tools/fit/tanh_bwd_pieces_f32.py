@@ -25,7 +25,7 @@ import sys
 import mpmath as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from erf_bwd_pieces_f32 import COLUMNS, DEG, f32, fit, hexf, horner  # noqa: E402
+from erf_bwd_pieces_f32 import COLUMNS, DEG, f32, fit, hexf, horner, print_rows  # noqa: E402
 
 mp.mp.dps = 40
 K_CUBE = mp.mpf("0.044715")
@@ -104,12 +104,7 @@ def main():
         pieces, root, c0 = table(name, a, A, B)
         roots.append((name, root, c0))
         print(f"    {{ // {name}")
-        for j in range(DEG + 1):
-            row = ", ".join(hexf(p[0][j]) for p in pieces)
-            print(f"        {{{row}}}, // u^{j}")
-        for j in range(2):
-            row = ", ".join(hexf(p[1][j]) for p in pieces)
-            print(f"        {{{row}}}, // u^{j}, low part")
+        print_rows(pieces, "        ")
         print("    },")
     print("};")
     print("const float gelu_acc32_tanh_bwd_root[GELU_ACC32_TANH_BWD_SETS][2] = {")
