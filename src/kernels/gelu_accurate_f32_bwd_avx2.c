@@ -42,7 +42,7 @@ static inline __attribute__((always_inline)) __m256 one8(bool tanh, bool clip10,
   __m256i i = _mm256_min_epi32(_mm256_add_epi32(fli, _mm256_and_si256(pos, _mm256_set1_epi32(24))), _mm256_set1_epi32(31));
   __m256 off = _mm256_add_ps(fl, _mm256_set1_ps(0.5f));
   if (tanh) { // a < 1/2 (B->low) takes column 15, in u = a - 1/4 (erf: no lane does)
-    __m256 low = _mm256_and_ps(_mm256_cmp_ps(a, B->low, _CMP_LT_OQ), _mm256_castsi256_ps(_mm256_srai_epi32(_mm256_castps_si256(x), 31)));
+    __m256 low = _mm256_andnot_ps(_mm256_castsi256_ps(pos), _mm256_cmp_ps(a, B->low, _CMP_LT_OQ)); // x < 0 (sign bit)
     __m256 col = _mm256_castsi256_ps(_mm256_set1_epi32(GELU_ACC32_TANH_BWD_LOW_COLUMN));
     i = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(i), col, low));
     off = _mm256_blendv_ps(off, _mm256_set1_ps(0.25f), low);
