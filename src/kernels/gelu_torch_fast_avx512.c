@@ -151,7 +151,7 @@ static inline __attribute__((always_inline)) vec32 pow_bwd_step(gm_dtype dt, con
   vec32 w = mul_r(dt, mul_r(dt, xv, xv), splat(3.0f));
   vec32 g2 = mul_r(dt, gp, w);
   vec32 g3 = mul_r(dt, ga, splat(kHalf));
-  return add_r(dt, add_r(dt, gb, g2), g3);
+  return v_add(add_r(dt, gb, g2), g3);
 }
 
 // ---- product form (gelu_fast, openai_gelu, gelu_megatron) --------------------------------------
@@ -220,7 +220,7 @@ static inline __attribute__((always_inline)) vec32 product_bwd_step(gm_dtype dt,
   vec32 dx = mul_r(dt, ge, k1);
   dx = add_r(dt, dx, mul_r(dt, gk1, splat(kKappa)));
   dx = add_r(dt, dx, mul_r(dt, gm, splat(p->c)));
-  return add_r(dt, dx, mul_r(dt, ga, splat(kHalf)));
+  return v_add(dx, mul_r(dt, ga, splat(kHalf)));
 }
 
 static inline __attribute__((always_inline)) vec32 megatron_bwd_step(gm_dtype dt, const gelu_fast_params *p,
@@ -234,7 +234,7 @@ static inline __attribute__((always_inline)) vec32 megatron_bwd_step(gm_dtype dt
   vec32 hw = mul_r(dt, h, mul_r(dt, q, u));
   vec32 m1 = mul_r(dt, add_r(dt, t, splat(1.0f)), splat(kHalf));
   m1 = add_r(dt, hw, m1);
-  return mul_r(dt, m1, g);
+  return v_mul(m1, g);
 }
 
 // ---- gelu_python ---------------------------------------------------------------------------------
@@ -290,7 +290,7 @@ static inline __attribute__((always_inline)) vec32 python_bwd_step(gm_dtype dt, 
   vec32 e = mul_r(dt, in1, splat(kTwoOverSqrtPi));
   vec32 gv = mul_r(dt, e, gd);
   vec32 dx = round_dt(dt, v_div(gv, splat(kSqrt2)));
-  return add_r(dt, dx, mul_r(dt, ga, splat(kHalf)));
+  return v_add(dx, mul_r(dt, ga, splat(kHalf)));
 }
 
 // ---- quick_gelu ------------------------------------------------------------------------------------
@@ -338,12 +338,14 @@ static inline __attribute__((always_inline)) vec32 quick_bwd_step(gm_dtype dt, c
   vec32 ga;
   if (dt == GM_F16) ga = mul_r(dt, mul_r(dt, gs, round_dt(dt, v_sub(one, s))), s);
   else ga = round_dt(dt, v_mul(v_mul(gs, v_sub(one, s)), s));
-  return add_r(dt, dx, mul_r(dt, ga, splat(kQuick)));
+  return v_add(dx, mul_r(dt, ga, splat(kQuick)));
 }
 
 // ---- backward drivers ------------------------------------------------------------------------------
 
-// The backward step of form f (a compile-time constant at every call site).
+// The backward step of form f (a compile-time constant at every call site). Every step returns its
+// last op's f32 result unrounded: the driver rounds it to the dtype once, as it stores it (f16:
+// the narrowing vcvtps2ph is that rounding, so the value is not rounded twice).
 static inline __attribute__((always_inline)) vec32 bwd_step(gelu_fast_form f, gm_dtype dt, const gelu_fast_params *p,
                                                             vec32 xv, vec32 g, vec32 in0, vec32 in1) {
   switch (f) {
@@ -360,8 +362,9 @@ static inline __attribute__((always_inline)) void bwd_arrays_body(gelu_fast_form
                                                                   const float *dy, const float *in0,
                                                                   const float *in1, float *out0, size_t n) {
   for (size_t i = 0; i < n; i += 32)
-    store(out0, i, n, bwd_step(f, dt, p, load(x, i, n), load(dy, i, n), round_dt(dt, load(in0, i, n)),
-                               f == GELU_FAST_PYTHON ? round_dt(dt, load(in1, i, n)) : v_zero()));
+    store(out0, i, n,
+          round_dt(dt, bwd_step(f, dt, p, load(x, i, n), load(dy, i, n), round_dt(dt, load(in0, i, n)),
+                                f == GELU_FAST_PYTHON ? round_dt(dt, load(in1, i, n)) : v_zero())));
 }
 
 static inline __attribute__((always_inline)) void bwd_arrays(gelu_fast_form f, const gelu_fast_params *p,
@@ -416,20 +419,26 @@ static inline __m256i narrow16(gm_dtype dt, __m512 v) {
   return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
 }
 
+// Any f32 values rounded to the dtype (RNE, as round16) and narrowed: f16 in one vcvtps2ph.
+static inline __m256i round_narrow16(gm_dtype dt, __m512 v) {
+  return narrow16(dt, dt == GM_F16 ? v : round16(dt, v));
+}
+
 // The 32 patterns from i of an array of n, widened, as two vectors.
 static inline vec32 load16(gm_dtype dt, const uint16_t *p, size_t i, size_t n) {
   return (vec32){widen16(dt, _mm256_maskz_loadu_epi16(lanes(i, n), p + i)),
                  widen16(dt, _mm256_maskz_loadu_epi16(lanes(i + 16, n), p + i + 16))};
 }
 
-static inline void store16(gm_dtype dt, uint16_t *p, size_t i, size_t n, vec32 v) {
+// v rounded to the dtype and stored as 32 patterns from i.
+static inline void round_store16(gm_dtype dt, uint16_t *p, size_t i, size_t n, vec32 v) {
   if (n - i >= 32) {
-    _mm256_storeu_si256((__m256i *)(p + i), narrow16(dt, v.lo));
-    _mm256_storeu_si256((__m256i *)(p + i + 16), narrow16(dt, v.hi));
+    _mm256_storeu_si256((__m256i *)(p + i), round_narrow16(dt, v.lo));
+    _mm256_storeu_si256((__m256i *)(p + i + 16), round_narrow16(dt, v.hi));
     return;
   }
-  _mm256_mask_storeu_epi16(p + i, lanes(i, n), narrow16(dt, v.lo));
-  _mm256_mask_storeu_epi16(p + i + 16, lanes(i + 16, n), narrow16(dt, v.hi));
+  _mm256_mask_storeu_epi16(p + i, lanes(i, n), round_narrow16(dt, v.lo));
+  _mm256_mask_storeu_epi16(p + i + 16, lanes(i + 16, n), round_narrow16(dt, v.hi));
 }
 
 // table[the pattern] for the 32 patterns from i (inactive lanes read nothing and give 0).
@@ -447,7 +456,8 @@ static inline __attribute__((always_inline)) void bwd16_saved_body(gelu_fast_for
                                                                    uint16_t *dx, size_t n) {
   for (size_t i = 0; i < n; i += 32) {
     vec32 in1 = f == GELU_FAST_PYTHON ? gather16(saved + 65536, x, i, n) : v_zero();
-    store16(dt, dx, i, n, bwd_step(f, dt, p, load16(dt, x, i, n), load16(dt, dy, i, n), gather16(saved, x, i, n), in1));
+    round_store16(dt, dx, i, n,
+                  bwd_step(f, dt, p, load16(dt, x, i, n), load16(dt, dy, i, n), gather16(saved, x, i, n), in1));
   }
 }
 
