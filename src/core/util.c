@@ -13,11 +13,23 @@
 
 static _Thread_local char errbuf[1024];
 
+// The message is kept on one line: control characters (a file's bytes quoted into it, say) are
+// written as \n, \r, \t or \xNN.
 int gm_fail(const char *fmt, ...) {
+  char raw[sizeof errbuf];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(errbuf, sizeof errbuf, fmt, ap);
+  vsnprintf(raw, sizeof raw, fmt, ap);
   va_end(ap);
+  size_t o = 0;
+  for (const unsigned char *c = (const unsigned char *)raw; *c && o + 5 < sizeof errbuf; c++) {
+    if (*c >= 0x20 && *c != 0x7f) errbuf[o++] = (char)*c;
+    else if (*c == '\n' || *c == '\r' || *c == '\t') {
+      errbuf[o++] = '\\';
+      errbuf[o++] = *c == '\n' ? 'n' : *c == '\r' ? 'r' : 't';
+    } else o += (size_t)snprintf(errbuf + o, sizeof errbuf - o, "\\x%02x", *c);
+  }
+  errbuf[o] = '\0';
   return -1;
 }
 
