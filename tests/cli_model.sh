@@ -68,7 +68,16 @@ expect 1 "header lies about size" "$G" logits --model "$M" --tokens-npy "$T/liar
 printf 'garbage' >"$T/garbage.npy"
 expect 1 "not npy" "$G" logits --model "$M" --tokens-npy "$T/garbage.npy" --out "$T/o6.npy"
 npy '<i4' '(6,)' "$T/rank1.npy" 1 2 3 4 5 6
-expect 1 "1-D tokens" "$G" logits --model "$M" --tokens-npy "$T/rank1.npy" --out "$T/o7.npy"
+npy '<i4' '(1, 6)' "$T/row.npy" 1 2 3 4 5 6
+expect 0 "1-D tokens are one sequence" "$G" logits --model "$M" --tokens-npy "$T/rank1.npy" --out "$T/l1d.npy"
+expect 0 "the same as [1, 6]" "$G" logits --model "$M" --tokens-npy "$T/row.npy" --out "$T/lrow.npy"
+cmp -s "$T/l1d.npy" "$T/lrow.npy" && ok "[T] gives [1, T, V], bit for bit" || bad "1-D tokens differ from [1, T]"
+npy '<i4' '(1, 2, 3)' "$T/rank3.npy" 1 2 3 4 5 6
+expect 1 "3-D tokens" "$G" logits --model "$M" --tokens-npy "$T/rank3.npy" --out "$T/o7.npy"
+grep -q 'rank3.npy: tokens must be a \[B, T\] or \[T\] array .*3 dimensions' "$T/err" && ok "rank message" || bad "rank message: $(cat "$T/err")"
+npy '<f4' '(1, 2)' "$T/floats.npy" 0 0
+expect 1 "float tokens" "$G" logits --model "$M" --tokens-npy "$T/floats.npy" --out "$T/o7.npy"
+grep -q 'floats.npy: token ids must be int32 or int64 (the file holds <f4)' "$T/err" && ok "dtype message" || bad "dtype message: $(cat "$T/err")"
 cp -r "$M" "$T/badmodel"; head -c 5000 "$M/model.safetensors" >"$T/badmodel/model.safetensors"
 expect 1 "truncated checkpoint" "$G" logits --model "$T/badmodel" --tokens-npy "$T/tok32.npy" --out "$T/o8.npy"
 grep -q 'model.safetensors' "$T/err" && ok "checkpoint message names the file" || bad "checkpoint message: $(cat "$T/err")"

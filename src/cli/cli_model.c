@@ -1,8 +1,10 @@
 // Tokenizer lookup and copy for the model commands (contracts in cli_model.h).
 #include "cli/cli_model.h"
 #include "gptmeg/core.h"
+#include "gptmeg/npy.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,4 +63,33 @@ int cli_copy_tokenizer(const char *src_dir, const char *dst_dir) {
     if (copy_file(s, d)) return -1;
   }
   return 0;
+}
+
+int cli_read_tokens_npy(const char *path, bool any_shape, int32_t **ids, size_t *n, int *B, int *T) {
+  *ids = NULL;
+  *n = 0;
+  gm_npy a;
+  if (gm_npy_read(path, GM_BF16, &a)) return -1;
+  int rc = 0;
+  if (a.dtype != GM_I32 && a.dtype != GM_I64) rc = gm_fail("%s: token ids must be int32 or int64 (the file holds %s)", path, a.descr);
+  else if (!any_shape && a.ndim != 1 && a.ndim != 2)
+    rc = gm_fail("%s: tokens must be a [B, T] or [T] array (the file's array has %d dimensions)", path, a.ndim);
+  else if (!any_shape && a.count == 0) rc = gm_fail("%s: the array holds no tokens", path);
+  else if (a.count > INT_MAX) rc = gm_fail("%s: %zu tokens is more than this command takes (%d)", path, a.count, INT_MAX);
+  int32_t *v = NULL;
+  if (!rc && !(v = malloc((a.count ? a.count : 1) * sizeof(int32_t)))) rc = gm_fail("out of memory for %zu token ids", a.count);
+  for (size_t i = 0; !rc && i < a.count; i++) {
+    int64_t x = a.dtype == GM_I64 ? ((const int64_t *)a.data)[i] : ((const int32_t *)a.data)[i];
+    if (x < INT32_MIN || x > INT32_MAX) rc = gm_fail("%s: token %lld at index %zu does not fit int32", path, (long long)x, i);
+    else v[i] = (int32_t)x;
+  }
+  if (!rc) {
+    *ids = v;
+    *n = a.count;
+    bool two = !any_shape && a.ndim == 2;
+    if (B) *B = two ? (int)a.shape[0] : 1;
+    if (T) *T = two ? (int)a.shape[1] : (int)a.count;
+  } else free(v);
+  gm_npy_free(&a);
+  return rc;
 }

@@ -3,7 +3,6 @@
 #include "cli/cli.h"
 #include "cli/cli_model.h"
 #include "gptmeg/diverge.h"
-#include "gptmeg/npy.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -68,31 +67,6 @@ static int add_knob(side *s, const char *opt, const char *v) {
   s->value[s->n] = eq + 1;
   s->n++;
   return 0;
-}
-
-// Tokens from a .npy: int32/int64, [B, T] or [T].
-static int read_tokens(const char *path, int32_t **out, int *B, int *T) {
-  gm_npy a;
-  *out = NULL;
-  if (gm_npy_read(path, GM_BF16, &a)) return -1;
-  int rc = 0;
-  if (a.dtype != GM_I32 && a.dtype != GM_I64) rc = gm_fail("%s: tokens must be int32 or int64 (got %s)", path, a.descr);
-  else if (a.ndim != 1 && a.ndim != 2) rc = gm_fail("%s: tokens must be [B, T] or [T] (got %d dims)", path, a.ndim);
-  else if (a.count == 0) rc = gm_fail("%s: no tokens", path);
-  if (!rc) {
-    *B = a.ndim == 2 ? (int)a.shape[0] : 1;
-    *T = (int)a.shape[a.ndim - 1];
-    *out = malloc(a.count * sizeof(int32_t));
-    if (!*out) rc = gm_fail("out of memory");
-    for (size_t i = 0; !rc && i < a.count; i++) {
-      int64_t v = a.dtype == GM_I64 ? ((int64_t *)a.data)[i] : ((int32_t *)a.data)[i];
-      if (v < INT32_MIN || v > INT32_MAX) rc = gm_fail("%s: token %lld at index %zu does not fit int32", path, (long long)v, i);
-      else (*out)[i] = (int32_t)v;
-    }
-  }
-  gm_npy_free(&a);
-  if (rc) { free(*out); *out = NULL; }
-  return rc;
 }
 
 // Loads the checkpoint and converts it to dt (gm_gpt2_to_dtype says why when it cannot).
@@ -161,7 +135,8 @@ static int parse(int argc, char **argv, args *g) {
 }
 
 static int tokens_of(const args *g, int32_t **tok, int *B, int *T) {
-  if (g->tok_npy) return read_tokens(g->tok_npy, tok, B, T);
+  size_t n_tokens;
+  if (g->tok_npy) return cli_read_tokens_npy(g->tok_npy, false, tok, &n_tokens, B, T);
   gm_tokenizer *t;
   if (cli_load_tokenizer(g->dir, g->tokdir, &t)) return -1;
   size_t n = 0;

@@ -3,7 +3,6 @@
 #include "cli/cli.h"
 #include "cli/cli_model.h"
 #include "gptmeg/model.h"
-#include "gptmeg/npy.h"
 #include "gptmeg/tok.h"
 
 #include <cjson/cJSON.h>
@@ -48,31 +47,6 @@ static int read_file(const char *path, char **buf, size_t *len) {
   if (n == 0) { free(b); return gm_fail("'%s' is empty: nothing to evaluate", path); }
   *buf = b;
   *len = n;
-  return 0;
-}
-
-// Reads token ids from an int32/int64 .npy of any shape into a malloc'd int32 array.
-static int read_ids_npy(const char *path, int32_t **ids, size_t *n) {
-  gm_npy a;
-  if (gm_npy_read(path, GM_BF16, &a)) return -1;
-  if (a.dtype != GM_I32 && a.dtype != GM_I64) {
-    gm_npy_free(&a);
-    return gm_fail("%s: token ids must be int32 or int64 (the file holds %s)", path, a.descr);
-  }
-  int32_t *v = malloc((a.count ? a.count : 1) * sizeof(int32_t));
-  if (!v) { gm_npy_free(&a); return gm_fail("out of memory for %zu ids", a.count); }
-  for (size_t i = 0; i < a.count; i++) {
-    int64_t x = a.dtype == GM_I64 ? ((const int64_t *)a.data)[i] : ((const int32_t *)a.data)[i];
-    if (x < INT32_MIN || x > INT32_MAX) {
-      free(v);
-      gm_npy_free(&a);
-      return gm_fail("%s: id %lld at index %zu does not fit int32", path, (long long)x, i);
-    }
-    v[i] = (int32_t)x;
-  }
-  *n = a.count;
-  *ids = v;
-  gm_npy_free(&a);
   return 0;
 }
 
@@ -123,7 +97,7 @@ int cmd_eval(int argc, char **argv) {
   int32_t *ids = NULL;
   size_t n = 0;
   if (npy) {
-    if (read_ids_npy(npy, &ids, &n)) return cli_fail("%s", gm_errmsg());
+    if (cli_read_tokens_npy(npy, true, &ids, &n, NULL, NULL)) return cli_fail("%s", gm_errmsg());
   } else {
     char *buf = NULL;
     size_t len = 0;

@@ -4,6 +4,7 @@
 #include "gptmeg/config.h"
 #include "gptmeg/core.h"
 #include "gptmeg/model.h"
+#include "gptmeg/npy.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -11,91 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-// ---- minimal .npy (private until include/gptmeg/npy.h exists) ---------------------------------
-// Reads a C-order little-endian int32/int64 2-D array [B, T] into int32 (values must fit).
-static int npy_read_tokens(const char *path, int32_t **out, int *B, int *T) {
-  *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return gm_fail("cannot open '%s': %s", path, strerror(errno));
-  unsigned char pre[12];
-  int rc = 0;
-  char *hdr = NULL;
-  void *raw = NULL;
-  if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) != 0) { rc = gm_fail("%s: not a .npy file (bad magic at offset 0)", path); goto done; }
-  uint32_t hlen;
-  long data_off;
-  if (pre[6] == 1) { hlen = (uint32_t)(pre[8] | pre[9] << 8); data_off = 10; }
-  else if (pre[6] == 2 || pre[6] == 3) {
-    if (fread(pre + 10, 1, 2, f) != 2) { rc = gm_fail("%s: truncated .npy header", path); goto done; }
-    hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
-    data_off = 12;
-  } else { rc = gm_fail("%s: unsupported .npy version %d", path, pre[6]); goto done; }
-  if (hlen > 1 << 20) { rc = gm_fail("%s: .npy header length %u is not sane", path, hlen); goto done; }
-  hdr = calloc(hlen + 1, 1);
-  if (!hdr || fread(hdr, 1, hlen, f) != hlen) { rc = gm_fail("%s: truncated .npy header (%u bytes announced)", path, hlen); goto done; }
-  data_off += hlen;
-  size_t es;
-  bool i64;
-  if (strstr(hdr, "'descr': '<i8'")) { es = 8; i64 = true; }
-  else if (strstr(hdr, "'descr': '<i4'")) { es = 4; i64 = false; }
-  else { rc = gm_fail("%s: tokens must be int32 or int64 little-endian .npy (header: %.80s)", path, hdr); goto done; }
-  if (!strstr(hdr, "'fortran_order': False")) { rc = gm_fail("%s: Fortran-order .npy is not supported", path); goto done; }
-  const char *sh = strstr(hdr, "'shape': (");
-  long b = -1, t = -1;
-  if (!sh || sscanf(sh, "'shape': (%ld, %ld)", &b, &t) != 2 || b <= 0 || t <= 0 || b > (1 << 20) || t > (1 << 20)) {
-    rc = gm_fail("%s: tokens must be a 2-D [B, T] array with B, T > 0 (header: %.80s)", path, hdr);
-    goto done;
-  }
-  fseek(f, 0, SEEK_END);
-  long fsize = ftell(f);
-  size_t want = (size_t)b * (size_t)t * es;
-  if (fsize < 0 || (size_t)(fsize - data_off) != want) {
-    rc = gm_fail("%s: header announces [%ld, %ld] x %zu bytes = %zu data bytes but the file holds %ld after offset %ld", path, b, t,
-                 es, want, fsize - data_off, data_off);
-    goto done;
-  }
-  fseek(f, data_off, SEEK_SET);
-  raw = malloc(want);
-  *out = malloc((size_t)b * t * sizeof(int32_t));
-  if (!raw || !*out || fread(raw, 1, want, f) != want) { rc = gm_fail("%s: read failed", path); goto done; }
-  for (size_t i = 0; i < (size_t)b * t; i++) {
-    int64_t v;
-    if (i64) { int64_t x; memcpy(&x, (char *)raw + 8 * i, 8); v = x; }
-    else { int32_t x; memcpy(&x, (char *)raw + 4 * i, 4); v = x; }
-    if (v < INT32_MIN || v > INT32_MAX) { rc = gm_fail("%s: token %lld at index %zu does not fit int32", path, (long long)v, i); goto done; }
-    (*out)[i] = (int32_t)v;
-  }
-  *B = (int)b;
-  *T = (int)t;
-done:
-  fclose(f);
-  free(hdr);
-  free(raw);
-  if (rc) { free(*out); *out = NULL; }
-  return rc;
-}
-
-// Writes f32 C-order [d0, d1, d2] .npy (version 1) atomically.
-static int npy_write_f32_3d(const char *path, const float *x, long d0, long d1, long d2) {
-  char h[128];
-  int n = snprintf(h, sizeof h, "{'descr': '<f4', 'fortran_order': False, 'shape': (%ld, %ld, %ld), }", d0, d1, d2);
-  int total = 10 + n + 1;
-  int pad = (64 - total % 64) % 64;
-  gm_outfile o;
-  if (gm_outfile_open(&o, path)) return -1;
-  FILE *f = o.fp;
-  uint16_t hl = (uint16_t)(n + pad + 1);
-  fwrite("\x93NUMPY\x01\x00", 1, 8, f);
-  unsigned char l2[2] = {(unsigned char)(hl & 0xff), (unsigned char)(hl >> 8)};
-  fwrite(l2, 1, 2, f);
-  fwrite(h, 1, (size_t)n, f);
-  for (int i = 0; i < pad; i++) fputc(' ', f);
-  fputc('\n', f);
-  size_t cnt = (size_t)d0 * d1 * d2;
-  if (fwrite(x, sizeof(float), cnt, f) != cnt) { gm_outfile_abort(&o); return gm_fail("write to '%s' failed: %s", path, strerror(errno)); }
-  return gm_outfile_commit(&o);
-}
 
 // ---- init ------------------------------------------------------------------------------------
 static void init_help(FILE *f) {
@@ -232,7 +148,7 @@ int cmd_logits(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     printf("usage: gptmeg logits --model DIR --tokens-npy T.npy --out L.npy [--dtype f32|f16|bf16] [--profile P]\n"
            "                     [KNOB OPTIONS] [--threads N]\n"
-           "  T: int32 or int64 [B, T] .npy; L: f32 [B, T, V] .npy (f16/bf16 logits widened exactly).\n"
+           "  T: int32 or int64 [B, T] .npy ([T]: B = 1); L: f32 [B, T, V] .npy (f16/bf16 logits widened).\n"
            "  The weights are rounded to --dtype (as model.half() does). Bits do not depend on --threads.\n%s",
            cli_profile_help);
     return CLI_OK;
@@ -260,8 +176,9 @@ int cmd_logits(int argc, char **argv) {
   gm_profile p;
   if (cli_profile_build(&po, dt, &p)) return cli_fail("%s", gm_errmsg());
   int32_t *tokens;
+  size_t n_tokens;
   int B = 0, T = 0;
-  if (npy_read_tokens(tok, &tokens, &B, &T)) return cli_fail("%s", gm_errmsg());
+  if (cli_read_tokens_npy(tok, false, &tokens, &n_tokens, &B, &T)) return cli_fail("%s", gm_errmsg());
   gm_gpt2 m;
   if (gm_gpt2_load(&m, dir)) { free(tokens); return cli_fail("%s", gm_errmsg()); }
   int rc = gm_gpt2_to_dtype(&m, dt);
@@ -275,7 +192,8 @@ int cmd_logits(int argc, char **argv) {
     if (!logits) rc = gm_fail("out of memory for logits [%d, %d, %d]", B, T, m.cfg.vocab_size);
   }
   if (!rc) rc = gm_gpt2_forward(&m, &p, tokens, B, T, logits, (int)threads);
-  if (!rc) rc = npy_write_f32_3d(out, logits, B, T, m.cfg.vocab_size);
+  size_t shape[3] = {(size_t)B, (size_t)T, (size_t)m.cfg.vocab_size};
+  if (!rc) rc = gm_npy_write(out, GM_F32, logits, 3, shape, false);
   free(logits);
   free(tokens);
   gm_gpt2_free(&m);
