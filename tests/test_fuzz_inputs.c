@@ -138,6 +138,74 @@ static void check_failure(const char *what, int iter, const char *path, const ch
 
 static volatile float sink;
 
+// Loads path and uses what it gets (0), or fails (non-zero, gm_errmsg set). it: the mutation.
+typedef int (*load_and_use_fn)(const char *path, int it);
+
+// iters mutations of the file at seed_path, each written to path and given to load; prints how
+// many loaded. header_len_field: the file starts with a safetensors header length.
+static void fuzz_file(const char *what, const char *seed_path, const char *path, bool header_len_field, int iters,
+                      load_and_use_fn load) {
+  size_t seed_len = 0;
+  unsigned char *seed = (unsigned char *)test_slurp_len(seed_path, &seed_len);
+  CHECK(seed != NULL, "%s: no seed file %s", what, seed_path);
+  if (!seed) return;
+  bytes s = {0};
+  int loaded = 0;
+  for (int it = 0; it < iters; it++) {
+    bytes_set(&s, seed, seed_len);
+    for (int k = 1 + (int)rng_below(3); k > 0; k--) mutate(&s, header_len_field);
+    write_bytes(path, &s);
+    if (load(path, it) == 0) loaded++;
+    else check_failure(what, it, path, NULL);
+  }
+  printf("%s: %d mutated files, %d loaded\n", what, iters, loaded);
+  free(s.b);
+  free(seed);
+}
+
+// Every tensor read back in f32.
+static int load_safetensors(const char *path, int it) {
+  gm_safetensors st;
+  if (gm_st_open(&st, path) != 0) return -1;
+  for (int t = 0; t < st.n_tensors; t++) {
+    const gm_st_tensor *tt = &st.tensors[t];
+    CHECK(st.data_start + tt->end <= st.map_len, "mutation %d: tensor %s ends past the file", it, tt->name);
+    float *out = malloc((tt->numel ? tt->numel : 1) * sizeof(float));
+    if (!out) continue;
+    gm_st_read_f32(tt, out);
+    for (uint64_t j = 0; j < tt->numel; j++) sink += out[j];
+    free(out);
+  }
+  gm_st_close(&st);
+  return 0;
+}
+
+// A config that loads has a shape that validates.
+static int load_config(const char *path, int it) {
+  gm_gpt2_config got;
+  if (gm_config_load(path, &got) != 0) return -1;
+  CHECK(got.n_embd > 0 && got.n_head > 0 && got.n_embd % got.n_head == 0 && got.n_layer > 0 && got.vocab_size > 0 &&
+            got.n_positions > 0 && got.n_inner > 0,
+        "config mutation %d loaded a shape that does not validate", it);
+  return 0;
+}
+
+// Every byte of the array touched; the count is the shape's product.
+static int load_npy(const char *path, int it) {
+  gm_npy arr;
+  if (gm_npy_read(path, GM_BF16, &arr) != 0) return -1;
+  size_t count = 1;
+  for (int d = 0; d < arr.ndim; d++) count *= arr.shape[d];
+  CHECK(count == arr.count, "npy mutation %d: count %zu, shape product %zu", it, arr.count, count);
+  const unsigned char *p = arr.data;
+  size_t nbytes = arr.count * gm_dtype_size(arr.dtype);
+  unsigned acc = 0;
+  for (size_t j = 0; j < nbytes; j++) acc += p[j];
+  sink += (float)acc;
+  gm_npy_free(&arr);
+  return 0;
+}
+
 static void fuzz_safetensors(int iters) {
   float a[12];
   uint16_t h[5] = {0x3c00, 0xc000, 0x0001, 0x7bff, 0x7c00}, b16[3] = {0x3f80, 0x4049, 0xff80};
@@ -146,108 +214,29 @@ static void fuzz_safetensors(int iters) {
                       {"h.0.ln_1.bias", GM_F16, 1, {5}, h},
                       {"h.0.attn.c_attn.weight", GM_BF16, 1, {3}, b16},
                       {"empty", GM_F32, 2, {0, 4}, a}};
-  const char *seed_path = path_of("seed.safetensors");
+  char seed_path[512];
+  snprintf(seed_path, sizeof seed_path, "%s", path_of("seed.safetensors"));
   CHECK(gm_st_write(seed_path, e, 4) == 0, "writing the seed file: %s", gm_errmsg());
-  size_t seed_len = 0;
-  unsigned char *seed = (unsigned char *)test_slurp_len(seed_path, &seed_len);
-  if (!seed) return;
-  bytes s = {0};
-  char path[512];
-  snprintf(path, sizeof path, "%s", path_of("m.safetensors"));
-  int loaded = 0;
-  for (int it = 0; it < iters; it++) {
-    bytes_set(&s, seed, seed_len);
-    for (int k = 1 + (int)rng_below(3); k > 0; k--) mutate(&s, true);
-    write_bytes(path, &s);
-    gm_safetensors st;
-    if (gm_st_open(&st, path) != 0) {
-      check_failure("safetensors", it, path, NULL);
-      continue;
-    }
-    loaded++;
-    for (int t = 0; t < st.n_tensors; t++) {
-      const gm_st_tensor *tt = &st.tensors[t];
-      CHECK(st.data_start + tt->end <= st.map_len, "mutation %d: tensor %s ends past the file", it, tt->name);
-      float *out = malloc((tt->numel ? tt->numel : 1) * sizeof(float));
-      if (!out) continue;
-      gm_st_read_f32(tt, out);
-      for (uint64_t j = 0; j < tt->numel; j++) sink += out[j];
-      free(out);
-    }
-    gm_st_close(&st);
-  }
-  printf("safetensors: %d mutated files, %d loaded\n", iters, loaded);
-  free(s.b);
-  free(seed);
+  fuzz_file("safetensors", seed_path, path_of("m.safetensors"), true, iters, load_safetensors);
 }
 
 static void fuzz_config(int iters) {
   gm_gpt2_config c;
   gm_config_tiny(&c);
-  const char *seed_path = path_of("seed_config.json");
+  char seed_path[512];
+  snprintf(seed_path, sizeof seed_path, "%s", path_of("seed_config.json"));
   CHECK(gm_config_write(seed_path, &c) == 0, "writing the seed config: %s", gm_errmsg());
-  size_t seed_len = 0;
-  unsigned char *seed = (unsigned char *)test_slurp_len(seed_path, &seed_len);
-  if (!seed) return;
-  bytes s = {0};
-  char path[512];
-  snprintf(path, sizeof path, "%s", path_of("config.json"));
-  int loaded = 0;
-  for (int it = 0; it < iters; it++) {
-    bytes_set(&s, seed, seed_len);
-    for (int k = 1 + (int)rng_below(3); k > 0; k--) mutate(&s, false);
-    write_bytes(path, &s);
-    gm_gpt2_config got;
-    if (gm_config_load(path, &got) != 0) {
-      check_failure("config", it, path, NULL);
-      continue;
-    }
-    loaded++;
-    CHECK(got.n_embd > 0 && got.n_head > 0 && got.n_embd % got.n_head == 0 && got.n_layer > 0 &&
-              got.vocab_size > 0 && got.n_positions > 0 && got.n_inner > 0,
-          "config mutation %d loaded a shape that does not validate", it);
-  }
-  printf("config.json: %d mutated files, %d loaded\n", iters, loaded);
-  free(s.b);
-  free(seed);
+  fuzz_file("config.json", seed_path, path_of("config.json"), false, iters, load_config);
 }
 
 static void fuzz_npy(int iters) {
   float a[2 * 3 * 4];
   for (int i = 0; i < 24; i++) a[i] = (float)i * 0.25f;
   size_t shape[3] = {2, 3, 4};
-  const char *seed_path = path_of("seed.npy");
+  char seed_path[512];
+  snprintf(seed_path, sizeof seed_path, "%s", path_of("seed.npy"));
   CHECK(gm_npy_write(seed_path, GM_F32, a, 3, shape, false) == 0, "writing the seed npy: %s", gm_errmsg());
-  size_t seed_len = 0;
-  unsigned char *seed = (unsigned char *)test_slurp_len(seed_path, &seed_len);
-  if (!seed) return;
-  bytes s = {0};
-  char path[512];
-  snprintf(path, sizeof path, "%s", path_of("m.npy"));
-  int loaded = 0;
-  for (int it = 0; it < iters; it++) {
-    bytes_set(&s, seed, seed_len);
-    for (int k = 1 + (int)rng_below(3); k > 0; k--) mutate(&s, false);
-    write_bytes(path, &s);
-    gm_npy arr;
-    if (gm_npy_read(path, GM_BF16, &arr) != 0) {
-      check_failure("npy", it, path, NULL);
-      continue;
-    }
-    loaded++;
-    size_t count = 1;
-    for (int d = 0; d < arr.ndim; d++) count *= arr.shape[d];
-    CHECK(count == arr.count, "npy mutation %d: count %zu, shape product %zu", it, arr.count, count);
-    const unsigned char *p = arr.data;
-    size_t nbytes = arr.count * gm_dtype_size(arr.dtype);
-    unsigned acc = 0;
-    for (size_t j = 0; j < nbytes; j++) acc += p[j];
-    sink += (float)acc;
-    gm_npy_free(&arr);
-  }
-  printf("npy: %d mutated files, %d loaded\n", iters, loaded);
-  free(s.b);
-  free(seed);
+  fuzz_file("npy", seed_path, path_of("m.npy"), false, iters, load_npy);
 }
 
 static void fuzz_tokenizer(int iters) {
