@@ -32,9 +32,10 @@ enum { BLOCK = 1024 }; // elements per block: 7 f32 buffers of it stay in L1
 
 typedef enum { FN_NONE, FN_TANH, FN_ERF, FN_EXP, FN_SIGMOID } transcend_fn;
 
-// A variant in one direction: pre stage -> fn0 (and fn1) -> post stage.
+// A variant in one direction: pre stage -> fn0 (and fn1) -> post stage (the forward's fwd, or the
+// kernels' bwd of form).
 typedef struct {
-  gelu_fast_stage pre, post;
+  gelu_fast_stage pre, fwd;
   transcend_fn fn0, fn1;
   gelu_fast_form form; // the backward's
 } recipe;
@@ -131,19 +132,13 @@ static void transcend(const transcend_ctx *c, transcend_fn fn, size_t off, const
 static recipe recipe_of(const gelu_fast_kernels *k, gm_gelu_variant v, bool backward) {
   switch (v) {
   case GELU_NEW:
-  case GELU_ACCURATE:
-    return (recipe){k->pow_arg, backward ? k->pow_bwd : k->pow_fwd, FN_TANH, FN_NONE, GELU_FAST_POW};
+  case GELU_ACCURATE: return (recipe){k->pow_arg, k->pow_fwd, FN_TANH, FN_NONE, GELU_FAST_POW};
   case GELU_FAST:
-  case OPENAI_GELU:
-    return (recipe){k->product_arg, backward ? k->product_bwd : k->product_fwd, FN_TANH, FN_NONE, GELU_FAST_PRODUCT};
-  case GELU_MEGATRON:
-    return (recipe){k->product_arg, backward ? k->megatron_bwd : k->product_fwd, FN_TANH, FN_NONE,
-                    GELU_FAST_MEGATRON};
+  case OPENAI_GELU: return (recipe){k->product_arg, k->product_fwd, FN_TANH, FN_NONE, GELU_FAST_PRODUCT};
+  case GELU_MEGATRON: return (recipe){k->product_arg, k->product_fwd, FN_TANH, FN_NONE, GELU_FAST_MEGATRON};
   case GELU_PYTHON:
-    return (recipe){k->python_arg, backward ? k->python_bwd : k->python_fwd, FN_ERF,
-                    backward ? FN_EXP : FN_NONE, GELU_FAST_PYTHON};
-  default:
-    return (recipe){k->quick_arg, backward ? k->quick_bwd : k->quick_fwd, FN_SIGMOID, FN_NONE, GELU_FAST_QUICK};
+    return (recipe){k->python_arg, k->python_fwd, FN_ERF, backward ? FN_EXP : FN_NONE, GELU_FAST_PYTHON};
+  default: return (recipe){k->quick_arg, k->quick_fwd, FN_SIGMOID, FN_NONE, GELU_FAST_QUICK};
   }
 }
 
@@ -197,7 +192,8 @@ static void run_block(const fast_call *c, size_t off, size_t m) {
   c->r.pre(&c->p, xs, NULL, NULL, NULL, a0, c->r.fn1 != FN_NONE ? a1 : NULL, m);
   transcend(&c->tc, c->r.fn0, off, a0, r0, m);
   if (c->r.fn1 != FN_NONE) transcend(&c->tc, c->r.fn1, off, a1, r1, m);
-  c->r.post(&c->p, xs, gs, r0, r1, os, NULL, m);
+  if (backward) c->k->bwd(c->r.form, &c->p, xs, gs, r0, r1, os, m);
+  else c->r.fwd(&c->p, xs, NULL, r0, r1, os, NULL, m);
   if (dt != GM_F32) c->k->narrow(dt, ob, (char *)c->out + off * es, m);
 }
 

@@ -41,6 +41,15 @@ typedef void (*gelu_fast_stage)(const gelu_fast_params *p, const float *x, const
                                 const float *in0, const float *in1, float *out0, float *out1,
                                 size_t n);
 
+// The backward's forms (which post stage a variant's backward runs).
+typedef enum { GELU_FAST_POW, GELU_FAST_PRODUCT, GELU_FAST_MEGATRON, GELU_FAST_PYTHON, GELU_FAST_QUICK } gelu_fast_form;
+
+// The backward's post stage of form f over n elements: x and dy widened to f32, in0 (and in1,
+// gelu_python's exp) the transcendental's results, rounded to the dtype as they are read; dx in out,
+// on the dtype's grid.
+typedef void (*gelu_fast_bwd_stage)(gelu_fast_form f, const gelu_fast_params *p, const float *x, const float *dy,
+                                    const float *in0, const float *in1, float *out, size_t n);
+
 // The stages of every form, in one ISA.
 typedef struct {
   // pre stages
@@ -48,11 +57,10 @@ typedef struct {
   gelu_fast_stage product_arg;  // f = (c*x)*(1 + (k*x)*x)                (fast, openai, megatron)
   gelu_fast_stage python_arg;   // v = x/sqrt(2); with out1: -(v*v)      (gelu_python)
   gelu_fast_stage quick_arg;    // a = 1.702*x                            (quick_gelu)
-  // post stages (in0 = tanh/erf/sigmoid result, in1 = exp result for gelu_python's backward)
-  gelu_fast_stage pow_fwd, pow_bwd;
-  gelu_fast_stage product_fwd, product_bwd, megatron_bwd;
-  gelu_fast_stage python_fwd, python_bwd;
-  gelu_fast_stage quick_fwd, quick_bwd;
+  // forward post stages (in0 = the tanh/erf/sigmoid result)
+  gelu_fast_stage pow_fwd, product_fwd, python_fwd, quick_fwd;
+  // backward post stage of every form
+  gelu_fast_bwd_stage bwd;
   // storage: widen n elements of dtype dt to f32 (exact); narrow values already on dt's grid
   void (*widen)(gm_dtype dt, const void *src, float *dst, size_t n);
   void (*narrow)(gm_dtype dt, const float *src, void *dst, size_t n);
@@ -65,9 +73,6 @@ extern const gelu_fast_kernels gelu_fast_avx512_kernels;
 float gelu_fast_round(gm_dtype dt, float f);
 
 typedef enum { GELU_FAST_ISA_SCALAR, GELU_FAST_ISA_AVX512 } gelu_fast_isa;
-
-// The backward's forms (which post stage a variant's backward runs).
-typedef enum { GELU_FAST_POW, GELU_FAST_PRODUCT, GELU_FAST_MEGATRON, GELU_FAST_PYTHON, GELU_FAST_QUICK } gelu_fast_form;
 
 // The backward of form f on f16/bf16 (p->dt) in one pass over the 16-bit x and dy, its
 // transcendental results, rounded to the dtype, read from saved by x's pattern (65536 floats;

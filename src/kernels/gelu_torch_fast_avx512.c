@@ -377,34 +377,15 @@ static inline __attribute__((always_inline)) void bwd_arrays(gelu_fast_form f, c
   }
 }
 
-static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                     const float *in1, float *out0, float *out1, size_t n) {
-  (void)out1;
-  bwd_arrays(GELU_FAST_POW, p, x, dy, in0, in1, out0, n);
-}
-
-static void product_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                         const float *in1, float *out0, float *out1, size_t n) {
-  (void)out1;
-  bwd_arrays(GELU_FAST_PRODUCT, p, x, dy, in0, in1, out0, n);
-}
-
-static void megatron_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                          const float *in1, float *out0, float *out1, size_t n) {
-  (void)out1;
-  bwd_arrays(GELU_FAST_MEGATRON, p, x, dy, in0, in1, out0, n);
-}
-
-static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                        const float *in1, float *out0, float *out1, size_t n) {
-  (void)out1;
-  bwd_arrays(GELU_FAST_PYTHON, p, x, dy, in0, in1, out0, n);
-}
-
-static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                       const float *in1, float *out0, float *out1, size_t n) {
-  (void)out1;
-  bwd_arrays(GELU_FAST_QUICK, p, x, dy, in0, in1, out0, n);
+static void bwd(gelu_fast_form f, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                const float *in1, float *out, size_t n) {
+  switch (f) {
+  case GELU_FAST_POW: bwd_arrays(GELU_FAST_POW, p, x, dy, in0, in1, out, n); break;
+  case GELU_FAST_PRODUCT: bwd_arrays(GELU_FAST_PRODUCT, p, x, dy, in0, in1, out, n); break;
+  case GELU_FAST_MEGATRON: bwd_arrays(GELU_FAST_MEGATRON, p, x, dy, in0, in1, out, n); break;
+  case GELU_FAST_PYTHON: bwd_arrays(GELU_FAST_PYTHON, p, x, dy, in0, in1, out, n); break;
+  default: bwd_arrays(GELU_FAST_QUICK, p, x, dy, in0, in1, out, n); break;
+  }
 }
 
 // 16 f16/bf16 patterns widened to f32 (exact); and f32 values on the dtype's grid narrowed back
@@ -513,9 +494,7 @@ static void narrow(gm_dtype dt, const float *src, void *dst, size_t n) {
 
 const gelu_fast_kernels gelu_fast_avx512_kernels = {
     .pow_arg = pow_arg, .product_arg = product_arg, .python_arg = python_arg, .quick_arg = quick_arg,
-    .pow_fwd = pow_fwd, .pow_bwd = pow_bwd,
-    .product_fwd = product_fwd, .product_bwd = product_bwd, .megatron_bwd = megatron_bwd,
-    .python_fwd = python_fwd, .python_bwd = python_bwd,
-    .quick_fwd = quick_fwd, .quick_bwd = quick_bwd,
+    .pow_fwd = pow_fwd, .product_fwd = product_fwd, .python_fwd = python_fwd, .quick_fwd = quick_fwd,
+    .bwd = bwd,
     .widen = widen, .narrow = narrow,
 };

@@ -59,8 +59,8 @@ static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, 
 
 // Autograd of the pow form: x's gradient arrives from b = x + q, then pow, then a = 0.5*x.
 static void pow_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                    const float *in1, float *out0, float *out1, size_t n) {
-  (void)in1, (void)out1;
+                    const float *in1, float *out0, size_t n) {
+  (void)in1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
     float t = gelu_fast_round(dt, in0[i]);
@@ -114,8 +114,8 @@ static void product_fwd(const gelu_fast_params *p, const float *x, const float *
 
 // Autograd of the product form (gelu_fast, openai_gelu); not used for gelu_megatron.
 static void product_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                        const float *in1, float *out0, float *out1, size_t n) {
-  (void)in1, (void)out1;
+                        const float *in1, float *out0, size_t n) {
+  (void)in1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
     float xi = x[i], t = gelu_fast_round(dt, in0[i]);
@@ -140,8 +140,8 @@ static void product_bwd(const gelu_fast_params *p, const float *x, const float *
 
 // Megatron's bias_gelu_back, bias 0: ff = 0.5x((1-t*t)(c + 0.1070322243x*x)) + 0.5(1+t); dx = ff*g.
 static void megatron_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                         const float *in1, float *out0, float *out1, size_t n) {
-  (void)in1, (void)out1;
+                         const float *in1, float *out0, size_t n) {
+  (void)in1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
     float xx = product_input(p, x[i]), t = gelu_fast_round(dt, in0[i]);
@@ -187,8 +187,7 @@ static void python_fwd(const gelu_fast_params *p, const float *x, const float *d
 
 // in0 = erf(v), in1 = exp(-(v*v)).
 static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                       const float *in1, float *out0, float *out1, size_t n) {
-  (void)out1;
+                       const float *in1, float *out0, size_t n) {
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
     float a = gelu_fast_round(dt, x[i] * kHalf);
@@ -219,8 +218,8 @@ static void quick_fwd(const gelu_fast_params *p, const float *x, const float *dy
 
 // sigmoid_backward(g, s) = (g*(1-s))*s rounded once; f16 rounds each of the three ops.
 static void quick_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                      const float *in1, float *out0, float *out1, size_t n) {
-  (void)in1, (void)out1;
+                      const float *in1, float *out0, size_t n) {
+  (void)in1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
     float s = gelu_fast_round(dt, in0[i]);
@@ -257,11 +256,20 @@ static void narrow(gm_dtype dt, const float *src, void *dst, size_t n) {
   for (size_t i = 0; i < n; i++) d[i] = dt == GM_F16 ? gm_f32_to_f16(src[i]) : gm_f32_to_bf16(src[i]);
 }
 
+static void bwd(gelu_fast_form f, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                const float *in1, float *out, size_t n) {
+  switch (f) {
+  case GELU_FAST_POW: pow_bwd(p, x, dy, in0, in1, out, n); break;
+  case GELU_FAST_PRODUCT: product_bwd(p, x, dy, in0, in1, out, n); break;
+  case GELU_FAST_MEGATRON: megatron_bwd(p, x, dy, in0, in1, out, n); break;
+  case GELU_FAST_PYTHON: python_bwd(p, x, dy, in0, in1, out, n); break;
+  default: quick_bwd(p, x, dy, in0, in1, out, n); break;
+  }
+}
+
 const gelu_fast_kernels gelu_fast_scalar_kernels = {
     .pow_arg = pow_arg, .product_arg = product_arg, .python_arg = python_arg, .quick_arg = quick_arg,
-    .pow_fwd = pow_fwd, .pow_bwd = pow_bwd,
-    .product_fwd = product_fwd, .product_bwd = product_bwd, .megatron_bwd = megatron_bwd,
-    .python_fwd = python_fwd, .python_bwd = python_bwd,
-    .quick_fwd = quick_fwd, .quick_bwd = quick_bwd,
+    .pow_fwd = pow_fwd, .product_fwd = product_fwd, .python_fwd = python_fwd, .quick_fwd = quick_fwd,
+    .bwd = bwd,
     .widen = widen, .narrow = narrow,
 };
