@@ -8,6 +8,8 @@ side's best per case (acc/memcpy: the accurate kernel's best against the memcpy 
 --backward also times the backward: torch's is torch.autograd.grad(y, x, dy) with the graph kept
 (the backward ops alone, what they cost after the forward has run), gptmeg's is its backward from
 x and dy; rows carry the direction.
+It ends with the issue's targets judged on this run (accurate >= 4x torch forward, torch-cpu >=
+torch, accurate f32 forward >= 0.8 of memcpy at 2^25) and lists the cases that miss them.
 """
 import argparse, json, subprocess, sys, time
 
@@ -84,3 +86,26 @@ for n in sizes:
                 dcol = f" {d:4}" if args.backward else ""
                 print(f"{v:18} {dn:5}{dcol} {n:9d} {tm:13.1f} {tc:10.1f} {acc['melem_per_s']:10.1f} {tc/tm:8.2f} "
                       f"{acc['melem_per_s']/tm:9.2f} {acc['ratio_to_memcpy']:10.3f}")
+
+# The issue's targets, judged on this run: accurate >= 4x torch (forward), torch-cpu >= torch (every
+# row), accurate f32 forward >= 0.8 of memcpy at 2^25 (the memcpy of gptmeg's own run of that size).
+unmet, checked = [], 0
+for n in sizes:
+    for dn in dtypes:
+        for d in dirs:
+            for v in torch_fns:
+                tm = tt[(n, dn, d, v)]
+                tc = gm.get((n, dn, d, v, "torch-cpu"), nan)["melem_per_s"]
+                acc = gm.get((n, dn, d, v, "accurate"), nan)
+                where = f"{v} {dn} {d} n={n}"
+                checks = [(tc / tm, 1.0, "torch-cpu/torch")]
+                if d == "fwd":
+                    checks.append((acc["melem_per_s"] / tm, 4.0, "accurate/torch"))
+                if d == "fwd" and dn == "f32" and n == 1 << 25:
+                    checks.append((acc["ratio_to_memcpy"], 0.8, "accurate/memcpy"))
+                for got, want, what in checks:
+                    checked += 1
+                    if not got >= want:
+                        unmet.append(f"  {where}: {what} {got:.2f} < {want:g}")
+print(f"targets: {checked - len(unmet)} of {checked} met in this run" + (", not met:" if unmet else ""))
+print("\n".join(unmet))
