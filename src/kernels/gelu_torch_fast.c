@@ -132,12 +132,12 @@ static void transcend(const transcend_ctx *c, transcend_fn fn, size_t off, const
 static recipe recipe_of(const gelu_fast_kernels *k, gm_gelu_variant v, bool backward) {
   switch (v) {
   case GELU_NEW:
-  case GELU_ACCURATE: return (recipe){k->pow_arg, k->pow_fwd, FN_TANH, FN_NONE, GELU_FAST_POW};
+  case GELU_ACCURATE: return (recipe){k->pow_arg, k->half_x_one_plus_fwd, FN_TANH, FN_NONE, GELU_FAST_POW};
   case GELU_FAST:
   case OPENAI_GELU: return (recipe){k->product_arg, k->product_fwd, FN_TANH, FN_NONE, GELU_FAST_PRODUCT};
   case GELU_MEGATRON: return (recipe){k->product_arg, k->product_fwd, FN_TANH, FN_NONE, GELU_FAST_MEGATRON};
   case GELU_PYTHON:
-    return (recipe){k->python_arg, k->python_fwd, FN_ERF, backward ? FN_EXP : FN_NONE, GELU_FAST_PYTHON};
+    return (recipe){k->python_arg, k->half_x_one_plus_fwd, FN_ERF, backward ? FN_EXP : FN_NONE, GELU_FAST_PYTHON};
   default: return (recipe){k->quick_arg, k->quick_fwd, FN_SIGMOID, FN_NONE, GELU_FAST_QUICK};
   }
 }

@@ -57,8 +57,10 @@ typedef struct {
   gelu_fast_stage product_arg;  // f = (c*x)*(1 + (k*x)*x)                (fast, openai, megatron)
   gelu_fast_stage python_arg;   // v = x/sqrt(2); with out1: -(v*v)      (gelu_python)
   gelu_fast_stage quick_arg;    // a = 1.702*x                            (quick_gelu)
-  // forward post stages (in0 = the tanh/erf/sigmoid result)
-  gelu_fast_stage pow_fwd, product_fwd, python_fwd, quick_fwd;
+  // forward post stages (in0 = the tanh/erf/sigmoid result t)
+  gelu_fast_stage half_x_one_plus_fwd; // (x*0.5)*(t + 1)                (gelu_new, gelu_accurate, gelu_python)
+  gelu_fast_stage product_fwd;         //                                 (fast, openai, megatron)
+  gelu_fast_stage quick_fwd;           // x*t                            (quick_gelu)
   // backward post stage of every form
   gelu_fast_bwd_stage bwd;
   // storage: widen n elements of dtype dt to f32 (exact); narrow values already on dt's grid

@@ -116,7 +116,8 @@ static void pow_arg(const gelu_fast_params *p, const float *x, const float *dy, 
   }
 }
 
-static inline __attribute__((always_inline)) void pow_fwd_body(
+// y = (x*0.5)*(t + 1), t the transcendental's result: the pow form's and gelu_python's forward.
+static inline __attribute__((always_inline)) void half_x_one_plus_fwd_body(
     gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
     const float *in1, float *out0, float *out1, size_t n) {
   (void)p, (void)dy, (void)in1, (void)out1;
@@ -127,12 +128,12 @@ static inline __attribute__((always_inline)) void pow_fwd_body(
   }
 }
 
-static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                    const float *in1, float *out0, float *out1, size_t n) {
+static void half_x_one_plus_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                                const float *in1, float *out0, float *out1, size_t n) {
   switch (p->dt) {
-  case GM_F16: pow_fwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
-  case GM_BF16: pow_fwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
-  default: pow_fwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_F16: half_x_one_plus_fwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
+  case GM_BF16: half_x_one_plus_fwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
+  default: half_x_one_plus_fwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
   }
 }
 
@@ -256,26 +257,6 @@ static void python_arg(const gelu_fast_params *p, const float *x, const float *d
   case GM_F16: python_arg_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
   case GM_BF16: python_arg_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
   default: python_arg_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
-  }
-}
-
-static inline __attribute__((always_inline)) void python_fwd_body(
-    gm_dtype dt, const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-    const float *in1, float *out0, float *out1, size_t n) {
-  (void)p, (void)dy, (void)in1, (void)out1;
-  for (size_t i = 0; i < n; i += 32) {
-    vec32 a = mul_r(dt, load(x, i, n), splat(kHalf));
-    vec32 d = add_r(dt, round_dt(dt, load(in0, i, n)), splat(1.0f));
-    store(out0, i, n, mul_r(dt, a, d));
-  }
-}
-
-static void python_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                       const float *in1, float *out0, float *out1, size_t n) {
-  switch (p->dt) {
-  case GM_F16: python_fwd_body(GM_F16, p, x, dy, in0, in1, out0, out1, n); break;
-  case GM_BF16: python_fwd_body(GM_BF16, p, x, dy, in0, in1, out0, out1, n); break;
-  default: python_fwd_body(GM_F32, p, x, dy, in0, in1, out0, out1, n); break;
   }
 }
 
@@ -494,7 +475,7 @@ static void narrow(gm_dtype dt, const float *src, void *dst, size_t n) {
 
 const gelu_fast_kernels gelu_fast_avx512_kernels = {
     .pow_arg = pow_arg, .product_arg = product_arg, .python_arg = python_arg, .quick_arg = quick_arg,
-    .pow_fwd = pow_fwd, .product_fwd = product_fwd, .python_fwd = python_fwd, .quick_fwd = quick_fwd,
+    .half_x_one_plus_fwd = half_x_one_plus_fwd, .product_fwd = product_fwd, .quick_fwd = quick_fwd,
     .bwd = bwd,
     .widen = widen, .narrow = narrow,
 };

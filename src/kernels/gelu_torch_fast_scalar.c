@@ -46,8 +46,9 @@ static void pow_arg(const gelu_fast_params *p, const float *x, const float *dy, 
   }
 }
 
-static void pow_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                    const float *in1, float *out0, float *out1, size_t n) {
+// y = (x*0.5)*(t + 1), t the transcendental's result: the pow form's and gelu_python's forward.
+static void half_x_one_plus_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
+                                const float *in1, float *out0, float *out1, size_t n) {
   (void)dy, (void)in1, (void)out1;
   gm_dtype dt = p->dt;
   for (size_t i = 0; i < n; i++) {
@@ -174,17 +175,6 @@ static void python_arg(const gelu_fast_params *p, const float *x, const float *d
   }
 }
 
-static void python_fwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
-                       const float *in1, float *out0, float *out1, size_t n) {
-  (void)dy, (void)in1, (void)out1;
-  gm_dtype dt = p->dt;
-  for (size_t i = 0; i < n; i++) {
-    float a = gelu_fast_round(dt, x[i] * kHalf);
-    float d = gelu_fast_round(dt, gelu_fast_round(dt, in0[i]) + 1.0f);
-    out0[i] = gelu_fast_round(dt, a * d);
-  }
-}
-
 // in0 = erf(v), in1 = exp(-(v*v)).
 static void python_bwd(const gelu_fast_params *p, const float *x, const float *dy, const float *in0,
                        const float *in1, float *out0, size_t n) {
@@ -269,7 +259,7 @@ static void bwd(gelu_fast_form f, const gelu_fast_params *p, const float *x, con
 
 const gelu_fast_kernels gelu_fast_scalar_kernels = {
     .pow_arg = pow_arg, .product_arg = product_arg, .python_arg = python_arg, .quick_arg = quick_arg,
-    .pow_fwd = pow_fwd, .product_fwd = product_fwd, .python_fwd = python_fwd, .quick_fwd = quick_fwd,
+    .half_x_one_plus_fwd = half_x_one_plus_fwd, .product_fwd = product_fwd, .quick_fwd = quick_fwd,
     .bwd = bwd,
     .widen = widen, .narrow = narrow,
 };
