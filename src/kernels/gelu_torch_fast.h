@@ -59,8 +59,8 @@ typedef struct {
   gelu_fast_stage quick_arg;    // a = 1.702*x                            (quick_gelu)
   // forward post stages (in0 = the tanh/erf/sigmoid result t)
   gelu_fast_stage half_x_one_plus_fwd; // (x*0.5)*(t + 1)                (gelu_new, gelu_accurate, gelu_python)
-  gelu_fast_stage product_fwd;         //                                 (fast, openai, megatron)
-  gelu_fast_stage quick_fwd;           // x*t                            (quick_gelu)
+  gelu_fast_stage product_fwd;         // the same, megatron first x = 0 + x (fast, openai, megatron)
+  gelu_fast_stage quick_fwd;           // x*t                             (quick_gelu)
   // backward post stage of every form
   gelu_fast_bwd_stage bwd;
   // storage: widen n elements of dtype dt to f32 (exact); narrow values already on dt's grid
