@@ -2,35 +2,57 @@
 // gelu_acc32_erf_fwd_scalar (gelu_accurate_f32_erf.c) in the same order, so the same bits. A row
 // of the pieces is 32 floats, two registers, looked up with two-source permutes; 2^nT scaling is
 // VSCALEFPS (one rounding, as the scalar's exact-then-rounding pair).
+//
+// As in gelu_accurate_f32_avx512.c, the loop keeps three vectors in flight at different stages
+// (reduce, the two polynomials, the product and its fix-ups), so the out-of-order window holds
+// independent work; each vector goes through the same operations, so the bits are unchanged.
 #include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
+
+// A vector between stages: after reduce16, the exponent's r and nT and the piece index i with its
+// offset u; after polys16, c0 and L of f = x*(c0 + L)*2^nT.
+typedef struct {
+  __m512 x, r, nT, u, c0, L;
+  __m512i i;
+} acc32_erf_lanes;
 
 static inline __attribute__((always_inline)) __m512 piece_row(int j, __m512i i) {
   const float *row = gelu_acc32_erf_pieces[j];
   return _mm512_permutex2var_ps(_mm512_loadu_ps(row), i, _mm512_loadu_ps(row + 16));
 }
 
-static inline __attribute__((always_inline)) __m512 one16(bool clip10, __m512 x) {
-  const __m512 amax = _mm512_set1_ps(GELU_ACC32_ERF_AMAX);
+// Stage 1: a = min(|x|, AMAX), the exponent -a^2/2*log2(e) = nT + r (x < 0 only), the piece of a.
+static inline __attribute__((always_inline)) acc32_erf_lanes reduce16(__m512 x) {
+  acc32_erf_lanes s;
+  s.x = x;
   __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(x));
-  __m512 a = _mm512_min_ps(_mm512_abs_ps(x), amax);
-  __m512 aT = _mm512_maskz_mov_ps(neg, a);
-  __m512 r, nT;
-  gelu_acc32_reduce_erf16(aT, &r, &nT);
+  __m512 a = _mm512_min_ps(_mm512_abs_ps(x), _mm512_set1_ps(GELU_ACC32_ERF_AMAX));
+  gelu_acc32_reduce_erf16(_mm512_maskz_mov_ps(neg, a), &s.r, &s.nT);
   __m512 fl = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512i i = _mm512_mask_add_epi32(_mm512_cvttps_epi32(fl), (__mmask16)~neg, _mm512_cvttps_epi32(fl), _mm512_set1_epi32(16));
-  __m512 u = _mm512_sub_ps(a, _mm512_add_ps(fl, _mm512_set1_ps(0.5f)));
-  __m512 S = piece_row(GELU_ACC32_ERF_DEG, i);
+  s.i = _mm512_mask_add_epi32(_mm512_cvttps_epi32(fl), (__mmask16)~neg, _mm512_cvttps_epi32(fl), _mm512_set1_epi32(16));
+  s.u = _mm512_sub_ps(a, _mm512_add_ps(fl, _mm512_set1_ps(0.5f)));
+  s.c0 = s.L = _mm512_setzero_ps();
+  return s;
+}
+
+// Stage 2: the piece's polynomial w(u) and 2^r = 1 + s + sl, combined as L = c0*(s + sl) + w*(1 + s).
+static inline __attribute__((always_inline)) void polys16(acc32_erf_lanes *s) {
+  __m512 S = piece_row(GELU_ACC32_ERF_DEG, s->i);
 #pragma GCC unroll 8
-  for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = _mm512_fmadd_ps(S, u, piece_row(j, i));
-  __m512 w = _mm512_fmadd_ps(u, S, piece_row(GELU_ACC32_ERF_DEG + 1, i));
-  __m512 c0 = piece_row(0, i);
-  __m512 P = gelu_acc32_exp2_poly16(r);
-  __m512 s = _mm512_mul_ps(r, P), sl = _mm512_fmsub_ps(r, P, s);
-  __m512 L = _mm512_fmadd_ps(c0, s, _mm512_fmadd_ps(c0, sl, _mm512_fmadd_ps(w, s, w)));
+  for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = _mm512_fmadd_ps(S, s->u, piece_row(j, s->i));
+  __m512 w = _mm512_fmadd_ps(s->u, S, piece_row(GELU_ACC32_ERF_DEG + 1, s->i));
+  s->c0 = piece_row(0, s->i);
+  __m512 P = gelu_acc32_exp2_poly16(s->r);
+  __m512 e = _mm512_mul_ps(s->r, P), el = _mm512_fmsub_ps(s->r, P, e);
+  s->L = _mm512_fmadd_ps(s->c0, e, _mm512_fmadd_ps(s->c0, el, _mm512_fmadd_ps(w, e, w)));
+}
+
+// Stage 3: y = (x*c0 + x*L)*2^nT with x's sign, x for x >= HI (and NaN), min(10, y) for gelu_10.
+static inline __attribute__((always_inline)) __m512 product16(bool clip10, const acc32_erf_lanes *s) {
+  __m512 x = s->x;
   __m512 xn = _mm512_max_ps(x, _mm512_set1_ps(-GELU_ACC32_ERF_AMAX));
-  __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(xn, c0, _mm512_mul_ps(xn, L)), nT);
+  __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(xn, s->c0, _mm512_mul_ps(xn, s->L)), s->nT);
   // y | (x & sign bit)
   y = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(y), _mm512_castps_si512(x),
                                                     _mm512_set1_epi32((int)0x80000000u), 0xF8));
@@ -38,14 +60,52 @@ static inline __attribute__((always_inline)) __m512 one16(bool clip10, __m512 x)
   return clip10 ? _mm512_min_ps(_mm512_set1_ps(10.0f), y) : y;
 }
 
-void gelu_acc32_erf_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n) {
-  size_t i = 0;
-  if (p->clip10)
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, one16(true, _mm512_loadu_ps(x + i)));
-  else
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, one16(false, _mm512_loadu_ps(x + i)));
+static inline __attribute__((always_inline)) __m512 one16(bool clip10, __m512 x) {
+  acc32_erf_lanes s = reduce16(x);
+  polys16(&s);
+  return product16(clip10, &s);
+}
+
+// Vector v is in a, v+1 in b, v+2 in c; the unrolled body rotates the names instead of copying.
+static inline __attribute__((always_inline)) void run16(bool clip10, const float *x, float *y, size_t n) {
+  size_t nv = n / 16, v = 0;
+  if (nv >= 2) {
+    acc32_erf_lanes a = reduce16(_mm512_loadu_ps(x)), b = reduce16(_mm512_loadu_ps(x + 16)), c;
+    polys16(&a);
+    for (; v + 5 <= nv; v += 3) {
+      c = reduce16(_mm512_loadu_ps(x + 16 * (v + 2)));
+      polys16(&b);
+      _mm512_storeu_ps(y + 16 * v, product16(clip10, &a));
+      a = reduce16(_mm512_loadu_ps(x + 16 * (v + 3)));
+      polys16(&c);
+      _mm512_storeu_ps(y + 16 * (v + 1), product16(clip10, &b));
+      b = reduce16(_mm512_loadu_ps(x + 16 * (v + 4)));
+      polys16(&a);
+      _mm512_storeu_ps(y + 16 * (v + 2), product16(clip10, &c));
+    }
+    for (; v + 3 <= nv; v++) { // a holds v (polynomials done), b holds v+1 (reduced)
+      c = reduce16(_mm512_loadu_ps(x + 16 * (v + 2)));
+      polys16(&b);
+      _mm512_storeu_ps(y + 16 * v, product16(clip10, &a));
+      a = b;
+      b = c;
+    }
+    polys16(&b);
+    _mm512_storeu_ps(y + 16 * v, product16(clip10, &a));
+    _mm512_storeu_ps(y + 16 * (v + 1), product16(clip10, &b));
+    v += 2;
+  } else if (nv == 1) {
+    _mm512_storeu_ps(y, one16(clip10, _mm512_loadu_ps(x)));
+    v = 1;
+  }
+  size_t i = 16 * v;
   if (i < n) {
     __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-    _mm512_mask_storeu_ps(y + i, m, one16(p->clip10 != 0, _mm512_maskz_loadu_ps(m, x + i)));
+    _mm512_mask_storeu_ps(y + i, m, one16(clip10, _mm512_maskz_loadu_ps(m, x + i)));
   }
+}
+
+void gelu_acc32_erf_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n) {
+  if (p->clip10) run16(true, x, y, n);
+  else run16(false, x, y, n);
 }
