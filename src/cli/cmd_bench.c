@@ -17,8 +17,9 @@ static const char *bench_act_help =
     "                        [--json]\n"
     "\n"
     "Times every variant:mode:dtype forward and backward at sizes from L1-resident to 2^26 elements\n"
-    "(or only --n N), and memcpy of the same bytes in the same run. Bytes moved: forward reads x and\n"
-    "writes y; backward reads x and dy and writes dx. ratio_to_memcpy = GB/s / memcpy GB/s.\n"
+    "(or only --n N), and memcpy of the same bytes on the same threads in the same run. Bytes moved:\n"
+    "forward reads x and writes y; backward reads x and dy and writes dx. ratio_to_memcpy = GB/s /\n"
+    "memcpy GB/s.\n"
     "Default specs: gelu, gelu_new, gelu_pytorch_tanh, gelu_megatron in accurate and torch-cpu\n"
     "modes; --all runs every variant in eager, fused, torch-cpu and accurate (exact is not timed).\n"
     "--rounds R (default 1) times each case R times, interleaved with memcpy and the other specs of\n"
@@ -56,10 +57,18 @@ static int run_act(void *p) {
                      : gm_gelu_fwd(c->spec, c->dt, c->x, c->out, c->n, c->threads);
 }
 
-typedef struct { void *dst; const void *src; size_t bytes; } copy_ctx;
+// memcpy on as many threads as the kernels get, each copying one contiguous share (whole cache
+// lines), as the kernels split their work: the baseline of a T-thread kernel is T-thread memcpy.
+typedef struct { void *dst; const void *src; size_t bytes; int threads; } copy_ctx;
 static int run_copy(void *p) {
   copy_ctx *c = p;
-  memcpy(c->dst, c->src, c->bytes);
+  int t = c->threads > 1 ? c->threads : 1;
+  size_t share = (c->bytes / (size_t)t + 63) & ~(size_t)63;
+#pragma omp parallel for schedule(static) num_threads(t) if (t > 1)
+  for (int k = 0; k < t; k++) {
+    size_t off = (size_t)k * share;
+    if (off < c->bytes) memcpy((char *)c->dst + off, (const char *)c->src + off, c->bytes - off < share ? c->bytes - off : share);
+  }
   return 0;
 }
 
@@ -142,7 +151,7 @@ static int bench_act(int argc, char **argv) {
       for (int dir = 0; dir < 2 && rc == CLI_OK; dir++) {
         // memcpy of the bytes this direction moves: read (1 or 2 arrays), write one.
         size_t read_bytes = n * es * (dir ? 2 : 1), write_bytes = n * es;
-        copy_ctx cc = {out, x, write_bytes};
+        copy_ctx cc = {out, x, write_bytes, (int)threads};
         double tcopy = 1e30, t_of[GELU_N_VARIANTS * GELU_N_MODES];
         bool failed[GELU_N_VARIANTS * GELU_N_MODES] = {false};
         for (int k = 0; k < nspecs; k++) t_of[k] = 1e30;
