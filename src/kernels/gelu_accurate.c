@@ -190,9 +190,6 @@ static acc_isa pick_isa(void) {
 }
 
 enum { BLOCK = 2048 };
-// Below this many elements the work runs on the calling thread: waking a second thread costs more
-// than the whole call (the bits do not depend on it).
-enum { PARALLEL_MIN = 65536 };
 
 // One block (<= BLOCK elements) of f16/bf16: widened to f32, the f64-lane kernel, one rounding.
 static void block16(const acc_isa *isa, const gelu_acc_params *p, int deriv, gm_dtype dt, const uint16_t *x,
@@ -247,7 +244,7 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
   bool lanes32_bwd = dt == GM_F32 && deriv && p.fam != GELU_FAM_SIGMOID;
   acc32_kernel k32 = p.fam == GELU_FAM_ERF ? isa.fwd32_erf : isa.fwd32;
   size_t nb = (n + BLOCK - 1) / BLOCK;
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1) if (n >= PARALLEL_MIN)
+#pragma omp parallel for schedule(static) num_threads(gelu_threads_for(n, threads))
   for (size_t b = 0; b < nb; b++) {
     size_t i0 = b * BLOCK, m = n - i0 < BLOCK ? n - i0 : BLOCK;
     if (lanes32) {
@@ -293,7 +290,7 @@ static double one_f64(gm_gelu_variant v, int deriv, double x, double dy) {
 }
 
 static int run_f64(gm_gelu_variant v, int deriv, const double *x, const double *dy, double *out, size_t n, int threads) {
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(gelu_threads_for(n, threads))
   for (size_t i = 0; i < n; i++) out[i] = one_f64(v, deriv, x[i], deriv ? dy[i] : 1.0);
   return 0;
 }

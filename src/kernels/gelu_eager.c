@@ -180,7 +180,7 @@ static double tanh_gelu_grad(double x) {
 
 static int one_kernel(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *out,
                       size_t n, int threads) {
-  int nt = threads > 0 ? threads : 1;
+  int nt = gelu_threads_for(n, threads);
 #pragma omp parallel for num_threads(nt) schedule(static, 4096)
   for (size_t i = 0; i < n; i++) {
     double xi = gm_load_f64(dt, x, i), r;

@@ -131,11 +131,11 @@ static double deriv_d(gm_gelu_variant v, double x) {
 int gelu_fused_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads) {
   if (dt == GM_F64) {
     const double *xi = x; double *yo = y;
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(gelu_threads_for(n, threads))
     for (size_t i = 0; i < n; i++) yo[i] = fwd_d(v, xi[i]);
     return 0;
   }
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(gelu_threads_for(n, threads))
   for (size_t i = 0; i < n; i++) gm_store_f64(dt, y, i, fwd_f(v, (float)gm_load_f64(dt, x, i)));
   return 0;
 }
@@ -143,11 +143,11 @@ int gelu_fused_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_
 int gelu_fused_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads) {
   if (dt == GM_F64) {
     const double *xi = x, *g = dy; double *o = dx;
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(gelu_threads_for(n, threads))
     for (size_t i = 0; i < n; i++) o[i] = g[i] * deriv_d(v, xi[i]);
     return 0;
   }
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(gelu_threads_for(n, threads))
   for (size_t i = 0; i < n; i++) {
     float xf = (float)gm_load_f64(dt, x, i), g = (float)gm_load_f64(dt, dy, i);
     gm_store_f64(dt, dx, i, g * deriv_f(v, xf));

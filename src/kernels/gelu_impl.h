@@ -6,6 +6,19 @@
 
 #include "gptmeg/gelu.h"
 
+#include <stddef.h>
+
+// Threads worth starting for one elementwise pass over n elements: at most one per 32768 elements
+// (PyTorch's at::internal::GRAIN_SIZE), at least one; below that, waking a thread costs more than
+// its share. Only for loops whose bits do not depend on the split (not the torch-cpu emulation of
+// torch's own chunking, gelu_torch_aten.c).
+enum { GELU_THREAD_GRAIN = 32768 };
+static inline int gelu_threads_for(size_t n, int threads) {
+  size_t most = n / GELU_THREAD_GRAIN;
+  if (threads < 1 || most < 1) return 1;
+  return (size_t)threads < most ? threads : (int)most;
+}
+
 // gelu_exact.c: MPFR, correctly rounded to dt.
 int gelu_exact_fwd(gm_gelu_variant v, gm_dtype dt, const void *x, void *y, size_t n, int threads);
 int gelu_exact_bwd(gm_gelu_variant v, gm_dtype dt, const void *x, const void *dy, void *dx, size_t n, int threads);

@@ -58,8 +58,7 @@ int gelu_ops_run(gm_gelu_variant v, const gelu_op_set *o, const void *x, const v
   size_t n = o->numel;
   if (n == 0) return 0;
   size_t nblocks = (n + RUN_BLOCK - 1) / RUN_BLOCK;
-  int nt = compute_threads > 0 ? compute_threads : 1;
-  if ((size_t)nt > nblocks) nt = (int)nblocks;
+  int nt = gelu_threads_for(n, compute_threads);
   size_t per = (size_t)RUN_BLOCK * (3 + gelu_ops_scratch_len(1));
   double *mem = malloc((size_t)nt * per * sizeof(double));
   if (!mem) return gm_fail("gelu ops: out of memory for %d x %zu scratch doubles", nt, per);

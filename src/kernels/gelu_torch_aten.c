@@ -312,7 +312,7 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
   if (j->dt == GM_BF16) { // by table; lanes are independent, so any split gives the same bits
     const gelu16_table *T = gelu16_get(TABLE_ONEDNN_ERF, GM_BF16);
     if (T) {
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : 1)
+#pragma omp parallel for schedule(static) num_threads(gelu_threads_for(n, threads))
       for (size_t b = 0; b < nblocks; b++) {
         size_t s = b * BLOCK;
         gelu16_lookup(T, j, true, s, n - s < BLOCK ? n - s : BLOCK);
@@ -324,7 +324,7 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
   const char *cap = getenv("GPTMEG_SIMD");
   int have_bf16_insn = __builtin_cpu_supports("avx512bf16") && (!cap || strcmp(cap, "avx512") == 0);
   int failed = 0;
-#pragma omp parallel num_threads(threads > 0 ? threads : 1) reduction(| : failed)
+#pragma omp parallel num_threads(gelu_threads_for(n, threads)) reduction(| : failed)
   {
     float *buf = j->dt == GM_F32 ? NULL : malloc(3 * BLOCK * sizeof(float));
     if (j->dt != GM_F32 && !buf) failed = 1;

@@ -278,7 +278,7 @@ int gelu_torch_fast_run(gm_gelu_variant v, gm_dtype dt, const void *x, const voi
   const uint16_t *table = tabled && !dy ? forward_table(v, dt) : NULL;
   const float *saved = tabled && dy ? saved_table(v, dt) : NULL;
   size_t nblocks = (n + BLOCK - 1) / BLOCK;
-  if ((size_t)nt > nblocks) nt = (int)nblocks;
+  nt = gelu_threads_for(n, nt); // c keeps torch's own split (its leftovers); this is only ours
 #pragma omp parallel for num_threads(nt) schedule(static)
   for (size_t b = 0; b < nblocks; b++) {
     size_t off = b * BLOCK, m = n - off < BLOCK ? n - off : BLOCK;
