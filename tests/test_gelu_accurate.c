@@ -200,24 +200,27 @@ static void check_bits(void) {
 }
 
 // Every length from 1 to 130 (the SIMD loops keep up to three vectors in flight, with their own
-// prologue, epilogue and partial last vector) gives the scalar fallback's bits, at an offset that
-// leaves the arrays unaligned.
+// prologue, epilogue and partial last vector) gives the scalar fallback's bits under the default
+// ISA and under AVX2, at an offset that leaves the arrays unaligned.
 static void check_lengths(void) {
   enum { MAXN = 130, OFF = 3 };
   float x[MAXN + OFF], dy[MAXN + OFF], a[MAXN + OFF], b[MAXN + OFF];
   fill_f32(x, dy, MAXN + OFF, 11);
-  for (int v = 0; v < GELU_N_VARIANTS; v++)
-    for (int bwd = 0; bwd < 2; bwd++)
-      for (size_t n = 1; n <= MAXN; n++) {
-        memset(a, 0x7f, sizeof a);
-        memcpy(b, a, sizeof b);
-        run(v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, a + OFF, n, 1);
-        setenv("GPTMEG_SIMD", "scalar", 1);
-        run(v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, b + OFF, n, 1);
-        unsetenv("GPTMEG_SIMD");
-        CHECK(memcmp(a, b, sizeof a) == 0, "%s %s n=%zu: SIMD and scalar bits differ (or a write outside [0, n))",
-              gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd", n);
-      }
+  const char *caps[] = {NULL, "avx2"};
+  for (int k = 0; k < 2; k++)
+    for (int v = 0; v < GELU_N_VARIANTS; v++)
+      for (int bwd = 0; bwd < 2; bwd++)
+        for (size_t n = 1; n <= MAXN; n++) {
+          memset(a, 0x7f, sizeof a);
+          memcpy(b, a, sizeof b);
+          if (caps[k]) setenv("GPTMEG_SIMD", caps[k], 1);
+          run(v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, a + OFF, n, 1);
+          setenv("GPTMEG_SIMD", "scalar", 1);
+          run(v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, b + OFF, n, 1);
+          unsetenv("GPTMEG_SIMD");
+          CHECK(memcmp(a, b, sizeof a) == 0, "%s %s n=%zu (%s): SIMD and scalar bits differ (or a write outside [0, n))",
+                gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd", n, caps[k] ? caps[k] : "default ISA");
+        }
 }
 
 // f16/bf16: the SIMD storage conversions (F16C / integer lanes, f64 -> f32 by round-to-odd) give
