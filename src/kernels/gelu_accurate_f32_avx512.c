@@ -6,8 +6,8 @@
 // One vector's chain from x to y is about 70 cycles long (reduction, polynomial, division), so the
 // loop keeps three vectors in flight at different stages: while vector v is divided and stored,
 // v+1 gets its denominator and v+2 its reduction. Each vector still goes through the same
-// operations, so the bits are those of one vector at a time; on Zen 4 this is ~12% faster than the
-// plain loop, whose out-of-order window filled with operations waiting on one long chain.
+// operations, so the bits are those of one vector at a time; on Zen 4 this is 8-13% faster than
+// the plain loop, whose out-of-order window filled with operations waiting on one long chain.
 #include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
