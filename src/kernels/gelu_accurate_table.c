@@ -74,7 +74,8 @@ const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt) {
 // (and GPTMEG_SIMD does not cap it), else a plain loop.
 void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n) {
   const char *cap = getenv("GPTMEG_SIMD");
-  if ((!cap || !strcmp(cap, "avx512")) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+  if ((!cap || !strcmp(cap, "avx512")) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl")) {
     gelu_acc_fwd16_lookup_avx512(table, x, y, n);
     return;
   }
