@@ -114,6 +114,16 @@ head -c 128 "$T/y.npy" | grep -q "'shape': (2, 3)" && ok "eval keeps the shape" 
 expect 0 "eval 2 threads" "$G" act eval gelu:exact --dtype f32 --in "$T/x.npy" --out "$T/y2.npy" --threads 2
 cmp -s "$T/y.npy" "$T/y2.npy" && ok "eval bits independent of threads" || bad "eval differs with threads"
 expect 0 "eval round trip (output as input)" "$G" act eval gelu:accurate --dtype f32 --in "$T/y.npy" --out "$T/yy.npy"
+# GPTMEG_SIMD: each cap and the empty value (no cap) give the same bits; a value that names no
+# cap is refused with one line naming it, before any work.
+GPTMEG_SIMD=scalar "$G" act eval gelu_new:accurate --dtype f32 --in "$T/x.npy" --out "$T/y_scalar.npy"
+for cap in avx2 avx512 ""; do
+  GPTMEG_SIMD="$cap" "$G" act eval gelu_new:accurate --dtype f32 --in "$T/x.npy" --out "$T/ys.npy" 2>"$T/err" &&
+    cmp -s "$T/ys.npy" "$T/y_scalar.npy" && ok "GPTMEG_SIMD='$cap': the scalar bits" || bad "GPTMEG_SIMD='$cap': $(cat "$T/err")"
+done
+GPTMEG_SIMD=avx-512 "$G" act eval gelu:accurate --dtype f32 --in "$T/x.npy" --out "$T/ybad.npy" 2>"$T/err"; rc=$?
+[ $rc -eq 2 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "GPTMEG_SIMD='avx-512'" "$T/err" && [ ! -e "$T/ybad.npy" ] &&
+  ok "GPTMEG_SIMD=avx-512 refused" || bad "GPTMEG_SIMD=avx-512: rc $rc $(cat "$T/err")"
 if [ $have_np -eq 1 ]; then
   python3 - "$T" <<'PY' && ok "eval output matches numpy/erf within 1 ulp" || bad "eval values vs numpy"
 import sys, math, numpy as np

@@ -39,6 +39,10 @@ int main(int argc, char **argv) {
   // and starts gptmeg again. OMP_WAIT_POLICY=active in the environment keeps spinning (dedicated
   // machines); any value set by the user is left alone.
   if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0) execv("/proc/self/exe", argv);
+  if (gm_simd_cap_check()) {
+    fprintf(stderr, "gptmeg: %s\n", gm_errmsg());
+    return CLI_USAGE;
+  }
   if (argc < 2) { usage(stderr); return CLI_USAGE; }
   if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
     usage(stdout);

@@ -175,13 +175,13 @@ bool gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const double *d, const uint16_t
 }
 
 static acc_isa pick_isa(void) {
-  const char *cap = getenv("GPTMEG_SIMD");
-  bool allow512 = !cap || strcmp(cap, "avx512") == 0;
+  gm_simd_level cap = gm_simd_cap();
+  bool allow512 = cap == GM_SIMD_AVX512;
   if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
     return (acc_isa){gelu_acc_kernel_avx512, gelu_acc32_fwd_avx512, gelu_acc32_erf_fwd_avx512, gelu_acc32_bwd_avx512, gelu_acc_widen_avx512,
                      gelu_acc_narrow_avx512, gelu_acc_bwd16_by_table_avx512};
-  bool allow2 = allow512 || strcmp(cap, "avx2") == 0;
+  bool allow2 = cap >= GM_SIMD_AVX2;
   if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     return (acc_isa){gelu_acc_kernel_avx2, gelu_acc32_fwd_avx2, gelu_acc32_erf_fwd_avx2, gelu_acc32_bwd_avx2, gelu_acc_widen_scalar,
                      gelu_acc_narrow_scalar, gelu_acc_bwd16_by_table_scalar};

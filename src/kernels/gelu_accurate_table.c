@@ -73,8 +73,7 @@ const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt) {
 // y[i] = table[x[i]]: 2 bytes read and written per element; AVX-512 gathers where the CPU has them
 // (and GPTMEG_SIMD does not cap it), else a plain loop.
 void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n) {
-  const char *cap = getenv("GPTMEG_SIMD");
-  if ((!cap || !strcmp(cap, "avx512")) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+  if (gm_simd_cap() == GM_SIMD_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl")) {
     gelu_acc_fwd16_lookup_avx512(table, x, y, n);
     return;

@@ -321,8 +321,7 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
     }
   }
   // Without the table: GPTMEG_SIMD below avx512 takes the integer rounding (same bits; for tests).
-  const char *cap = getenv("GPTMEG_SIMD");
-  int have_bf16_insn = __builtin_cpu_supports("avx512bf16") && (!cap || strcmp(cap, "avx512") == 0);
+  int have_bf16_insn = __builtin_cpu_supports("avx512bf16") && gm_simd_cap() == GM_SIMD_AVX512;
   int failed = 0;
 #pragma omp parallel num_threads(gelu_threads_for(n, threads)) reduction(| : failed)
   {

@@ -155,8 +155,7 @@ static gelu_fast_params params_of(gm_gelu_variant v, gm_dtype dt) {
 }
 
 gelu_fast_isa gelu_fast_pick_isa(void) {
-  const char *cap = getenv("GPTMEG_SIMD");
-  bool allow512 = !cap || strcmp(cap, "avx512") == 0;
+  bool allow512 = gm_simd_cap() == GM_SIMD_AVX512;
   if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
     return GELU_FAST_ISA_AVX512;

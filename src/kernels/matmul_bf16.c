@@ -73,8 +73,7 @@ static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs
 }
 
 static bool have_avx512bf16(void) {
-  const char *cap = getenv("GPTMEG_SIMD");
-  if (cap && strcmp(cap, "avx512") != 0) return false;
+  if (gm_simd_cap() != GM_SIMD_AVX512) return false;
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
 }
 

@@ -87,8 +87,8 @@ static float dot_f32arith_scalar(const float *x, const float *y, int K) {
 }
 
 int gm_matmul_isa_level(void) {
-  const char *cap = getenv("GPTMEG_SIMD");
-  int lvl = cap && !strcmp(cap, "scalar") ? 0 : cap && !strcmp(cap, "avx2") ? 1 : 2;
+  gm_simd_level cap = gm_simd_cap();
+  int lvl = cap == GM_SIMD_SCALAR ? 0 : cap == GM_SIMD_AVX2 ? 1 : 2;
   if (lvl == 2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) lvl = 1;
   if (lvl >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) lvl = 0;
   return lvl;
