@@ -13,11 +13,12 @@ static __m256 pow2i8(__m256i n) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n, _mm256_set1_epi32(127)), 23));
 }
 
-// A vector between stages (as the AVX-512 kernel's): after reduce8, rho and -|nT| as an integer;
-// after denominator8, D in dh and c = 2^max(n, -100).
+// A vector between stages (as the AVX-512 kernel's): after reduce8, rho and n = -|nT| as an
+// integer; after denominator8, D in dh, and 2^n split for the quotient as c = 2^n1 and n2, with
+// n1 = max(n, -100) and n2 = max(n - n1, -100).
 typedef struct {
   __m256 xl, neg, rho, dh, c;
-  __m256i n;
+  __m256i n, n2;
 } acc32_tanh_lanes8;
 
 // Stage 1: clamp x and reduce its exponent.
@@ -31,6 +32,7 @@ static inline __attribute__((always_inline)) acc32_tanh_lanes8 reduce8(bool sigm
   // -|nT| as an integer; NaN lanes and n below -2^31 give INT_MIN: below -100 like the scalar's.
   s.n = _mm256_cvtps_epi32(_mm256_or_ps(nT, _mm256_set1_ps(-0.0f)));
   s.dh = s.c = _mm256_setzero_ps();
+  s.n2 = _mm256_setzero_si256();
   return s;
 }
 
@@ -38,7 +40,9 @@ static inline __attribute__((always_inline)) acc32_tanh_lanes8 reduce8(bool sigm
 static inline __attribute__((always_inline)) void denominator8(acc32_tanh_lanes8 *s) {
   const __m256 one = _mm256_set1_ps(1.0f);
   __m256 P = gelu_acc32_exp2_poly8(s->rho);
-  s->c = pow2i8(_mm256_max_epi32(s->n, _mm256_set1_epi32(-100)));
+  __m256i n1c = _mm256_max_epi32(s->n, _mm256_set1_epi32(-100));
+  s->c = pow2i8(n1c);
+  s->n2 = _mm256_max_epi32(_mm256_sub_epi32(s->n, n1c), _mm256_set1_epi32(-100));
   __m256 m = _mm256_blendv_ps(s->c, one, s->neg);
   __m256 Ah = _mm256_add_ps(one, s->c);
   __m256 Al = _mm256_sub_ps(s->c, _mm256_sub_ps(Ah, one));
@@ -49,9 +53,7 @@ static inline __attribute__((always_inline)) void denominator8(acc32_tanh_lanes8
 // Stage 3: y = xl / Dh, times 2^n where x < 0 (two exact-then-rounding steps).
 static inline __attribute__((always_inline)) __m256 quotient8(const acc32_tanh_lanes8 *s) {
   __m256 q = _mm256_div_ps(s->xl, s->dh);
-  __m256i n1c = _mm256_max_epi32(s->n, _mm256_set1_epi32(-100));
-  __m256i n2c = _mm256_max_epi32(_mm256_sub_epi32(s->n, n1c), _mm256_set1_epi32(-100));
-  __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(q, s->c), pow2i8(n2c));
+  __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(q, s->c), pow2i8(s->n2));
   return _mm256_blendv_ps(q, scaled, s->neg);
 }
 
