@@ -306,6 +306,84 @@ static void check_u16_isa(void) {
   free(x); free(dy); free(a); free(b);
 }
 
+// The f16/bf16 backward by table: the AVX-512 kernel's f32 route (p = dy * dh[x], kept where p - 3
+// ulp and p + 3 ulp round to the same 16-bit value, the vector redone in f64 elsewhere) gives the f64
+// route's bits for every x against dy values of every kind: ordinary ones (about 1% of f16 vectors
+// and 0.1% of bf16 ones hold a product near a tie and take the f64 route), ones of one or two
+// mantissa bits (with a dh of few bits, as near x = 0, their products sit exactly on ties), signed
+// zeros, the smallest subnormals, the largest finite values, infinities and NaNs.
+// (Every one of the 2^32 (x, dy) pairs of each variant and dtype was checked outside the tree.)
+static void check_bwd16_routes(void) {
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
+      !__builtin_cpu_supports("avx512dq")) {
+    printf("SKIP: f16/bf16 backward f32 route (no AVX-512)\n");
+    return;
+  }
+  enum { NX = 65536 };
+  uint16_t *x = malloc(NX * 2), *dy = malloc(NX * 2), *a = malloc(NX * 2), *b = malloc(NX * 2);
+  gm_gelu_variant vs[] = {GELU_ERF, GELU_NEW, QUICK_GELU, GELU_10};
+  gm_dtype dts[] = {GM_F16, GM_BF16};
+  int ndy = test_quick() ? 8 : 48;
+  for (int k = 0; k < 2; k++)
+    for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++) {
+      const gelu_acc_bwd16 *t = gelu_acc_bwd16_table(vs[vi], dts[k]);
+      CHECK(t != NULL, "backward table not built");
+      if (!t) continue;
+      size_t bad = 0, first = 0;
+      gm_rng r;
+      gm_rng_seed(&r, 1000u + (uint64_t)vi);
+      for (int j = 0; j < ndy; j++) {
+        uint16_t special[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0x7e00, 0xfe01}; // f16 bits
+        uint16_t special_bf[] = {0x0000, 0x8000, 0x0001, 0x8001, 0x7f7f, 0xff7f, 0x7f80, 0xff80, 0x7fc0, 0xffc1};
+        for (size_t i = 0; i < NX; i++) {
+          uint64_t u = gm_rng_u64(&r);
+          x[i] = (uint16_t)u;
+          uint16_t any = (uint16_t)(u >> 16);
+          // few mantissa bits (products of few bits land exactly on ties, f16 subnormals above all)
+          uint16_t sparse = (uint16_t)((any & 0x8000) | (k ? ((u >> 32) % 255) << 7 | (1u << ((u >> 40) % 8)) >> 1
+                                                         : ((u >> 32) % 31) << 10 | (3u << ((u >> 40) % 11)) >> 1));
+          dy[i] = j % 6 == 5 ? (k ? special_bf : special)[(u >> 48) % 10] : j % 2 ? sparse : any;
+        }
+        bool n1 = gelu_acc_bwd16_by_table_avx512(dts[k], t, x, dy, a, NX);
+        bool n2 = gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, NX);
+        CHECK(n1 == n2, "%s %s backward: the routes disagree on whether some d is NaN", gm_gelu_variant_info(vs[vi])->name,
+              gm_dtype_name(dts[k]));
+        for (size_t i = 0; i < NX; i++)
+          if (a[i] != b[i] && !isnan(t->d[x[i]]) && bad++ == 0) first = (size_t)j * NX + i;
+      }
+      CHECK(bad == 0, "%s %s backward by table: %zu of %zu differ from the f64 route (first: pair %zu)",
+            gm_gelu_variant_info(vs[vi])->name, gm_dtype_name(dts[k]), bad, (size_t)ndy * NX, first);
+      // The hard pairs: every dy against a few hundred x, kept where the f32 product is within 2 ulp
+      // of a 16-bit rounding tie (or on it): there the f32 route must see its doubt.
+      size_t m = 0, nx = test_quick() ? 40 : 300;
+      for (size_t xi = 0; xi < nx; xi++) {
+        uint16_t xv = (uint16_t)gm_rng_u64(&r);
+        if (isnan(t->dh[xv])) continue;
+        for (uint32_t dv = 0; dv < 65536 && m < NX; dv++) {
+          float g = k ? gm_bf16_to_f32((uint16_t)dv) : gm_f16_to_f32((uint16_t)dv), p = g * t->dh[xv];
+          uint32_t u;
+          memcpy(&u, &p, 4);
+          if (!isfinite(p) || (u & 0x7fffffff) < 2) continue;
+          float lo, hi;
+          uint32_t ul = u - 2, uh = u + 2;
+          memcpy(&lo, &ul, 4);
+          memcpy(&hi, &uh, 4);
+          if (k ? gm_f32_to_bf16(lo) == gm_f32_to_bf16(hi) : gm_f32_to_f16(lo) == gm_f32_to_f16(hi)) continue;
+          x[m] = xv;
+          dy[m++] = (uint16_t)dv;
+        }
+      }
+      gelu_acc_bwd16_by_table_avx512(dts[k], t, x, dy, a, m);
+      gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, m);
+      bad = 0;
+      for (size_t i = 0; i < m; i++) bad += a[i] != b[i];
+      CHECK(m > (test_quick() ? 20u : 200u) && bad == 0,
+            "%s %s backward by table, products near ties: %zu of %zu differ from the f64 route",
+            gm_gelu_variant_info(vs[vi])->name, gm_dtype_name(dts[k]), bad, m);
+    }
+  free(x); free(dy); free(a); free(b);
+}
+
 static void bench(void) {
   size_t n = (size_t)1 << 25;
   float *x = malloc(n * 4), *y = malloc(n * 4), *dy = malloc(n * 4);
@@ -338,6 +416,7 @@ int main(void) {
   check_lengths();
   check_grad_extremes();
   check_u16_isa();
+  check_bwd16_routes();
   if (getenv("GPTMEG_GELU_BENCH")) bench();
   return test_done("test_gelu_accurate");
 }

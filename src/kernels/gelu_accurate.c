@@ -160,11 +160,12 @@ typedef struct {
   acc32_bwd_kernel bwd32;     // f32 backward, erf family and tanh forms (gelu_accurate_f32_bwd.c)
   void (*widen)(gm_dtype, const uint16_t *, float *, size_t);
   void (*narrow)(gm_dtype, const double *, uint16_t *, size_t);
-  bool (*bwd16_by_table)(gm_dtype, const double *, const uint16_t *, const uint16_t *, uint16_t *, size_t);
+  bool (*bwd16_by_table)(gm_dtype, const gelu_acc_bwd16 *, const uint16_t *, const uint16_t *, uint16_t *, size_t);
 } acc_isa;
 
-bool gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const double *d, const uint16_t *x, const uint16_t *dy,
+bool gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
                                     uint16_t *dx, size_t n) {
+  const double *d = t->d;
   bool any = false;
   for (size_t i = 0; i < n; i++) {
     double g = dt == GM_F16 ? gm_f16_to_f32(dy[i]) : gm_bf16_to_f32(dy[i]), p = g * d[x[i]];
@@ -266,7 +267,7 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
     if (dtable) {
       const uint16_t *xs = (const uint16_t *)x + i0;
       uint16_t *os = (uint16_t *)out + i0;
-      bool some_fixed = isa.bwd16_by_table(dt, dtable->d, xs, (const uint16_t *)dy + i0, os, m);
+      bool some_fixed = isa.bwd16_by_table(dt, dtable, xs, (const uint16_t *)dy + i0, os, m);
       for (size_t i = 0; some_fixed && i < m; i++) // d(x) NaN marks a result that does not use dy
         if (isnan(dtable->d[xs[i]])) os[i] = dtable->fixed[xs[i]];
       continue;

@@ -9,6 +9,8 @@
 // gelu_fwd16_table_build.
 #include "kernels/gelu_math.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +54,12 @@ static void *build_fwd16(const void *ctx) { return gelu_fwd16_table_build(acc_fw
 static void *build_bwd16(const void *ctx) {
   const gelu_variant_key *k = ctx;
   gelu_acc_bwd16 *t = malloc(sizeof *t);
-  if (t) gelu_acc_bwd16_parts(k->v, k->dt, t->d, t->fixed);
+  if (!t) return NULL;
+  gelu_acc_bwd16_parts(k->v, k->dt, t->d, t->fixed);
+  for (int i = 0; i < N_PATTERNS; i++) { // d as f32 only where it is a normal f32 (an f32 product keeps its bound)
+    double d = t->d[i];
+    t->dh[i] = isfinite(d) && fabs(d) >= 0x1p-126 && fabs(d) <= FLT_MAX ? (float)d : NAN;
+  }
   return t;
 }
 

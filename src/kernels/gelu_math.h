@@ -168,20 +168,22 @@ void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, ui
 const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt);
 void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n);
 void gelu_acc_fwd16_lookup_avx512(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n); // needs AVX-512 F/BW
-// dx[i] = dy[i] * d[x[i]] computed in f64 and rounded once to dt (f16/bf16), d one of the table's
-// 65536 f64 entries; returns whether some d[x[i]] is NaN (those elements take the table's fixed
-// result: the caller sets them). Scalar and AVX-512 (gelu_accurate.c, gelu_accurate_avx512.c).
-bool gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const double *d, const uint16_t *x, const uint16_t *dy,
-                                    uint16_t *dx, size_t n);
-bool gelu_acc_bwd16_by_table_avx512(gm_dtype dt, const double *d, const uint16_t *x, const uint16_t *dy,
-                                    uint16_t *dx, size_t n);
 // Backward: the kernel's f64 derivative d of every pattern (gelu_acc_bwd16_parts), so dx =
 // round(dy * d[x]) in f64 gives its bits; NaN d marks a pattern whose result does not depend on dy
-// (NaN x, gelu_10 above 10), kept in fixed.
+// (NaN x, gelu_10 above 10), kept in fixed. dh is d rounded to f32 where that is a normal f32 (NaN
+// elsewhere), for the AVX-512 kernel's f32 route.
 typedef struct {
   double d[65536];
+  float dh[65536];
   uint16_t fixed[65536];
 } gelu_acc_bwd16;
+// dx[i] = dy[i] * d[x[i]] computed in f64 and rounded once to dt (f16/bf16); returns whether some
+// d[x[i]] is NaN (those elements take the table's fixed result: the caller sets them). Scalar and
+// AVX-512 (gelu_accurate.c, gelu_accurate_avx512.c), the same bits.
+bool gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
+                                    uint16_t *dx, size_t n);
+bool gelu_acc_bwd16_by_table_avx512(gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
+                                    uint16_t *dx, size_t n);
 void gelu_acc_bwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, const uint16_t *dy, uint16_t *dx, size_t n);
 void gelu_acc_bwd16_parts(gm_gelu_variant v, gm_dtype dt, double *d, uint16_t *fixed);
 const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt);
