@@ -306,7 +306,7 @@ static void check_u16_isa(void) {
   free(x); free(dy); free(a); free(b);
 }
 
-// The f16/bf16 backward by table: the AVX-512 kernel's f32 route (p = dy * dh[x], kept where p - 3
+// The f16/bf16 backward by table: the AVX-512 and AVX2 kernels' f32 route (p = dy * dh[x], kept where p - 3
 // ulp and p + 3 ulp round to the same 16-bit value, the vector redone in f64 elsewhere) gives the f64
 // route's bits for every x against dy values of every kind: ordinary ones (about 1% of f16 vectors
 // and 0.1% of bf16 ones hold a product near a tie and take the f64 route), ones of one or two
@@ -314,11 +314,12 @@ static void check_u16_isa(void) {
 // zeros, the smallest subnormals, the largest finite values, infinities and NaNs.
 // (Every one of the 2^32 (x, dy) pairs of each variant and dtype was checked outside the tree.)
 static void check_bwd16_routes(void) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl") ||
-      !__builtin_cpu_supports("avx512dq")) {
-    printf("SKIP: f16/bf16 backward f32 route (no AVX-512)\n");
-    return;
-  }
+  bool have[2] = {__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"),
+                  __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")};
+  if (!have[0]) printf("SKIP: f16/bf16 backward f32 route, AVX-512 kernel (no AVX-512)\n");
+  if (!have[1]) printf("SKIP: f16/bf16 backward f32 route, AVX2 kernel (no AVX2/FMA/F16C)\n");
+  if (!have[0] && !have[1]) return;
   enum { NX = 65536 };
   uint16_t *x = malloc(NX * 2), *dy = malloc(NX * 2), *a = malloc(NX * 2), *b = malloc(NX * 2);
   gm_gelu_variant vs[] = {GELU_ERF, GELU_NEW, QUICK_GELU, GELU_10};
@@ -344,14 +345,18 @@ static void check_bwd16_routes(void) {
                                                          : ((u >> 32) % 31) << 10 | (3u << ((u >> 40) % 11)) >> 1));
           dy[i] = j % 6 == 5 ? (k ? special_bf : special)[(u >> 48) % 10] : j % 2 ? sparse : any;
         }
-        bool n1 = gelu_acc_bwd16_by_table_avx512(dts[k], t, x, dy, a, NX);
         bool n2 = gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, NX);
-        CHECK(n1 == n2, "%s %s backward: the routes disagree on whether some d is NaN", gm_gelu_variant_info(vs[vi])->name,
-              gm_dtype_name(dts[k]));
-        for (size_t i = 0; i < NX; i++)
-          if (a[i] != b[i] && !isnan(t->d[x[i]]) && bad++ == 0) first = (size_t)j * NX + i;
+        for (int isa = 0; isa < 2; isa++) {
+          if (!have[isa]) continue;
+          bool n1 = isa ? gelu_acc_bwd16_by_table_avx2(dts[k], t, x, dy, a, NX)
+                        : gelu_acc_bwd16_by_table_avx512(dts[k], t, x, dy, a, NX);
+          CHECK(n1 == n2, "%s %s backward (%s): the routes disagree on whether some d is NaN",
+                gm_gelu_variant_info(vs[vi])->name, gm_dtype_name(dts[k]), isa ? "avx2" : "avx512");
+          for (size_t i = 0; i < NX; i++)
+            if (a[i] != b[i] && !isnan(t->d[x[i]]) && bad++ == 0) first = (size_t)j * NX + i;
+        }
       }
-      CHECK(bad == 0, "%s %s backward by table: %zu of %zu differ from the f64 route (first: pair %zu)",
+      CHECK(bad == 0, "%s %s backward by table (AVX-512 and AVX2): %zu of %zu differ from the f64 route (first: pair %zu)",
             gm_gelu_variant_info(vs[vi])->name, gm_dtype_name(dts[k]), bad, (size_t)ndy * NX, first);
       // The hard pairs: every dy against a few hundred x, kept where the f32 product is within 2 ulp
       // of a 16-bit rounding tie (or on it): there the f32 route must see its doubt.
@@ -373,12 +378,16 @@ static void check_bwd16_routes(void) {
           dy[m++] = (uint16_t)dv;
         }
       }
-      gelu_acc_bwd16_by_table_avx512(dts[k], t, x, dy, a, m);
       gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, m);
       bad = 0;
-      for (size_t i = 0; i < m; i++) bad += a[i] != b[i];
+      for (int isa = 0; isa < 2; isa++) {
+        if (!have[isa]) continue;
+        if (isa) gelu_acc_bwd16_by_table_avx2(dts[k], t, x, dy, a, m);
+        else gelu_acc_bwd16_by_table_avx512(dts[k], t, x, dy, a, m);
+        for (size_t i = 0; i < m; i++) bad += a[i] != b[i];
+      }
       CHECK(m > (test_quick() ? 20u : 200u) && bad == 0,
-            "%s %s backward by table, products near ties: %zu of %zu differ from the f64 route",
+            "%s %s backward by table, products near ties (AVX-512 and AVX2): %zu of 2 x %zu differ from the f64 route",
             gm_gelu_variant_info(vs[vi])->name, gm_dtype_name(dts[k]), bad, m);
     }
   free(x); free(dy); free(a); free(b);

@@ -183,9 +183,9 @@ static acc_isa pick_isa(void) {
     return (acc_isa){gelu_acc_kernel_avx512, gelu_acc32_fwd_avx512, gelu_acc32_erf_fwd_avx512, gelu_acc32_bwd_avx512, gelu_acc_widen_avx512,
                      gelu_acc_narrow_avx512, gelu_acc_bwd16_by_table_avx512};
   bool allow2 = cap >= GM_SIMD_AVX2;
-  if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+  if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
     return (acc_isa){gelu_acc_kernel_avx2, gelu_acc32_fwd_avx2, gelu_acc32_erf_fwd_avx2, gelu_acc32_bwd_avx2, gelu_acc_widen_scalar,
-                     gelu_acc_narrow_scalar, gelu_acc_bwd16_by_table_scalar};
+                     gelu_acc_narrow_scalar, gelu_acc_bwd16_by_table_avx2};
   return (acc_isa){gelu_acc_kernel_scalar, gelu_acc32_fwd_scalar, gelu_acc32_erf_fwd_scalar, gelu_acc32_bwd_scalar, gelu_acc_widen_scalar,
                    gelu_acc_narrow_scalar, gelu_acc_bwd16_by_table_scalar};
 }

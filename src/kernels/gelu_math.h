@@ -178,12 +178,14 @@ typedef struct {
   uint16_t fixed[65536];
 } gelu_acc_bwd16;
 // dx[i] = dy[i] * d[x[i]] computed in f64 and rounded once to dt (f16/bf16); returns whether some
-// d[x[i]] is NaN (those elements take the table's fixed result: the caller sets them). Scalar and
-// AVX-512 (gelu_accurate.c, gelu_accurate_avx512.c), the same bits.
+// d[x[i]] is NaN (those elements take the table's fixed result: the caller sets them). Scalar, AVX2
+// and AVX-512 (gelu_accurate.c, gelu_accurate_avx2.c, gelu_accurate_avx512.c), the same bits.
 bool gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
                                     uint16_t *dx, size_t n);
 bool gelu_acc_bwd16_by_table_avx512(gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
                                     uint16_t *dx, size_t n);
+bool gelu_acc_bwd16_by_table_avx2(gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
+                                  uint16_t *dx, size_t n); // needs AVX2, FMA, F16C
 void gelu_acc_bwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, const uint16_t *dy, uint16_t *dx, size_t n);
 void gelu_acc_bwd16_parts(gm_gelu_variant v, gm_dtype dt, double *d, uint16_t *fixed);
 const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt);
