@@ -30,6 +30,7 @@ report: all
 	$(BUILD)/gptmeg report --out $(REPORT_DIR)
 
 bench: all
+	if [ -x $(BUILD)/bench_fp_pipes ]; then $(BUILD)/bench_fp_pipes; fi
 	$(BUILD)/gptmeg bench act --rounds 3
 	$(BUILD)/gptmeg bench model
 	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg --rounds 3 --backward
