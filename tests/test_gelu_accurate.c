@@ -416,6 +416,32 @@ static void bench(void) {
   free(x); free(y); free(dy);
 }
 
+// The 16-bit forward lookup (four values per 64-bit store, then one at a time): at every start
+// offset within a cache line and lengths around multiples of four, the table's values land at
+// y[0, n) and nothing is written outside.
+static void check_lookup(void) {
+  enum { MAXN = 200, PAD = 48 };
+  uint16_t *table = malloc(65536 * 2), x[MAXN + 8], y[MAXN + 2 * PAD] __attribute__((aligned(64)));
+  gm_rng r;
+  gm_rng_seed(&r, 13);
+  for (int i = 0; i < 65536; i++) table[i] = (uint16_t)gm_rng_u64(&r);
+  for (int i = 0; i < MAXN + 8; i++) x[i] = (uint16_t)gm_rng_u64(&r);
+  const size_t lens[] = {0, 1, 2, 3, 4, 5, 7, 8, 9, 31, 32, 33, 150, MAXN};
+  int bad = 0;
+  for (size_t off = 0; off < 32; off++)
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+      size_t n = lens[k], xo = off % 7;
+      memset(y, 0xA5, sizeof y);
+      gelu_acc_fwd16_lookup(table, x + xo, y + PAD + off, n);
+      for (size_t i = 0; i < sizeof y / sizeof y[0]; i++) {
+        bool inside = i >= PAD + off && i < PAD + off + n;
+        if (y[i] != (inside ? table[x[xo + i - PAD - off]] : 0xA5A5)) bad++;
+      }
+    }
+  CHECK(bad == 0, "16-bit lookup: %d values wrong or written outside [0, n)", bad);
+  free(table);
+}
+
 int main(void) {
   check_u16(GM_F16);
   check_u16(GM_BF16);
@@ -426,6 +452,7 @@ int main(void) {
   check_grad_extremes();
   check_u16_isa();
   check_bwd16_routes();
+  check_lookup();
   if (getenv("GPTMEG_GELU_BENCH")) bench();
   return test_done("test_gelu_accurate");
 }

@@ -154,8 +154,8 @@ void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t
 // (gelu_accurate_table.c). gelu_table_once: the table in *slot, built by build(ctx) on first use
 // and published atomically (a race builds it twice and keeps one, freeing the other); NULL when
 // build returns NULL (out of memory: the caller evaluates directly, and a later call tries again).
-// gelu_fwd16_table_build: fwd(ctx, x, y, n) run once on every pattern into 65536 + 1 entries (the
-// spare zero entry: the AVX-512 lookup reads a 32-bit word at every entry); NULL if out of memory.
+// gelu_fwd16_table_build: fwd(ctx, x, y, n) run once on every pattern into 65536 entries; NULL if
+// out of memory.
 void *gelu_table_once(_Atomic(void *) *slot, void *(*build)(const void *ctx), const void *ctx);
 // The build context of a table kept per variant and 16-bit dtype.
 typedef struct {
@@ -166,8 +166,7 @@ uint16_t *gelu_fwd16_table_build(void (*fwd)(const void *ctx, const uint16_t *x,
                                  const void *ctx);
 void gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n);
 const uint16_t *gelu_acc_fwd16_table(gm_gelu_variant v, gm_dtype dt);
-void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n);
-void gelu_acc_fwd16_lookup_avx512(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n); // needs AVX-512 F/BW
+void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n); // y[i] = table[x[i]]
 // Backward: the kernel's f64 derivative d of every pattern (gelu_acc_bwd16_parts), so dx =
 // round(dy * d[x]) in f64 gives its bits; NaN d marks a pattern whose result does not depend on dy
 // (NaN x, gelu_10 above 10), kept in fixed. dh is d rounded to f32 where that is a normal f32 (NaN

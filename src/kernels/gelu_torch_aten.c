@@ -156,7 +156,7 @@ typedef struct {
 // dy = 1, exact). Lookups give the block evaluation's bits (tests/test_gelu_torch_aten.c against
 // torch's goldens).
 typedef struct {
-  uint16_t fwd[65536 + 1]; // one spare entry: the AVX-512 lookup reads a 32-bit word at every entry
+  uint16_t fwd[65536];
   float factor[65536];
 } gelu16_table;
 
@@ -193,7 +193,6 @@ static void *gelu16_build(const void *ctx) {
       if (tanh) gm_aten_vec_tanh_bwd(x, one, t->factor, N);
       else gm_aten_vec_erf_bwd(x, one, t->factor, N);
     }
-    t->fwd[N] = 0;
   } else {
     free(t);
     t = NULL;

@@ -282,7 +282,7 @@ int gelu_torch_fast_run(gm_gelu_variant v, gm_dtype dt, const void *x, const voi
   for (size_t b = 0; b < nblocks; b++) {
     size_t off = b * BLOCK, m = n - off < BLOCK ? n - off : BLOCK;
     if (table && !meets_leftover(&c.tc, off, m))
-      gelu_acc_fwd16_lookup_avx512(table, (const uint16_t *)x + off, (uint16_t *)out + off, m);
+      gelu_acc_fwd16_lookup(table, (const uint16_t *)x + off, (uint16_t *)out + off, m);
     else if (saved && !meets_leftover(&c.tc, off, m))
       gelu_fast_bwd16_saved_avx512(c.r.form, &c.p, saved, (const uint16_t *)x + off, (const uint16_t *)dy + off,
                                    (uint16_t *)out + off, m);
