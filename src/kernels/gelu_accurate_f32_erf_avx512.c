@@ -23,14 +23,16 @@ static inline __attribute__((always_inline)) __m512 piece_row(int j, __m512i i) 
 }
 
 // Stage 1: a = min(|x|, AMAX), the exponent -a^2/2*log2(e) = nT + r (x < 0 only), the piece of a.
+// The sign is taken as a lane of all ones or zeros (VPSRAD) and applied with AND/ANDN rather than
+// as a mask register: VPMOVD2M runs on the FMA pipes, which this kernel fills (README, issue 3).
 static inline __attribute__((always_inline)) acc32_erf_lanes reduce16(__m512 x) {
   acc32_erf_lanes s;
   s.x = x;
-  __mmask16 neg = _mm512_movepi32_mask(_mm512_castps_si512(x));
+  __m512i neg = _mm512_srai_epi32(_mm512_castps_si512(x), 31);
   __m512 a = _mm512_min_ps(_mm512_abs_ps(x), _mm512_set1_ps(GELU_ACC32_ERF_AMAX));
-  gelu_acc32_reduce_erf16(_mm512_maskz_mov_ps(neg, a), &s.r, &s.nT);
+  gelu_acc32_reduce_erf16(_mm512_castsi512_ps(_mm512_and_si512(neg, _mm512_castps_si512(a))), &s.r, &s.nT);
   __m512 fl = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  s.i = _mm512_mask_add_epi32(_mm512_cvttps_epi32(fl), (__mmask16)~neg, _mm512_cvttps_epi32(fl), _mm512_set1_epi32(16));
+  s.i = _mm512_add_epi32(_mm512_cvttps_epi32(fl), _mm512_andnot_si512(neg, _mm512_set1_epi32(16)));
   s.u = _mm512_sub_ps(a, _mm512_add_ps(fl, _mm512_set1_ps(0.5f)));
   s.c0 = s.L = _mm512_setzero_ps();
   return s;
@@ -53,9 +55,7 @@ static inline __attribute__((always_inline)) __m512 product16(bool clip10, const
   __m512 x = s->x;
   __m512 xn = _mm512_max_ps(x, _mm512_set1_ps(-GELU_ACC32_ERF_AMAX));
   __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(xn, s->c0, _mm512_mul_ps(xn, s->L)), s->nT);
-  // y | (x & sign bit)
-  y = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(y), _mm512_castps_si512(x),
-                                                    _mm512_set1_epi32((int)0x80000000u), 0xF8));
+  y = _mm512_or_ps(y, _mm512_and_ps(x, _mm512_set1_ps(-0.0f))); // y | (x & sign bit)
   y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(GELU_ACC32_ERF_HI), _CMP_NLT_UQ), y, x);
   return clip10 ? _mm512_min_ps(_mm512_set1_ps(10.0f), y) : y;
 }
