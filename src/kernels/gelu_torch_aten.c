@@ -311,7 +311,8 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
   if (j->dt == GM_BF16) { // by table; lanes are independent, so any split gives the same bits
     const gelu16_table *T = gelu16_get(TABLE_ONEDNN_ERF, GM_BF16);
     if (T) {
-#pragma omp parallel for schedule(static) num_threads(gelu_threads_for(n, threads))
+      // Guided, as the accurate mode's blocks (gelu_accurate.c): a late-waking thread takes fewer.
+#pragma omp parallel for schedule(guided, 2) num_threads(gelu_threads_for(n, threads))
       for (size_t b = 0; b < nblocks; b++) {
         size_t s = b * BLOCK;
         gelu16_lookup(T, j, true, s, n - s < BLOCK ? n - s : BLOCK);

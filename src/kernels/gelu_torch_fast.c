@@ -278,7 +278,8 @@ int gelu_torch_fast_run(gm_gelu_variant v, gm_dtype dt, const void *x, const voi
   const float *saved = tabled && dy ? saved_table(v, dt) : NULL;
   size_t nblocks = (n + BLOCK - 1) / BLOCK;
   nt = gelu_threads_for(n, nt); // c keeps torch's own split (its leftovers); this is only ours
-#pragma omp parallel for num_threads(nt) schedule(static)
+  // Guided, as the accurate mode's blocks (gelu_accurate.c): the block split is ours, not torch's.
+#pragma omp parallel for num_threads(nt) schedule(guided, 2)
   for (size_t b = 0; b < nblocks; b++) {
     size_t off = b * BLOCK, m = n - off < BLOCK ? n - off : BLOCK;
     if (table && !meets_leftover(&c.tc, off, m))
