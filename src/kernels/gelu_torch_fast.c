@@ -14,8 +14,8 @@
 //    256 KiB table costs more than SLEEF's expf).
 // The f16/bf16 forward of an element in the vector body is then a function of its 65536-valued
 // input alone, so with AVX-512 the whole forward runs once per variant and dtype on every pattern
-// (forward_table) and blocks that hold no element of a chunk's scalar leftover are looked up (one
-// gather per 16 elements); the others run the stages. The backward's transcendentals (what the
+// (forward_table) and blocks that hold no element of a chunk's scalar leftover are looked up
+// (gelu_acc_fwd16_lookup); the others run the stages. The backward's transcendentals (what the
 // post stage reads besides x and dy) are likewise functions of x in the vector body: they run once
 // per variant and dtype on every pattern (saved_table), and such blocks run the post stage in one
 // pass over the 16-bit x and dy with them gathered by x (gelu_fast_bwd16_saved_avx512).
