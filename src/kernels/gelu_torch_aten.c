@@ -327,7 +327,7 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
   {
     float *buf = j->dt == GM_F32 ? NULL : malloc(3 * BLOCK * sizeof(float));
     if (j->dt != GM_F32 && !buf) failed = 1;
-#pragma omp for schedule(static)
+#pragma omp for schedule(guided, 2) // lanes are independent: as the table path above
     for (size_t b = 0; b < nblocks; b++) {
       if (j->dt != GM_F32 && !buf) continue;
       size_t s = b * BLOCK, m = n - s < BLOCK ? n - s : BLOCK;
