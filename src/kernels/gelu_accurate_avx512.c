@@ -159,17 +159,24 @@ static __m256i round_odd8(__m512d v) {
   return _mm256_mask_or_epi32(b, inexact, b, _mm256_set1_epi32(1));
 }
 
+// 16 finite f32 bit patterns (an infinite or NaN pattern acts as a bound beyond the largest finite)
+// rounded to nearest even f16/bf16; bf16 as gm_f32_to_bf16: (u + 0x7fff + ((u >> 16) & 1)) >> 16.
+static inline __attribute__((always_inline)) __m256i round16_finite(gm_dtype dt, __m512i u) {
+  if (dt == GM_F16) return _mm512_cvtps_ph(_mm512_castsi512_ps(u), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16));
+}
+
 // 16 f64 (two vectors) rounded once to f16/bf16: round-to-odd to f32 first (exact in effect: no
-// double rounding, as f32 has more than twice the target's precision plus 2 bits), then RNE.
+// double rounding, as f32 has more than twice the target's precision plus 2 bits), then RNE; a bf16
+// NaN keeps its sign and top payload bits, made quiet ((u >> 16) | 0x40, as gm_f32_to_bf16).
 static __m256i narrow16(gm_dtype dt, __m512d lo, __m512d hi) {
   __m512i u = _mm512_inserti64x4(_mm512_castsi256_si512(round_odd8(lo)), round_odd8(hi), 1);
-  if (dt == GM_F16) return _mm512_cvtps_ph(_mm512_castsi512_ps(u), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  // gm_f32_to_bf16: (u + 0x7fff + ((u >> 16) & 1)) >> 16; NaN: (u >> 16) | 0x40
-  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  __m256i r = round16_finite(dt, u);
+  if (dt == GM_F16) return r; // VCVTPS2PH keeps NaNs itself
   __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
-  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(r);
+  __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+  return _mm256_mask_mov_epi16(r, nan, _mm512_cvtepi32_epi16(quiet));
 }
 
 void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t n) {
@@ -194,14 +201,6 @@ void gelu_acc_narrow_avx512(gm_dtype dt, const double *in, uint16_t *out, size_t
 // 16 dy (f16/bf16 bits) widened to f32, exactly.
 static inline __attribute__((always_inline)) __m512 widen16(gm_dtype dt, __m256i h) {
   return dt == GM_F16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
-// 16 finite f32 bit patterns (an infinite or NaN pattern acts as a bound beyond the largest finite)
-// rounded to nearest even f16/bf16.
-static inline __attribute__((always_inline)) __m256i round16_finite(gm_dtype dt, __m512i u) {
-  if (dt == GM_F16) return _mm512_cvtps_ph(_mm512_castsi512_ps(u), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16));
 }
 
 // The f64 route for 16 elements: d[x] gathered as f64, times dy, rounded once. Sets *nan where some d is NaN.

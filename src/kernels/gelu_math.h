@@ -170,7 +170,7 @@ void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y
 // Backward: the kernel's f64 derivative d of every pattern (gelu_acc_bwd16_parts), so dx =
 // round(dy * d[x]) in f64 gives its bits; NaN d marks a pattern whose result does not depend on dy
 // (NaN x, gelu_10 above 10), kept in fixed. dh is d rounded to f32 where that is a normal f32 (NaN
-// elsewhere), for the AVX-512 kernel's f32 route.
+// elsewhere), for the f32 route of the AVX-512 and AVX2 kernels.
 typedef struct {
   double d[65536];
   float dh[65536];
