@@ -1,7 +1,7 @@
 // bench_fp_pipes: how many 512-bit floating-point operations one core issues per cycle, by kind
 // and in the pairs the accurate f32 kernels mix, and those kernels' cycles per 16 values, all in
-// the same run. The evidence behind README's account of the 1-thread speed targets: a kernel's
-// cycles per vector are bounded below by its operations divided by what this prints.
+// the same run. The evidence behind docs/performance.md's account of the 1-thread speed targets:
+// a kernel's cycles per vector are bounded below by its operations divided by what this prints.
 //
 // Each rate: eight independent chains per kind (so latency does not count), a loop of inline
 // assembly, best of several runs. The clock is measured by a chain of dependent integer adds (one

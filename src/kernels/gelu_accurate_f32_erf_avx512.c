@@ -24,7 +24,7 @@ static inline __attribute__((always_inline)) __m512 piece_row(int j, __m512i i) 
 
 // Stage 1: a = min(|x|, AMAX), the exponent -a^2/2*log2(e) = nT + r (x < 0 only), the piece of a.
 // The sign is taken as a lane of all ones or zeros (VPSRAD) and applied with AND/ANDN rather than
-// as a mask register: VPMOVD2M runs on the FMA pipes, which this kernel fills (README, issue 3).
+// as a mask register: VPMOVD2M runs on the FMA pipes, which this kernel fills (docs/performance.md, issue 3).
 static inline __attribute__((always_inline)) acc32_erf_lanes reduce16(__m512 x) {
   acc32_erf_lanes s;
   s.x = x;
