@@ -16,14 +16,11 @@ json_check() {
   fi
 }
 
-# npy_f32 OUT SHAPE HEX... : a v1 '<f4' file from little-endian hex words (e.g. 0000803f = 1.0)
+# npy_raw DESCR SHAPE OUT HEX...: a v1 .npy whose data are the given little-endian hex words
+# (e.g. 0000803f = 1.0 as '<f4')
 npy_raw() {
   local descr=$1 shape=$2 out=$3; shift 3
-  local dict="{'descr': '$descr', 'fortran_order': False, 'shape': $shape, }"
-  local pad=$(( (64 - (10 + ${#dict} + 1) % 64) % 64 ))
-  local hl=$(( ${#dict} + pad + 1 ))
-  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((hl & 255)))\\x$(printf %02x $((hl >> 8)))"
-    printf '%s' "$dict"; printf "%${pad}s" ''; printf '\n'
+  { npy_header "$descr" "$shape"
     for w in "$@"; do
       for ((i = 0; i < ${#w}; i += 2)); do printf "\\x${w:$i:2}"; done
     done; } >"$out"

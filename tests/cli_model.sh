@@ -6,11 +6,7 @@
 # npy DESCR SHAPE OUT [int values...]: writes a v1 .npy of little-endian int32 ('<i4') or int64 ('<i8').
 npy() {
   local descr=$1 shape=$2 out=$3; shift 3
-  local dict="{'descr': '$descr', 'fortran_order': False, 'shape': $shape, }"
-  local pad=$(( (64 - (10 + ${#dict} + 1) % 64) % 64 ))
-  local hl=$(( ${#dict} + pad + 1 ))
-  { printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((hl & 255)))\\x$(printf %02x $((hl >> 8)))"
-    printf '%s' "$dict"; printf "%${pad}s" ''; printf '\n'
+  { npy_header "$descr" "$shape"
     for v in "$@"; do
       local n=$v bytes=4; [ "$descr" = "<i8" ] && bytes=8
       for ((i = 0; i < bytes; i++)); do printf "\\x$(printf %02x $(( (n >> (8 * i)) & 255 )))"; done

@@ -8,6 +8,8 @@
 #                                returns 1 when the check failed
 #   expect_in CODE NAME FILE CMD...  the same with FILE on stdin
 #   finish NAME                  prints the summary; exit status 0 only without failures
+#   npy_header DESCR SHAPE       prints a v1 .npy header (64-byte aligned) for DESCR ('<f4', '<i8',
+#                                ...) and SHAPE (a Python tuple, e.g. '(2, 3)'); the data follows it
 set -u
 G=${1:?usage: bash tests/cli_X.sh path/to/gptmeg}
 T=$(mktemp -d /tmp/gptmeg_cli.XXXXXX)
@@ -36,4 +38,11 @@ expect_in() {
 finish() {
   echo "$1: $fails failed"
   [ "$fails" -eq 0 ]
+}
+npy_header() {
+  local dict="{'descr': '$1', 'fortran_order': False, 'shape': $2, }"
+  local pad=$(( (64 - (10 + ${#dict} + 1) % 64) % 64 ))
+  local hl=$(( ${#dict} + pad + 1 ))
+  printf '\x93NUMPY\x01\x00'; printf "\\x$(printf %02x $((hl & 255)))\\x$(printf %02x $((hl >> 8)))"
+  printf '%s' "$dict"; printf "%${pad}s" ''; printf '\n'
 }
