@@ -199,6 +199,39 @@ static void check_bits(void) {
   free(x); free(dy); free(a); free(b);
 }
 
+// The erf family's f32 forward at the ends of its pieces (width 1 below |x| = 4, width 2 from 4 to
+// 16; x >= 6 is x itself, |x| >= 15 clamps): the 64 floats on either side of each end, both signs,
+// within the bound of exact and with the same bits on every ISA.
+static void check_erf_piece_ends(void) {
+  const float ends[] = {0.25f, 0.5f, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 15, 16};
+  size_t cap = 2 * 128 * (sizeof ends / sizeof ends[0]), n = 0;
+  float *x = malloc(cap * 4), *dy = malloc(cap * 4), *e = malloc(cap * 4), *a = malloc(cap * 4), *b = malloc(cap * 4);
+  for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++)
+    for (int sign = -1; sign <= 1; sign += 2) {
+      float v = ends[k] * (float)sign;
+      for (int j = 0; j < 64; j++) v = nextafterf(v, 0.0f);
+      for (int j = 0; j < 128; j++, v = nextafterf(v, (float)sign * INFINITY)) x[n++] = v;
+    }
+  for (size_t i = 0; i < n; i++) dy[i] = 1.0f;
+  gm_gelu_variant erf_family[] = {GELU_ERF, GELU_PYTHON, GELU_10};
+  for (int k = 0; k < 3; k++) {
+    gm_gelu_variant v = erf_family[k];
+    run(v, MODE_EXACT, 0, GM_F32, x, dy, e, n, 1);
+    run(v, MODE_ACCURATE, 0, GM_F32, x, dy, a, n, 1);
+    size_t at = 0;
+    uint64_t w = worst(GM_F32, a, e, n, &at);
+    CHECK(w <= BOUND_FWD, "%s f32 fwd at a piece end: %llu ULP at x=%a", gm_gelu_variant_info(v)->name, (unsigned long long)w, x[at]);
+    const char *isas[] = {"scalar", "avx2"};
+    for (int m = 0; m < 2; m++) {
+      setenv("GPTMEG_SIMD", isas[m], 1);
+      run(v, MODE_ACCURATE, 0, GM_F32, x, dy, b, n, 1);
+      unsetenv("GPTMEG_SIMD");
+      CHECK(memcmp(a, b, n * 4) == 0, "%s f32 fwd at the piece ends: %s and default bits differ", gm_gelu_variant_info(v)->name, isas[m]);
+    }
+  }
+  free(x); free(dy); free(e); free(a); free(b);
+}
+
 // Every length from 1 to 130 (the SIMD loops keep up to three vectors in flight, with their own
 // prologue, epilogue and partial last vector) gives the scalar fallback's bits under the default
 // ISA and under AVX2, at an offset that leaves the arrays unaligned.
@@ -448,6 +481,7 @@ int main(void) {
   check_f32();
   check_bwd_root();
   check_bits();
+  check_erf_piece_ends();
   check_lengths();
   check_grad_extremes();
   check_u16_isa();

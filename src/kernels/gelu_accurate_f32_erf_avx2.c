@@ -1,21 +1,20 @@
 // Accurate mode, f32 forward of the erf family, 8 f32 lanes (AVX2+FMA): the operations of
 // gelu_acc32_erf_fwd_scalar (gelu_accurate_f32_erf.c) in the same order, so the same bits. A piece
-// is looked up with 8-wide permutes: columns 0-15 (x < 0) as two permutes and a blend on bit 3 of
-// floor(a), columns 16-23 (x >= 0; 22 and 23 are zeros, and x >= 6 is replaced at the end, so
-// columns 24-31 are never needed) as one permute; 2^nT scales in two exact-then-rounding steps
-// built from the exponent bits. The loop keeps three vectors in flight at different stages, as the
-// AVX-512 kernel's does (AVX2 code on Zen 4 at 2^20 on one thread: gelu 677 -> 745 Melem/s).
+// of the 16 columns is looked up with two 8-wide permutes and a blend on bit 3 of the column (the
+// permutes use its low 3 bits; with the 32-column layout before it, three permutes and two
+// blends: AVX2 code on Zen 4 at 2^20 on one thread, gelu 749 -> 843 Melem/s); 2^nT scales in two
+// exact-then-rounding steps built from the exponent bits. The loop keeps three vectors in flight
+// at different stages, as the AVX-512 kernel's does (677 -> 745 Melem/s when it came).
 #include "kernels/gelu_acc32_lanes.h"
 
 #include <immintrin.h>
 
-// Row j of the pieces for lanes with floor(a) = fl (integer), x's sign bit choosing the half.
-static inline __attribute__((always_inline)) __m256 piece_row(int j, __m256i fl, __m256 upper, __m256 x) {
+// Row j of the pieces at column i; upper has the sign bit set where i >= 8.
+static inline __attribute__((always_inline)) __m256 piece_row(int j, __m256i i, __m256 upper) {
   const float *row = gelu_acc32_erf_pieces[j];
-  __m256 g0 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row), fl);
-  __m256 g1 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row + 8), fl);
-  __m256 phi = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row + 16), fl);
-  return _mm256_blendv_ps(phi, _mm256_blendv_ps(g0, g1, upper), x);
+  __m256 g0 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row), i);
+  __m256 g1 = _mm256_permutevar8x32_ps(_mm256_loadu_ps(row + 8), i);
+  return _mm256_blendv_ps(g0, g1, upper);
 }
 
 // 2^n for n in [-126, 127], exactly.
@@ -31,10 +30,10 @@ static inline __attribute__((always_inline)) __m256 scale_once8(__m256 v, __m256
 }
 
 // A vector between stages (as the AVX-512 kernel's): after reduce8, the exponent's r and nT, the
-// piece's floor(a) with its half and u; after polys8, c0 and L of f = x*(c0 + L)*2^nT.
+// piece's column i with its half and u; after polys8, c0 and L of f = x*(c0 + L)*2^nT.
 typedef struct {
   __m256 x, r, nT, upper, u, c0, L;
-  __m256i fli;
+  __m256i i;
 } acc32_erf_lanes8;
 
 // Stage 1: a = min(|x|, AMAX), the exponent (x < 0 only), the piece of a.
@@ -44,21 +43,23 @@ static inline __attribute__((always_inline)) acc32_erf_lanes8 reduce8(__m256 x) 
   __m256 a = _mm256_min_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x), _mm256_set1_ps(GELU_ACC32_ERF_AMAX));
   __m256 aT = _mm256_blendv_ps(_mm256_setzero_ps(), a, x); // a where x's sign bit is set
   gelu_acc32_reduce_erf8(aT, &s.r, &s.nT);
-  __m256 fl = _mm256_round_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  s.fli = _mm256_cvttps_epi32(fl);
-  s.upper = _mm256_castsi256_ps(_mm256_slli_epi32(s.fli, 28)); // sign bit = bit 3 of floor(a)
-  s.u = _mm256_sub_ps(a, _mm256_add_ps(fl, _mm256_set1_ps(0.5f)));
+  __m256i fl = _mm256_cvttps_epi32(a); // floor(a), as a >= 0
+  __m256i col = _mm256_min_epi32(fl, _mm256_add_epi32(_mm256_srli_epi32(fl, 1), _mm256_set1_epi32(2)));
+  __m256i neg = _mm256_srai_epi32(_mm256_castps_si256(x), 31);
+  s.i = _mm256_add_epi32(col, _mm256_andnot_si256(neg, _mm256_set1_epi32(GELU_ACC32_ERF_PHI_COLUMN)));
+  s.upper = _mm256_castsi256_ps(_mm256_slli_epi32(s.i, 28)); // sign bit = bit 3 of the column
+  s.u = _mm256_sub_ps(a, piece_row(GELU_ACC32_ERF_MID_ROW, s.i, s.upper));
   s.c0 = s.L = _mm256_setzero_ps();
   return s;
 }
 
 // Stage 2: the piece's polynomial and 2^r, combined as L = c0*(s + sl) + w*(1 + s).
 static inline __attribute__((always_inline)) void polys8(acc32_erf_lanes8 *s) {
-  __m256 S = piece_row(GELU_ACC32_ERF_DEG, s->fli, s->upper, s->x);
+  __m256 S = piece_row(GELU_ACC32_ERF_DEG, s->i, s->upper);
 #pragma GCC unroll 8
-  for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = _mm256_fmadd_ps(S, s->u, piece_row(j, s->fli, s->upper, s->x));
-  __m256 w = _mm256_fmadd_ps(s->u, S, piece_row(GELU_ACC32_ERF_DEG + 1, s->fli, s->upper, s->x));
-  s->c0 = piece_row(0, s->fli, s->upper, s->x);
+  for (int j = GELU_ACC32_ERF_DEG - 1; j >= 1; j--) S = _mm256_fmadd_ps(S, s->u, piece_row(j, s->i, s->upper));
+  __m256 w = _mm256_fmadd_ps(s->u, S, piece_row(GELU_ACC32_ERF_DEG + 1, s->i, s->upper));
+  s->c0 = piece_row(0, s->i, s->upper);
   __m256 P = gelu_acc32_exp2_poly8(s->r);
   __m256 e = _mm256_mul_ps(s->r, P), el = _mm256_fmsub_ps(s->r, P, e);
   s->L = _mm256_fmadd_ps(s->c0, e, _mm256_fmadd_ps(s->c0, el, _mm256_fmadd_ps(w, e, w)));

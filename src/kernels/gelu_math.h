@@ -231,13 +231,27 @@ void gelu_acc32_fwd_scalar(const gelu_acc_params *p, const float *x, float *y, s
 void gelu_acc32_fwd_avx512(const gelu_acc_params *p, const float *x, float *y, size_t n);
 void gelu_acc32_fwd_avx2(const gelu_acc_params *p, const float *x, float *y, size_t n);
 
-// Erf family (gelu_accurate_f32_erf*.c; contract there): 32 columns of degree-8 pieces in
-// u = a - floor(a) - 1/2 (tools/fit/erf_pieces_f32.py): columns 0-15 G(a) = erfcx(a/sqrt2)/2 on
-// [i, i+1) (x < 0), 16-21 Phi(a) on [i-16, i-15) (x >= 0), the rest zeros; row j < 9 is
-// coefficient j rounded to f32, row 9 the constant term's rounding error.
+// Erf family forward (gelu_accurate_f32_erf*.c; contract there): 16 columns of degree-8 pieces in
+// u = a - (the piece's middle) (tools/fit/erf_pieces_f32.py): columns 0-9 G(a) = erfcx(a/sqrt2)/2
+// (x < 0) on [0,1) .. [3,4), [4,6) .. [14,16), columns 10-14 Phi(a) (x >= 0) on [0,1) .. [3,4),
+// [4,6), column 15 zeros; row j < 9 is coefficient j rounded to f32, row 9 the constant term's
+// rounding error, row 10 the piece's middle. The backward's tables (below) have 32 columns.
 // -x^2/2 * log2(e) = x^2 * (KH + KL).
-enum { GELU_ACC32_ERF_DEG = 8, GELU_ACC32_ERF_COLUMNS = 32 };
-extern const float gelu_acc32_erf_pieces[GELU_ACC32_ERF_DEG + 2][GELU_ACC32_ERF_COLUMNS];
+enum {
+  GELU_ACC32_ERF_DEG = 8,
+  GELU_ACC32_ERF_COLUMNS = 32,     // the backward's tables
+  GELU_ACC32_ERF_FWD_COLUMNS = 16, // the forward's: one AVX-512 register a row
+  GELU_ACC32_ERF_ROWS = GELU_ACC32_ERF_DEG + 3,
+  GELU_ACC32_ERF_MID_ROW = GELU_ACC32_ERF_DEG + 2,
+  GELU_ACC32_ERF_PHI_COLUMN = 10, // x >= 0 adds this to the column
+};
+extern const float gelu_acc32_erf_pieces[GELU_ACC32_ERF_ROWS][GELU_ACC32_ERF_FWD_COLUMNS];
+// The G column of the piece holding a, from fl = floor(a) in 0..15: fl itself below 4, then one
+// column per two units (integer min, as VPMINSD).
+static inline int gelu_acc32_erf_column(int fl) {
+  int wide = (fl >> 1) + 2;
+  return fl < wide ? fl : wide;
+}
 #define GELU_ACC32_ERF_KH (-0x1.715476p-1f)
 #define GELU_ACC32_ERF_KL (-0x1.4ae0c0p-27f)
 #define GELU_ACC32_ERF_AMAX 15.0f // |x| is clamped here (f(-15) rounds to -0)
