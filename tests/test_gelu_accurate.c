@@ -201,10 +201,14 @@ static void check_bits(void) {
 
 // The erf family's f32 forward at the ends of its pieces (width 1 below |x| = 4, width 2 from 4 to
 // 16; x >= 6 is x itself, |x| >= 15 clamps): the 64 floats on either side of each end, both signs,
-// within the bound of exact and with the same bits on every ISA.
+// and signed zeros, tiny and huge values: within the bound of exact, with the same bits on every
+// ISA, and y with x's sign bit (the kernels take it from the product: -0 must stay -0).
 static void check_erf_piece_ends(void) {
   const float ends[] = {0.25f, 0.5f, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 14, 15, 16};
-  size_t cap = 2 * 128 * (sizeof ends / sizeof ends[0]), n = 0;
+  const float specials[] = {0.0f, -0.0f, 0x1p-149f, -0x1p-149f, 1e-40f, -1e-40f, 1e-20f, -1e-20f, -13.5f, -14.2f, -16.0f,
+                            -30.0f, 30.0f, -3e38f, 3e38f, -INFINITY, INFINITY};
+  size_t nspecial = sizeof specials / sizeof specials[0];
+  size_t cap = 2 * 128 * (sizeof ends / sizeof ends[0]) + nspecial, n = 0;
   float *x = malloc(cap * 4), *dy = malloc(cap * 4), *e = malloc(cap * 4), *a = malloc(cap * 4), *b = malloc(cap * 4);
   for (size_t k = 0; k < sizeof ends / sizeof ends[0]; k++)
     for (int sign = -1; sign <= 1; sign += 2) {
@@ -212,6 +216,7 @@ static void check_erf_piece_ends(void) {
       for (int j = 0; j < 64; j++) v = nextafterf(v, 0.0f);
       for (int j = 0; j < 128; j++, v = nextafterf(v, (float)sign * INFINITY)) x[n++] = v;
     }
+  for (size_t k = 0; k < nspecial; k++) x[n++] = specials[k];
   for (size_t i = 0; i < n; i++) dy[i] = 1.0f;
   gm_gelu_variant erf_family[] = {GELU_ERF, GELU_PYTHON, GELU_10};
   for (int k = 0; k < 3; k++) {
@@ -221,6 +226,9 @@ static void check_erf_piece_ends(void) {
     size_t at = 0;
     uint64_t w = worst(GM_F32, a, e, n, &at);
     CHECK(w <= BOUND_FWD, "%s f32 fwd at a piece end: %llu ULP at x=%a", gm_gelu_variant_info(v)->name, (unsigned long long)w, x[at]);
+    size_t wrong_sign = 0;
+    for (size_t i = 0; i < n; i++) wrong_sign += signbit(a[i]) != signbit(x[i]);
+    CHECK(wrong_sign == 0, "%s f32 fwd: %zu results without x's sign", gm_gelu_variant_info(v)->name, wrong_sign);
     const char *isas[] = {"scalar", "avx2"};
     for (int m = 0; m < 2; m++) {
       setenv("GPTMEG_SIMD", isas[m], 1);

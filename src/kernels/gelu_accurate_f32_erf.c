@@ -18,12 +18,15 @@
 //        r = s = sl = 0, L = w), L's rounding weighted by |L|/(c0 + L)
 //   xn = max(x, -15) (keeps -inf finite; f(-15) rounds to -0); y = fma(xn, c0, xn*L) * 2^nT, the
 //        scaling exact or rounded once (subnormal results)
-//   y gets x's sign bit (-0 -> -0); x >= 6 or NaN: y = x; gelu_10: y = min(10, y) (NaN stays NaN).
+//   y has x's sign: c0 + L > 0, the scaling keeps the sign of what underflows, and x = -0 gives
+//        -0*c0 + -0*L = -0 because L there is the first piece's w at u = -1/2, about
+//        G(0) - G(1/2) > 0;
+//        x >= 6 or NaN: y = x; gelu_10: y = min(10, y) (NaN stays NaN). (Until 2026-12-04 every
+//        ISA or-ed x's sign bit into y; over all 2^32 inputs that changed no result.)
 // Certified error against exact: docs/numerics.md section 6 (gptmeg act certify, every f32).
 // The AVX-512 and AVX2 kernels perform the same IEEE operations, so all three give the same bits.
 #include "kernels/gelu_math.h"
 
-#include <string.h>
 
 // tools/fit/erf_pieces_f32.py: columns 0-9 G(a) = erfcx(a/sqrt2)/2 on [0,1) .. [3,4), [4,6) .. [14,16),
 // 10-14 Phi(a) on [0,1) .. [3,4), [4,6); degree 8 in u = a - (the piece's middle, row 10); row 9
@@ -41,15 +44,6 @@ const float gelu_acc32_erf_pieces[GELU_ACC32_ERF_ROWS][GELU_ACC32_ERF_FWD_COLUMN
     {0x1.a98496p-27f, -0x1.a5db52p-29f, 0x1.8b805cp-30f, -0x1.870edp-31f, 0x1.698ef8p-29f, 0x1.c91126p-30f, -0x1.18fceap-31f, -0x1.999acap-32f, 0x1.7a2c42p-32f, 0x1.a21c26p-31f, 0x1.19563cp-28f, 0x1.3b4dcp-27f, 0x1.a81b64p-28f, 0x1.0db522p-27f, 0x1.86ba1cp-27f, 0.0f}, // u^0, low part
     {0x1p-1f, 0x1.8p+0f, 0x1.4p+1f, 0x1.cp+1f, 0x1.4p+2f, 0x1.cp+2f, 0x1.2p+3f, 0x1.6p+3f, 0x1.ap+3f, 0x1.ep+3f, 0x1p-1f, 0x1.8p+0f, 0x1.4p+1f, 0x1.cp+1f, 0x1.4p+2f, 0.0f}, // the piece's middle: u = a - this
 };
-
-static float with_sign_of(float y, float x) { // y | (x & sign bit), as VPTERNLOGD
-  uint32_t yb, xb;
-  memcpy(&yb, &y, 4);
-  memcpy(&xb, &x, 4);
-  yb |= xb & 0x80000000u;
-  memcpy(&y, &yb, 4);
-  return y;
-}
 
 static float one_erf_f32lane(bool clip10, float x) {
   const float(*E)[GELU_ACC32_ERF_FWD_COLUMNS] = gelu_acc32_erf_pieces;
@@ -72,7 +66,6 @@ static float one_erf_f32lane(bool clip10, float x) {
   float L = fmaf(c0, s, fmaf(c0, sl, fmaf(w, s, w)));
   float xn = x > -amax ? x : -amax; // as VMAXPS(x, -amax)
   float y = gelu_acc32_scale_once(fmaf(xn, c0, xn * L), nT);
-  y = with_sign_of(y, x);
   if (!(x < GELU_ACC32_ERF_HI)) y = x;
   if (clip10) y = 10.0f < y ? 10.0f : y; // as VMINPS(10, y)
   return y;

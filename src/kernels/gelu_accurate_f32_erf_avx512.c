@@ -55,12 +55,11 @@ static inline __attribute__((always_inline)) void polys16(acc32_erf_lanes *s) {
   s->L = _mm512_fmadd_ps(s->c0, e, _mm512_fmadd_ps(s->c0, el, _mm512_fmadd_ps(w, e, w)));
 }
 
-// Stage 3: y = (x*c0 + x*L)*2^nT with x's sign, x for x >= HI (and NaN), min(10, y) for gelu_10.
+// Stage 3: y = (x*c0 + x*L)*2^nT (x's sign comes with it), x for x >= HI (and NaN), min(10, y) for gelu_10.
 static inline __attribute__((always_inline)) __m512 product16(bool clip10, const acc32_erf_lanes *s) {
   __m512 x = s->x;
   __m512 xn = _mm512_max_ps(x, _mm512_set1_ps(-GELU_ACC32_ERF_AMAX));
   __m512 y = _mm512_scalef_ps(_mm512_fmadd_ps(xn, s->c0, _mm512_mul_ps(xn, s->L)), s->nT);
-  y = _mm512_or_ps(y, _mm512_and_ps(x, _mm512_set1_ps(-0.0f))); // y | (x & sign bit)
   y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(GELU_ACC32_ERF_HI), _CMP_NLT_UQ), y, x);
   return clip10 ? _mm512_min_ps(_mm512_set1_ps(10.0f), y) : y;
 }
