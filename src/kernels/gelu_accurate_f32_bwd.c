@@ -22,7 +22,8 @@
 //     S = Horner of rows 8..1 in u; inner = fma(u, S, fma(u, row 10, row 9))
 //     c0 = m1*row0, e = fma(m1, row0, -c0) (exact), w = fma(m1, inner, fma(tl, row0 + inner, e)):
 //       regular: c0 = row 0, w = inner; root: c0 + w = (th + tl)*K, c0 + e = th*row0 exactly
-//   2^r = 1 + s + sl as the forward; L = fma(c0, s, fma(c0, sl, fma(w, s, w)))
+//   2^r = 1 + s + sl (P as the forward's, s = r*P, sl = fma(r, P, -s) exact);
+//     L = fma(c0, s, fma(c0, sl, fma(w, s, w)))
 //   hi + lo = c0 + L exactly (Knuth's TwoSum), so the product with dy below rounds once, as for dy = 1
 //   dy = gm * 2^ge with gm in [1, 2) (exact; frexp, as VGETMANTPS/VGETEXPPS), so no product below
 //     underflows or overflows: dx = (gm*hi + gm*lo) * 2^(nT + ge), fma(gm, hi, gm*lo) rounded (gm*lo

@@ -53,7 +53,7 @@ static inline __attribute__((always_inline)) acc32_erf_lanes8 reduce8(__m256 x) 
   return s;
 }
 
-// Stage 2: the piece's polynomial and 2^r, combined as L = c0*(s + sl) + w*(1 + s).
+// Stage 2: the piece's polynomial and 2^r = 1 + s, combined as L = c0*s + w*(1 + s).
 static inline __attribute__((always_inline)) void polys8(acc32_erf_lanes8 *s) {
   __m256 S = piece_row(GELU_ACC32_ERF_DEG, s->i, s->upper);
 #pragma GCC unroll 8
@@ -61,8 +61,8 @@ static inline __attribute__((always_inline)) void polys8(acc32_erf_lanes8 *s) {
   __m256 w = _mm256_fmadd_ps(s->u, S, piece_row(GELU_ACC32_ERF_DEG + 1, s->i, s->upper));
   s->c0 = piece_row(0, s->i, s->upper);
   __m256 P = gelu_acc32_exp2_poly8(s->r);
-  __m256 e = _mm256_mul_ps(s->r, P), el = _mm256_fmsub_ps(s->r, P, e);
-  s->L = _mm256_fmadd_ps(s->c0, e, _mm256_fmadd_ps(s->c0, el, _mm256_fmadd_ps(w, e, w)));
+  __m256 e = _mm256_mul_ps(s->r, P);
+  s->L = _mm256_fmadd_ps(s->c0, e, _mm256_fmadd_ps(w, e, w));
 }
 
 // Stage 3: y = (x*c0 + x*L)*2^nT (x's sign comes with it), x for x >= HI (and NaN), min(10, y) for gelu_10.
