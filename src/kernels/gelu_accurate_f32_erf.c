@@ -15,20 +15,19 @@
 //        (gelu_acc32_erf_pieces, 16 columns: one AVX-512 register a row)
 //   2^r = 1 + s: P = Horner of gelu_acc32_exp2_fit5 in r (1 + r*P within 2^-26.7 of 2^r), s = r*P
 //        rounded (within 2^-26 of r*P); L = fma(c0, s, fma(w, s, w)) (x >= 0: r = s = 0, L = w),
-//        L's rounding weighted by |L|/(c0 + L). (Until 2026-12-04 s's rounding error was carried
-//        too, as sl = fma(r, P, -s) and c0*sl in L: 2,179 inputs at 2 ULP instead of 3,092, the
-//        same 2-ULP bound, 5% slower.)
+//        L's rounding weighted by |L|/(c0 + L). (Before commit c4f0590 s's rounding error was
+//        carried too, as sl = fma(r, P, -s) and c0*sl in L: 2,179 inputs at 2 ULP instead of
+//        3,092, the same 2-ULP bound, 5% slower.)
 //   xn = max(x, -15) (keeps -inf finite; f(-15) rounds to -0); y = fma(xn, c0, xn*L) * 2^nT, the
 //        scaling exact or rounded once (subnormal results)
 //   y has x's sign: c0 + L > 0, the scaling keeps the sign of what underflows, and x = -0 gives
 //        -0*c0 + -0*L = -0 because L there is the first piece's w at u = -1/2, about
 //        G(0) - G(1/2) > 0;
-//        x >= 6 or NaN: y = x; gelu_10: y = min(10, y) (NaN stays NaN). (Until 2026-12-04 every
-//        ISA or-ed x's sign bit into y; over all 2^32 inputs that changed no result.)
+//        x >= 6 or NaN: y = x; gelu_10: y = min(10, y) (NaN stays NaN). (Before commit 91ed2b1
+//        every ISA or-ed x's sign bit into y; over all 2^32 inputs that changed no result.)
 // Certified error against exact: docs/numerics.md section 6 (gptmeg act certify, every f32).
 // The AVX-512 and AVX2 kernels perform the same IEEE operations, so all three give the same bits.
 #include "kernels/gelu_math.h"
-
 
 // tools/fit/erf_pieces_f32.py: columns 0-9 G(a) = erfcx(a/sqrt2)/2 on [0,1) .. [3,4), [4,6) .. [14,16),
 // 10-14 Phi(a) on [0,1) .. [3,4), [4,6); degree 8 in u = a - (the piece's middle, row 10); row 9

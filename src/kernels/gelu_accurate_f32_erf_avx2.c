@@ -65,7 +65,8 @@ static inline __attribute__((always_inline)) void polys8(acc32_erf_lanes8 *s) {
   s->L = _mm256_fmadd_ps(s->c0, e, _mm256_fmadd_ps(w, e, w));
 }
 
-// Stage 3: y = (x*c0 + x*L)*2^nT (x's sign comes with it), x for x >= HI (and NaN), min(10, y) for gelu_10.
+// Stage 3: y = (x*c0 + x*L)*2^nT (x's sign comes with it), x for x >= HI (and NaN), min(10, y)
+// for gelu_10.
 static inline __attribute__((always_inline)) __m256 product8(bool clip10, const acc32_erf_lanes8 *s) {
   __m256 x = s->x;
   __m256 xn = _mm256_max_ps(x, _mm256_set1_ps(-GELU_ACC32_ERF_AMAX));

@@ -4,7 +4,8 @@
 // operand); the piece's column comes from floor(a) by a VPERMD of gelu_acc32_erf_column's 16
 // values (measured faster than its three integer operations). The 32-column layout this replaced
 // took a two-source VPERMT2PS and two loads a row: 1,490 -> 1,690 Melem/s at 2^20 on one Zen 4
-// thread. 2^nT scaling is VSCALEFPS (one rounding, as the scalar's exact-then-rounding pair).
+// thread (1,806 with the two savings after it, docs/performance.md). 2^nT scaling is VSCALEFPS
+// (one rounding, as the scalar's exact-then-rounding pair).
 //
 // As in gelu_accurate_f32_avx512.c, the loop keeps three vectors in flight at different stages
 // (reduce, the two polynomials, the product and its fix-ups), so the out-of-order window holds
@@ -28,7 +29,7 @@ static inline __attribute__((always_inline)) __m512 piece_row(int j, __m512i i) 
 // Stage 1: a = min(|x|, AMAX), the exponent -a^2/2*log2(e) = nT + r (x < 0 only), the piece of a
 // (its column i and u = a - its middle).
 // The sign is taken as a lane of all ones or zeros (VPSRAD) and applied with AND/ANDN rather than
-// as a mask register: VPMOVD2M runs on the FMA pipes, which this kernel fills (docs/performance.md, issue 3).
+// as a mask register: VPMOVD2M runs on the FMA pipes, which this kernel fills (docs/performance.md).
 static inline __attribute__((always_inline)) acc32_erf_lanes reduce16(__m512 x) {
   acc32_erf_lanes s;
   s.x = x;
@@ -36,7 +37,8 @@ static inline __attribute__((always_inline)) acc32_erf_lanes reduce16(__m512 x) 
   __m512 a = _mm512_min_ps(_mm512_abs_ps(x), _mm512_set1_ps(GELU_ACC32_ERF_AMAX));
   gelu_acc32_reduce_erf16(_mm512_castsi512_ps(_mm512_and_si512(neg, _mm512_castps_si512(a))), &s.r, &s.nT);
   __m512i fl = _mm512_cvttps_epi32(a); // floor(a), as a >= 0
-  __m512i col = _mm512_permutexvar_epi32(fl, _mm512_setr_epi32(0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9)); // gelu_acc32_erf_column
+  const __m512i columns = _mm512_setr_epi32(0, 1, 2, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8, 9, 9); // gelu_acc32_erf_column
+  __m512i col = _mm512_permutexvar_epi32(fl, columns);
   s.i = _mm512_add_epi32(col, _mm512_andnot_si512(neg, _mm512_set1_epi32(GELU_ACC32_ERF_PHI_COLUMN)));
   s.u = _mm512_sub_ps(a, piece_row(GELU_ACC32_ERF_MID_ROW, s.i));
   s.c0 = s.L = _mm512_setzero_ps();
@@ -55,7 +57,8 @@ static inline __attribute__((always_inline)) void polys16(acc32_erf_lanes *s) {
   s->L = _mm512_fmadd_ps(s->c0, e, _mm512_fmadd_ps(w, e, w));
 }
 
-// Stage 3: y = (x*c0 + x*L)*2^nT (x's sign comes with it), x for x >= HI (and NaN), min(10, y) for gelu_10.
+// Stage 3: y = (x*c0 + x*L)*2^nT (x's sign comes with it), x for x >= HI (and NaN), min(10, y)
+// for gelu_10.
 static inline __attribute__((always_inline)) __m512 product16(bool clip10, const acc32_erf_lanes *s) {
   __m512 x = s->x;
   __m512 xn = _mm512_max_ps(x, _mm512_set1_ps(-GELU_ACC32_ERF_AMAX));
