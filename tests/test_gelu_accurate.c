@@ -354,6 +354,12 @@ static void check_u16_isa(void) {
 // mantissa bits (with a dh of few bits, as near x = 0, their products sit exactly on ties), signed
 // zeros, the smallest subnormals, the largest finite values, infinities and NaNs.
 // (Every one of the 2^32 (x, dy) pairs of each variant and dtype was checked outside the tree.)
+// The f32 route of the f16/bf16 backward by table, on the AVX-512 (isa 0) or AVX2 (isa 1) kernel.
+static bool bwd16_by_table_on(int isa, gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
+                              uint16_t *out, size_t n) {
+  return isa ? gelu_acc_bwd16_by_table_avx2(dt, t, x, dy, out, n) : gelu_acc_bwd16_by_table_avx512(dt, t, x, dy, out, n);
+}
+
 static void check_bwd16_routes(void) {
   bool have[2] = {__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"),
@@ -389,8 +395,7 @@ static void check_bwd16_routes(void) {
         bool n2 = gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, NX);
         for (int isa = 0; isa < 2; isa++) {
           if (!have[isa]) continue;
-          bool n1 = isa ? gelu_acc_bwd16_by_table_avx2(dts[k], t, x, dy, a, NX)
-                        : gelu_acc_bwd16_by_table_avx512(dts[k], t, x, dy, a, NX);
+          bool n1 = bwd16_by_table_on(isa, dts[k], t, x, dy, a, NX);
           CHECK(n1 == n2, "%s %s backward (%s): the routes disagree on whether some d is NaN",
                 gm_gelu_variant_info(vs[vi])->name, gm_dtype_name(dts[k]), isa ? "avx2" : "avx512");
           for (size_t i = 0; i < NX; i++)
@@ -423,8 +428,7 @@ static void check_bwd16_routes(void) {
       bad = 0;
       for (int isa = 0; isa < 2; isa++) {
         if (!have[isa]) continue;
-        if (isa) gelu_acc_bwd16_by_table_avx2(dts[k], t, x, dy, a, m);
-        else gelu_acc_bwd16_by_table_avx512(dts[k], t, x, dy, a, m);
+        bwd16_by_table_on(isa, dts[k], t, x, dy, a, m);
         for (size_t i = 0; i < m; i++) bad += a[i] != b[i];
       }
       CHECK(m > (test_quick() ? 20u : 200u) && bad == 0,
