@@ -32,6 +32,14 @@ static void run(gm_gelu_variant v, gm_gelu_mode m, int bwd, gm_dtype dt, const v
   CHECK(rc == 0, "%s %s: %s", gm_gelu_variant_info(v)->name, gm_gelu_mode_name(m), gm_errmsg());
 }
 
+// run under GPTMEG_SIMD=cap (NULL: the CPU's own ISA), the variable unset again afterwards.
+static void run_capped(const char *cap, gm_gelu_variant v, gm_gelu_mode m, int bwd, gm_dtype dt, const void *x,
+                       const void *dy, void *out, size_t n, int th) {
+  if (cap) setenv("GPTMEG_SIMD", cap, 1);
+  run(v, m, bwd, dt, x, dy, out, n, th);
+  unsetenv("GPTMEG_SIMD");
+}
+
 // Exhaustive u16 patterns (stride in quick mode); dy: a fixed pseudo-random dtype value per index.
 static void check_u16(gm_dtype dt) {
   size_t stride = test_quick() ? 61 : 1, n = 0;
@@ -111,9 +119,7 @@ static void check_bwd_root(void) {
     for (size_t i = 0; i < n; i++) dy[i] = 1.0f;
     run(v, MODE_EXACT, 1, GM_F32, x, dy, e, n, 2);
     for (int c = 0; c < 3; c++) {
-      if (caps[c]) setenv("GPTMEG_SIMD", caps[c], 1);
-      run(v, MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
-      unsetenv("GPTMEG_SIMD");
+      run_capped(caps[c], v, MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
       size_t at = 0;
       uint64_t w = worst(GM_F32, a, e, n, &at);
       CHECK(w <= BOUND_FWD, "%s bwd next to the root of f' (%s): %llu ULP at x=%a", gm_gelu_variant_info(v)->name,
@@ -142,9 +148,7 @@ static void check_grad_extremes(void) {
   for (int v = 0; v < GELU_N_VARIANTS; v++) {
     run(v, MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
     for (int c = 0; c < 2; c++) {
-      setenv("GPTMEG_SIMD", caps[c], 1);
-      run(v, MODE_ACCURATE, 1, GM_F32, x, dy, b, n, 1);
-      unsetenv("GPTMEG_SIMD");
+      run_capped(caps[c], v, MODE_ACCURATE, 1, GM_F32, x, dy, b, n, 1);
       CHECK(memcmp(a, b, n * 4) == 0, "%s bwd, extreme dy: %s and default bits differ", gm_gelu_variant_info(v)->name, caps[c]);
     }
     run(v, MODE_EXACT, 1, GM_F32, x, dy, e, n, 1);
@@ -173,12 +177,9 @@ static void check_bits(void) {
   for (int v = 0; v < GELU_N_VARIANTS; v++)
     for (int bwd = 0; bwd < 2; bwd++) {
       run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, a, n, 1);
-      setenv("GPTMEG_SIMD", "scalar", 1);
-      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
+      run_capped("scalar", v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
       CHECK(memcmp(a, b, n * 4) == 0, "%s %s: SIMD and scalar bits differ", gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd");
-      setenv("GPTMEG_SIMD", "avx2", 1);
-      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
-      unsetenv("GPTMEG_SIMD");
+      run_capped("avx2", v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
       CHECK(memcmp(a, b, n * 4) == 0, "%s %s: AVX2 (or its fallback) and default bits differ", gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd");
       run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 2);
       CHECK(memcmp(a, b, n * 4) == 0, "%s %s: 1 and 2 threads differ", gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd");
@@ -231,9 +232,7 @@ static void check_erf_piece_ends(void) {
     CHECK(wrong_sign == 0, "%s f32 fwd: %zu results without x's sign", gm_gelu_variant_info(v)->name, wrong_sign);
     const char *isas[] = {"scalar", "avx2"};
     for (int m = 0; m < 2; m++) {
-      setenv("GPTMEG_SIMD", isas[m], 1);
-      run(v, MODE_ACCURATE, 0, GM_F32, x, dy, b, n, 1);
-      unsetenv("GPTMEG_SIMD");
+      run_capped(isas[m], v, MODE_ACCURATE, 0, GM_F32, x, dy, b, n, 1);
       CHECK(memcmp(a, b, n * 4) == 0, "%s f32 fwd at the piece ends: %s and default bits differ", gm_gelu_variant_info(v)->name, isas[m]);
     }
   }
@@ -254,11 +253,8 @@ static void check_lengths(void) {
         for (size_t n = 1; n <= MAXN; n++) {
           memset(a, 0x7f, sizeof a);
           memcpy(b, a, sizeof b);
-          if (caps[k]) setenv("GPTMEG_SIMD", caps[k], 1);
-          run(v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, a + OFF, n, 1);
-          setenv("GPTMEG_SIMD", "scalar", 1);
-          run(v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, b + OFF, n, 1);
-          unsetenv("GPTMEG_SIMD");
+          run_capped(caps[k], v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, a + OFF, n, 1);
+          run_capped("scalar", v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, b + OFF, n, 1);
           CHECK(memcmp(a, b, sizeof a) == 0, "%s %s n=%zu (%s): SIMD and scalar bits differ (or a write outside [0, n))",
                 gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd", n, caps[k] ? caps[k] : "default ISA");
         }
@@ -280,12 +276,10 @@ static void check_u16_isa(void) {
         run(v, MODE_ACCURATE, bwd, dts[k], x, dy, a, n, 1);
         const char *caps[] = {"scalar", "avx2"};
         for (int c = 0; c < 2; c++) {
-          setenv("GPTMEG_SIMD", caps[c], 1);
-          run(v, MODE_ACCURATE, bwd, dts[k], x, dy, b, n, 1);
+          run_capped(caps[c], v, MODE_ACCURATE, bwd, dts[k], x, dy, b, n, 1);
           CHECK(memcmp(a, b, n * 2) == 0, "%s %s %s: default and %s bits differ", gm_gelu_variant_info(v)->name,
                 gm_dtype_name(dts[k]), bwd ? "bwd" : "fwd", caps[c]);
         }
-        unsetenv("GPTMEG_SIMD");
         const char *direct_caps[] = {"avx512", "avx2", "scalar"};
         for (int c = 0; c < 3; c++) {
           setenv("GPTMEG_SIMD", direct_caps[c], 1);
@@ -347,6 +341,12 @@ static void check_u16_isa(void) {
   free(x); free(dy); free(a); free(b);
 }
 
+// The f32 route of the f16/bf16 backward by table, on the AVX-512 (isa 0) or AVX2 (isa 1) kernel.
+static bool bwd16_by_table_on(int isa, gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
+                              uint16_t *out, size_t n) {
+  return isa ? gelu_acc_bwd16_by_table_avx2(dt, t, x, dy, out, n) : gelu_acc_bwd16_by_table_avx512(dt, t, x, dy, out, n);
+}
+
 // The f16/bf16 backward by table: the AVX-512 and AVX2 kernels' f32 route (p = dy * dh[x], kept where p - 3
 // ulp and p + 3 ulp round to the same 16-bit value, the vector redone in f64 elsewhere) gives the f64
 // route's bits for every x against dy values of every kind: ordinary ones (about 1% of f16 vectors
@@ -354,12 +354,6 @@ static void check_u16_isa(void) {
 // mantissa bits (with a dh of few bits, as near x = 0, their products sit exactly on ties), signed
 // zeros, the smallest subnormals, the largest finite values, infinities and NaNs.
 // (Every one of the 2^32 (x, dy) pairs of each variant and dtype was checked outside the tree.)
-// The f32 route of the f16/bf16 backward by table, on the AVX-512 (isa 0) or AVX2 (isa 1) kernel.
-static bool bwd16_by_table_on(int isa, gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
-                              uint16_t *out, size_t n) {
-  return isa ? gelu_acc_bwd16_by_table_avx2(dt, t, x, dy, out, n) : gelu_acc_bwd16_by_table_avx512(dt, t, x, dy, out, n);
-}
-
 static void check_bwd16_routes(void) {
   bool have[2] = {__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"),

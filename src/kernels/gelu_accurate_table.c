@@ -79,8 +79,9 @@ const gelu_acc_bwd16 *gelu_acc_bwd16_table(gm_gelu_variant v, gm_dtype dt) {
 // y[i] = table[x[i]], 2 bytes read and written per element. Four at a time into one 64-bit store on
 // little-endian hosts: on one Zen 4 core, f16 `gelu` of N(0, 3^2) at 2^20 2.87 -> 3.5-3.8 Gelem/s
 // against the AVX-512 gathers this replaced (bf16 3.01 -> 3.64), at 2^25 f16 the same and bf16
-// 2.95 -> 3.1-3.2 in `bench act` (3.7-3.8 in act_vs_torch's run). Non-temporal stores of whole lines were slower at 2^25 in `bench act` (f16 2.45
-// -> 2.25, bf16 3.2 -> 2.9), though faster in a loop of their own; not kept.
+// 2.95 -> 3.1-3.2 in `bench act` (3.7-3.8 in act_vs_torch's run). Non-temporal stores of whole
+// lines were slower at 2^25 in `bench act` (f16 2.45 -> 2.25, bf16 3.2 -> 2.9), though faster in a
+// loop of their own; not kept.
 void gelu_acc_fwd16_lookup(const uint16_t *table, const uint16_t *x, uint16_t *y, size_t n) {
   size_t i = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
