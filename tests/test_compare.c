@@ -128,14 +128,14 @@ static void inputs(void) {
 }
 
 static void driver(void) {
-  gm_compare_job j = {.a = {GELU_NEW, MODE_EXACT}, .b = {GELU_NEW, MODE_EXACT}, .dtype = GM_F32, .src = GM_SRC_EXHAUSTIVE,
+  gm_compare_job j = {.a = {GM_GELU_NEW, GM_MODE_EXACT}, .b = {GM_GELU_NEW, GM_MODE_EXACT}, .dtype = GM_F32, .src = GM_SRC_EXHAUSTIVE,
                       .user_tol = {1e-5, 1e-8}, .threads = 1};
   gm_compare_result r;
   CHECK(gm_compare_run(&j, &r) != 0 && strstr(gm_errmsg(), "--n"), "f32 exhaustive refused pointing to --n: %s", gm_errmsg());
   j.src = GM_SRC_DIST;
   j.n = (size_t)1e15;
   CHECK(gm_compare_run(&j, &r) != 0 && strstr(gm_errmsg(), "memory"), "huge n refused: %s", gm_errmsg());
-  if (!have_mode(GELU_NEW, MODE_EXACT, GM_F16) || !have_mode(GELU_PYTORCH_TANH, MODE_FUSED, GM_F16)) return;
+  if (!have_mode(GM_GELU_NEW, GM_MODE_EXACT, GM_F16) || !have_mode(GM_GELU_PYTORCH_TANH, GM_MODE_FUSED, GM_F16)) return;
   // exhaustive f16: exact against itself is all equal; every finite pattern is used
   j.dtype = GM_F16;
   j.src = GM_SRC_EXHAUSTIVE;
@@ -144,7 +144,7 @@ static void driver(void) {
   CHECK(r.have_exact && r.a_exact.equal == r.a_exact.n, "exact against exact");
   // a sample: the driver's figures equal a direct evaluation of the same inputs
   size_t n = test_quick() ? 2000 : 50000;
-  j = (gm_compare_job){.a = {GELU_NEW, MODE_EXACT}, .b = {GELU_PYTORCH_TANH, MODE_FUSED}, .dtype = GM_F16, .src = GM_SRC_DIST,
+  j = (gm_compare_job){.a = {GM_GELU_NEW, GM_MODE_EXACT}, .b = {GM_GELU_PYTORCH_TANH, GM_MODE_FUSED}, .dtype = GM_F16, .src = GM_SRC_DIST,
                        .seed = 11, .n = n, .user_tol = {1e-3, 1e-3}, .threads = 1};
   gm_dist_parse("uniform:-6:6", &j.dist);
   CHECK(gm_compare_run(&j, &r) == 0, "sample: %s", gm_errmsg());
@@ -173,8 +173,8 @@ static void driver(void) {
   CHECK(r.tensors == 300 && r.ab.n == 2700 && r.tensors_equal <= r.tensors, "trial counts");
   CHECK((double)r.tensors_equal / 300 <= (double)r.ab.equal / 2700 + 1e-12, "tensor equality <= element equality");
   // backward
-  if (have_mode(GELU_NEW, MODE_EXACT, GM_F16)) {
-    j = (gm_compare_job){.a = {GELU_NEW, MODE_FUSED}, .b = {GELU_NEW, MODE_FUSED}, .dtype = GM_F16, .src = GM_SRC_DIST,
+  if (have_mode(GM_GELU_NEW, GM_MODE_EXACT, GM_F16)) {
+    j = (gm_compare_job){.a = {GM_GELU_NEW, GM_MODE_FUSED}, .b = {GM_GELU_NEW, GM_MODE_FUSED}, .dtype = GM_F16, .src = GM_SRC_DIST,
                          .seed = 2, .n = 1000, .grad = true, .user_tol = {1e-5, 1e-8}, .threads = 1};
     CHECK(gm_compare_run(&j, &r) == 0 && r.ab.equal == 1000, "grad self-compare: %s", gm_errmsg());
   }

@@ -4,7 +4,7 @@
 // quick 20000); GPTMEG_GELU_BENCH=1 also times accurate f32 fwd at 2^25 vs memcpy.
 #include "gptmeg/gelu.h"
 #include "harness.h"
-#include "kernels/gelu_math.h"
+#include "kernels/gelu/gelu_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -46,15 +46,15 @@ static void check_u16(gm_dtype dt) {
   uint16_t *x = malloc(65536 * 2), *dy = malloc(65536 * 2), *e = malloc(65536 * 2), *a = malloc(65536 * 2);
   gm_rng r; gm_rng_seed(&r, 7);
   for (size_t u = 0; u < 65536; u += stride) { x[n] = (uint16_t)u; gm_store_f64(dt, dy, n, gm_rng_normal(&r) * 2); n++; }
-  for (int v = 0; v < GELU_N_VARIANTS; v++)
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
     for (int bwd = 0; bwd < 2; bwd++) {
-      run(v, MODE_EXACT, bwd, dt, x, dy, e, n, 2);
+      run(v, GM_MODE_EXACT, bwd, dt, x, dy, e, n, 2);
       size_t at = 0;
-      run(v, MODE_ACCURATE, bwd, dt, x, dy, a, n, 2);
+      run(v, GM_MODE_ACCURATE, bwd, dt, x, dy, a, n, 2);
       uint64_t wa = worst(dt, a, e, n, &at);
       CHECK(wa <= (bwd ? BOUND_BWD : BOUND_FWD), "%s accurate %s %s: %llu ULP at x=0x%04x", gm_gelu_variant_info(v)->name,
             gm_dtype_name(dt), bwd ? "bwd" : "fwd", (unsigned long long)wa, x[at]);
-      run(v, MODE_FUSED, bwd, dt, x, dy, a, n, 2);
+      run(v, GM_MODE_FUSED, bwd, dt, x, dy, a, n, 2);
       size_t atf = 0, nf = 0;
       uint64_t wf = worst_n(dt, a, e, n, &atf, &nf);
       printf("RAW %s %s %s accurate %llu fused %llu (+%zu NaN vs number) (exhaustive%s)\n", gm_gelu_variant_info(v)->name,
@@ -83,15 +83,15 @@ static void check_f32(void) {
   size_t n = env ? (size_t)atol(env) : (test_quick() ? 20000 : 200000);
   float *x = malloc(n * 4), *dy = malloc(n * 4), *e = malloc(n * 4), *a = malloc(n * 4);
   fill_f32(x, dy, n, 11);
-  for (int v = 0; v < GELU_N_VARIANTS; v++)
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
     for (int bwd = 0; bwd < 2; bwd++) {
-      run(v, MODE_EXACT, bwd, GM_F32, x, dy, e, n, 2);
+      run(v, GM_MODE_EXACT, bwd, GM_F32, x, dy, e, n, 2);
       size_t at = 0, atf = 0;
-      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, a, n, 2);
+      run(v, GM_MODE_ACCURATE, bwd, GM_F32, x, dy, a, n, 2);
       uint64_t wa = worst(GM_F32, a, e, n, &at);
       CHECK(wa <= (bwd ? BOUND_BWD : BOUND_FWD), "%s accurate f32 %s: %llu ULP at x=%a", gm_gelu_variant_info(v)->name,
             bwd ? "bwd" : "fwd", (unsigned long long)wa, x[at]);
-      run(v, MODE_FUSED, bwd, GM_F32, x, dy, a, n, 2);
+      run(v, GM_MODE_FUSED, bwd, GM_F32, x, dy, a, n, 2);
       size_t nf = 0;
       uint64_t wf = worst_n(GM_F32, a, e, n, &atf, &nf);
       printf("RAW %s f32 %s accurate %llu fused %llu (+%zu NaN vs number) (sample %zu; fused worst at x=%a)\n",
@@ -107,19 +107,19 @@ static void check_bwd_root(void) {
   size_t cap = 4001 + 2 * 2048;
   float *x = malloc(cap * 4), *dy = malloc(cap * 4), *e = malloc(cap * 4), *a = malloc(cap * 4);
   const char *caps[] = {NULL, "avx2", "scalar"};
-  for (int v = 0; v < GELU_N_VARIANTS; v++) {
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
     gelu_family fam = gelu_family_of(v);
     if (fam == GELU_FAM_SIGMOID) continue; // f64 lanes, its root is far from any cancellation in f32
-    float x0 = fam == GELU_FAM_ERF ? (float)GELU_ERF_ROOT_HI : -gelu_acc32_tanh_bwd_root[0][0];
+    float x0 = fam == GELU_FAM_ERF ? (float)GELU_ERF_ROOT_HI : -gm_gelu_acc32_tanh_bwd_root[0][0];
     uint32_t b0;
     memcpy(&b0, &x0, 4);
     size_t n = 0;
     for (int k = -2000; k <= 2000; k++) { uint32_t b = b0 + (uint32_t)k; memcpy(&x[n++], &b, 4); }
     for (int k = 1; k <= 2048; k++) { x[n++] = x0 + (float)k * 0x1p-18f; x[n++] = x0 - (float)k * 0x1p-18f; }
     for (size_t i = 0; i < n; i++) dy[i] = 1.0f;
-    run(v, MODE_EXACT, 1, GM_F32, x, dy, e, n, 2);
+    run(v, GM_MODE_EXACT, 1, GM_F32, x, dy, e, n, 2);
     for (int c = 0; c < 3; c++) {
-      run_capped(caps[c], v, MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
+      run_capped(caps[c], v, GM_MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
       size_t at = 0;
       uint64_t w = worst(GM_F32, a, e, n, &at);
       CHECK(w <= BOUND_FWD, "%s bwd next to the root of f' (%s): %llu ULP at x=%a", gm_gelu_variant_info(v)->name,
@@ -145,15 +145,15 @@ static void check_grad_extremes(void) {
   for (size_t i = 0; i < nx; i++)
     for (size_t j = 0; j < nd; j++) { x[i * nd + j] = xs[i]; dy[i * nd + j] = dys[j]; }
   const char *caps[] = {"avx2", "scalar"};
-  for (int v = 0; v < GELU_N_VARIANTS; v++) {
-    run(v, MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
+    run(v, GM_MODE_ACCURATE, 1, GM_F32, x, dy, a, n, 1);
     for (int c = 0; c < 2; c++) {
-      run_capped(caps[c], v, MODE_ACCURATE, 1, GM_F32, x, dy, b, n, 1);
+      run_capped(caps[c], v, GM_MODE_ACCURATE, 1, GM_F32, x, dy, b, n, 1);
       CHECK(memcmp(a, b, n * 4) == 0, "%s bwd, extreme dy: %s and default bits differ", gm_gelu_variant_info(v)->name, caps[c]);
     }
-    run(v, MODE_EXACT, 1, GM_F32, x, dy, e, n, 1);
+    run(v, GM_MODE_EXACT, 1, GM_F32, x, dy, e, n, 1);
     for (size_t i = 0; i < n; i++) {
-      if (v == GELU_10 && x[i] > 10) { // clamp's backward: +0 whatever dy is (NaN too), as torch's
+      if (v == GM_GELU_10 && x[i] > 10) { // clamp's backward: +0 whatever dy is (NaN too), as torch's
         CHECK(a[i] == 0 && !signbit(a[i]), "gelu_10 bwd x=%a dy=%a: got %a, want +0", x[i], dy[i], a[i]);
         continue;
       }
@@ -174,14 +174,14 @@ static void check_bits(void) {
                       128.0f, -128.0f, 0x1.fffffep6f, -0x1.fffffep6f, 0x1.000002p7f, -0x1.000002p7f, 1e30f, -1e30f,
                       3.4e38f, -3.4e38f, -0x1p-149f, 0x1p-149f, -10.077721f, -52.839809f};
   memcpy(x, specials, sizeof specials);
-  for (int v = 0; v < GELU_N_VARIANTS; v++)
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
     for (int bwd = 0; bwd < 2; bwd++) {
-      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, a, n, 1);
-      run_capped("scalar", v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
+      run(v, GM_MODE_ACCURATE, bwd, GM_F32, x, dy, a, n, 1);
+      run_capped("scalar", v, GM_MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
       CHECK(memcmp(a, b, n * 4) == 0, "%s %s: SIMD and scalar bits differ", gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd");
-      run_capped("avx2", v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
+      run_capped("avx2", v, GM_MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 1);
       CHECK(memcmp(a, b, n * 4) == 0, "%s %s: AVX2 (or its fallback) and default bits differ", gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd");
-      run(v, MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 2);
+      run(v, GM_MODE_ACCURATE, bwd, GM_F32, x, dy, b, n, 2);
       CHECK(memcmp(a, b, n * 4) == 0, "%s %s: 1 and 2 threads differ", gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd");
     }
   // f16/bf16/f64 thread independence.
@@ -190,9 +190,9 @@ static void check_bits(void) {
     size_t es = gm_dtype_size(dts[k]), m = n < 100003 ? n : 100003;
     void *xx = malloc(m * es), *gg = malloc(m * es), *o1 = malloc(m * es), *o2 = malloc(m * es);
     for (size_t i = 0; i < m; i++) { gm_store_f64(dts[k], xx, i, x[i]); gm_store_f64(dts[k], gg, i, dy[i]); }
-    for (int v = 0; v < GELU_N_VARIANTS; v++) {
-      run(v, MODE_ACCURATE, 1, dts[k], xx, gg, o1, m, 1);
-      run(v, MODE_ACCURATE, 1, dts[k], xx, gg, o2, m, 2);
+    for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
+      run(v, GM_MODE_ACCURATE, 1, dts[k], xx, gg, o1, m, 1);
+      run(v, GM_MODE_ACCURATE, 1, dts[k], xx, gg, o2, m, 2);
       CHECK(memcmp(o1, o2, m * es) == 0, "%s %s: 1 and 2 threads differ", gm_gelu_variant_info(v)->name, gm_dtype_name(dts[k]));
     }
     free(xx); free(gg); free(o1); free(o2);
@@ -219,11 +219,11 @@ static void check_erf_piece_ends(void) {
     }
   for (size_t k = 0; k < nspecial; k++) x[n++] = specials[k];
   for (size_t i = 0; i < n; i++) dy[i] = 1.0f;
-  gm_gelu_variant erf_family[] = {GELU_ERF, GELU_PYTHON, GELU_10};
+  gm_gelu_variant erf_family[] = {GM_GELU_ERF, GM_GELU_PYTHON, GM_GELU_10};
   for (int k = 0; k < 3; k++) {
     gm_gelu_variant v = erf_family[k];
-    run(v, MODE_EXACT, 0, GM_F32, x, dy, e, n, 1);
-    run(v, MODE_ACCURATE, 0, GM_F32, x, dy, a, n, 1);
+    run(v, GM_MODE_EXACT, 0, GM_F32, x, dy, e, n, 1);
+    run(v, GM_MODE_ACCURATE, 0, GM_F32, x, dy, a, n, 1);
     size_t at = 0;
     uint64_t w = worst(GM_F32, a, e, n, &at);
     CHECK(w <= BOUND_FWD, "%s f32 fwd at a piece end: %llu ULP at x=%a", gm_gelu_variant_info(v)->name, (unsigned long long)w, x[at]);
@@ -232,7 +232,7 @@ static void check_erf_piece_ends(void) {
     CHECK(wrong_sign == 0, "%s f32 fwd: %zu results without x's sign", gm_gelu_variant_info(v)->name, wrong_sign);
     const char *isas[] = {"scalar", "avx2"};
     for (int m = 0; m < 2; m++) {
-      run_capped(isas[m], v, MODE_ACCURATE, 0, GM_F32, x, dy, b, n, 1);
+      run_capped(isas[m], v, GM_MODE_ACCURATE, 0, GM_F32, x, dy, b, n, 1);
       CHECK(memcmp(a, b, n * 4) == 0, "%s f32 fwd at the piece ends: %s and default bits differ", gm_gelu_variant_info(v)->name, isas[m]);
     }
   }
@@ -248,13 +248,13 @@ static void check_lengths(void) {
   fill_f32(x, dy, MAXN + OFF, 11);
   const char *caps[] = {NULL, "avx2"};
   for (int k = 0; k < 2; k++)
-    for (int v = 0; v < GELU_N_VARIANTS; v++)
+    for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
       for (int bwd = 0; bwd < 2; bwd++)
         for (size_t n = 1; n <= MAXN; n++) {
           memset(a, 0x7f, sizeof a);
           memcpy(b, a, sizeof b);
-          run_capped(caps[k], v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, a + OFF, n, 1);
-          run_capped("scalar", v, MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, b + OFF, n, 1);
+          run_capped(caps[k], v, GM_MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, a + OFF, n, 1);
+          run_capped("scalar", v, GM_MODE_ACCURATE, bwd, GM_F32, x + OFF, dy + OFF, b + OFF, n, 1);
           CHECK(memcmp(a, b, sizeof a) == 0, "%s %s n=%zu (%s): SIMD and scalar bits differ (or a write outside [0, n))",
                 gm_gelu_variant_info(v)->name, bwd ? "bwd" : "fwd", n, caps[k] ? caps[k] : "default ISA");
         }
@@ -270,21 +270,21 @@ static void check_u16_isa(void) {
   gm_dtype dts[] = {GM_F16, GM_BF16};
   for (int k = 0; k < 2; k++) {
     for (size_t i = 0; i < n; i++) { x[i] = (uint16_t)i; dy[i] = (uint16_t)((i * 40503u + 7) & 0xffff); }
-    for (int v = 0; v < GELU_N_VARIANTS; v++)
+    for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
       for (int bwd = 0; bwd < 2; bwd++) {
         unsetenv("GPTMEG_SIMD");
-        run(v, MODE_ACCURATE, bwd, dts[k], x, dy, a, n, 1);
+        run(v, GM_MODE_ACCURATE, bwd, dts[k], x, dy, a, n, 1);
         const char *caps[] = {"scalar", "avx2"};
         for (int c = 0; c < 2; c++) {
-          run_capped(caps[c], v, MODE_ACCURATE, bwd, dts[k], x, dy, b, n, 1);
+          run_capped(caps[c], v, GM_MODE_ACCURATE, bwd, dts[k], x, dy, b, n, 1);
           CHECK(memcmp(a, b, n * 2) == 0, "%s %s %s: default and %s bits differ", gm_gelu_variant_info(v)->name,
                 gm_dtype_name(dts[k]), bwd ? "bwd" : "fwd", caps[c]);
         }
         const char *direct_caps[] = {"avx512", "avx2", "scalar"};
         for (int c = 0; c < 3; c++) {
           setenv("GPTMEG_SIMD", direct_caps[c], 1);
-          if (bwd) gelu_acc_bwd16_direct(v, dts[k], x, dy, b, n);
-          else gelu_acc_fwd16_direct(v, dts[k], x, b, n);
+          if (bwd) gm_gelu_acc_bwd16_direct(v, dts[k], x, dy, b, n);
+          else gm_gelu_acc_fwd16_direct(v, dts[k], x, b, n);
           CHECK(memcmp(a, b, n * 2) == 0, "%s %s %s: the table differs from the direct evaluation (%s)",
                 gm_gelu_variant_info(v)->name, gm_dtype_name(dts[k]), bwd ? "bwd" : "fwd", direct_caps[c]);
         }
@@ -322,15 +322,15 @@ static void check_u16_isa(void) {
     }
     d[0] = NAN; d[1] = -NAN; d[2] = INFINITY; d[3] = -INFINITY; d[4] = 1e300; d[5] = -1e-300; d[6] = 0x1p-1074; d[7] = -0.0;
     for (int k = 0; k < 2; k++) {
-      gelu_acc_narrow_scalar(dts[k], d, o1, m);
-      gelu_acc_narrow_avx512(dts[k], d, o2, m);
+      gm_gelu_acc_narrow_scalar(dts[k], d, o1, m);
+      gm_gelu_acc_narrow_avx512(dts[k], d, o2, m);
       size_t bad = 0, first = 0;
       for (size_t i = 0; i < m; i++) if (o1[i] != o2[i] && bad++ == 0) first = i;
       CHECK(bad == 0, "%s narrowing: %zu of %zu differ from the scalar rounding (first %a: %04x vs %04x)", gm_dtype_name(dts[k]),
             bad, m, d[first], o1[first], o2[first]);
-      gelu_acc_widen_scalar(dts[k], x, (float *)(void *)d, n);
+      gm_gelu_acc_widen_scalar(dts[k], x, (float *)(void *)d, n);
       float *w2 = malloc(n * 4);
-      gelu_acc_widen_avx512(dts[k], x, w2, n);
+      gm_gelu_acc_widen_avx512(dts[k], x, w2, n);
       CHECK(memcmp(d, w2, n * 4) == 0, "%s widening differs from the scalar one", gm_dtype_name(dts[k]));
       free(w2);
     }
@@ -344,7 +344,7 @@ static void check_u16_isa(void) {
 // The f32 route of the f16/bf16 backward by table, on the AVX-512 (isa 0) or AVX2 (isa 1) kernel.
 static bool bwd16_by_table_on(int isa, gm_dtype dt, const gelu_acc_bwd16 *t, const uint16_t *x, const uint16_t *dy,
                               uint16_t *out, size_t n) {
-  return isa ? gelu_acc_bwd16_by_table_avx2(dt, t, x, dy, out, n) : gelu_acc_bwd16_by_table_avx512(dt, t, x, dy, out, n);
+  return isa ? gm_gelu_acc_bwd16_by_table_avx2(dt, t, x, dy, out, n) : gm_gelu_acc_bwd16_by_table_avx512(dt, t, x, dy, out, n);
 }
 
 // The f16/bf16 backward by table: the AVX-512 and AVX2 kernels' f32 route (p = dy * dh[x], kept where p - 3
@@ -363,12 +363,12 @@ static void check_bwd16_routes(void) {
   if (!have[0] && !have[1]) return;
   enum { NX = 65536 };
   uint16_t *x = malloc(NX * 2), *dy = malloc(NX * 2), *a = malloc(NX * 2), *b = malloc(NX * 2);
-  gm_gelu_variant vs[] = {GELU_ERF, GELU_NEW, QUICK_GELU, GELU_10};
+  gm_gelu_variant vs[] = {GM_GELU_ERF, GM_GELU_NEW, GM_QUICK_GELU, GM_GELU_10};
   gm_dtype dts[] = {GM_F16, GM_BF16};
   int ndy = test_quick() ? 8 : 48;
   for (int k = 0; k < 2; k++)
     for (size_t vi = 0; vi < sizeof vs / sizeof vs[0]; vi++) {
-      const gelu_acc_bwd16 *t = gelu_acc_bwd16_table(vs[vi], dts[k]);
+      const gelu_acc_bwd16 *t = gm_gelu_acc_bwd16_table(vs[vi], dts[k]);
       CHECK(t != NULL, "backward table not built");
       if (!t) continue;
       size_t bad = 0, first = 0;
@@ -386,7 +386,7 @@ static void check_bwd16_routes(void) {
                                                          : ((u >> 32) % 31) << 10 | (3u << ((u >> 40) % 11)) >> 1));
           dy[i] = j % 6 == 5 ? (k ? special_bf : special)[(u >> 48) % 10] : j % 2 ? sparse : any;
         }
-        bool n2 = gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, NX);
+        bool n2 = gm_gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, NX);
         for (int isa = 0; isa < 2; isa++) {
           if (!have[isa]) continue;
           bool n1 = bwd16_by_table_on(isa, dts[k], t, x, dy, a, NX);
@@ -418,7 +418,7 @@ static void check_bwd16_routes(void) {
           dy[m++] = (uint16_t)dv;
         }
       }
-      gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, m);
+      gm_gelu_acc_bwd16_by_table_scalar(dts[k], t, x, dy, b, m);
       bad = 0;
       for (int isa = 0; isa < 2; isa++) {
         if (!have[isa]) continue;
@@ -440,11 +440,11 @@ static void bench(void) {
   for (int th = 1; th <= 2; th++) {
     double best_m = 1e9;
     for (int rep = 0; rep < 3; rep++) { double t = gm_now_s(); memcpy(y, x, n * 4); t = gm_now_s() - t; if (t < best_m) best_m = t; }
-    for (int v = 0; v < GELU_N_VARIANTS; v++) {
+    for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
       double best = 1e9;
       for (int rep = 0; rep < 3; rep++) {
         double t = gm_now_s();
-        run(v, MODE_ACCURATE, 0, GM_F32, x, NULL, y, n, th);
+        run(v, GM_MODE_ACCURATE, 0, GM_F32, x, NULL, y, n, th);
         t = gm_now_s() - t;
         if (t < best) best = t;
       }
@@ -471,7 +471,7 @@ static void check_lookup(void) {
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
       size_t n = lens[k], xo = off % 7;
       memset(y, 0xA5, sizeof y);
-      gelu_acc_fwd16_lookup(table, x + xo, y + PAD + off, n);
+      gm_gelu_acc_fwd16_lookup(table, x + xo, y + PAD + off, n);
       for (size_t i = 0; i < sizeof y / sizeof y[0]; i++) {
         bool inside = i >= PAD + off && i < PAD + off + n;
         if (y[i] != (inside ? table[x[xo + i - PAD - off]] : 0xA5A5)) bad++;

@@ -4,7 +4,7 @@
 // backward for every variant, f32 and f64 samples, known values and special values.
 #include "gptmeg/gelu.h"
 #include "harness.h"
-#include "kernels/gelu_math.h"
+#include "kernels/gelu/gelu_math.h"
 
 #include <math.h>
 #include <mpfr.h>
@@ -16,12 +16,12 @@
 static mpfr_prec_t prec_for(gm_gelu_variant v, double x) {
   if (!(x < 0)) return 400;
   double a = -x;
-  if (v == QUICK_GELU) return a < 460 ? 400 + (mpfr_prec_t)(2.5 * a) : 400;
-  if (v == GELU_ERF || v == GELU_PYTHON || v == GELU_10) return a < 40 ? 400 + (mpfr_prec_t)(0.75 * a * a) : 400;
+  if (v == GM_QUICK_GELU) return a < 460 ? 400 + (mpfr_prec_t)(2.5 * a) : 400;
+  if (v == GM_GELU_ERF || v == GM_GELU_PYTHON || v == GM_GELU_10) return a < 40 ? 400 + (mpfr_prec_t)(0.75 * a * a) : 400;
   return a < 23 ? 400 + (mpfr_prec_t)(0.1 * a * a * a + 3 * a) : 400; // beyond, every result underflows
 }
 
-static int is_tanh(gm_gelu_variant v) { return v != GELU_ERF && v != GELU_PYTHON && v != GELU_10 && v != QUICK_GELU; }
+static int is_tanh(gm_gelu_variant v) { return v != GM_GELU_ERF && v != GM_GELU_PYTHON && v != GM_GELU_10 && v != GM_QUICK_GELU; }
 
 // The written formula (deriv 0) or its written backward (deriv 1) at x, times dy, into r.
 static void ref_value(mpfr_t r, gm_gelu_variant v, int deriv, double xd, double dyd) {
@@ -30,9 +30,9 @@ static void ref_value(mpfr_t r, gm_gelu_variant v, int deriv, double xd, double 
   mpfr_set_d(x, xd, MPFR_RNDN);
   if (is_tanh(v)) {
     // z = c*(x + 0.044715*x^3)
-    if (v == GELU_FAST) mpfr_set_str(c, "0.7978845608", 10, MPFR_RNDN);
-    else if (v == GELU_MEGATRON) mpfr_set_str(c, "0.79788456", 10, MPFR_RNDN);
-    else if (v == OPENAI_GELU) mpfr_set_str(c, "0.7978845608028654", 10, MPFR_RNDN);
+    if (v == GM_GELU_FAST) mpfr_set_str(c, "0.7978845608", 10, MPFR_RNDN);
+    else if (v == GM_GELU_MEGATRON) mpfr_set_str(c, "0.79788456", 10, MPFR_RNDN);
+    else if (v == GM_OPENAI_GELU) mpfr_set_str(c, "0.7978845608028654", 10, MPFR_RNDN);
     else { mpfr_const_pi(c, MPFR_RNDN); mpfr_ui_div(c, 2, c, MPFR_RNDN); mpfr_sqrt(c, c, MPFR_RNDN); }
     mpfr_pow_ui(u, x, 3, MPFR_RNDN);
     mpfr_set_str(w, "0.044715", 10, MPFR_RNDN);
@@ -45,7 +45,7 @@ static void ref_value(mpfr_t r, gm_gelu_variant v, int deriv, double xd, double 
       mpfr_mul(u, u, x, MPFR_RNDN);
       mpfr_div_2ui(r, u, 1, MPFR_RNDN);
     } else { // 0.5*(1+t) + 0.5*x*(1-t^2)*zp
-      if (v == GELU_MEGATRON) { // zp = 0.79788456 + 0.1070322243*x^2
+      if (v == GM_GELU_MEGATRON) { // zp = 0.79788456 + 0.1070322243*x^2
         mpfr_sqr(u, x, MPFR_RNDN);
         mpfr_set_str(w, "0.1070322243", 10, MPFR_RNDN);
         mpfr_mul(u, u, w, MPFR_RNDN);
@@ -65,7 +65,7 @@ static void ref_value(mpfr_t r, gm_gelu_variant v, int deriv, double xd, double 
       mpfr_add(u, u, w, MPFR_RNDN);
       mpfr_div_2ui(r, u, 1, MPFR_RNDN);
     }
-  } else if (v == QUICK_GELU) {
+  } else if (v == GM_QUICK_GELU) {
     mpfr_set_str(c, "1.702", 10, MPFR_RNDN);
     mpfr_mul(u, x, c, MPFR_RNDN);
     mpfr_neg(t, u, MPFR_RNDN);
@@ -86,7 +86,7 @@ static void ref_value(mpfr_t r, gm_gelu_variant v, int deriv, double xd, double 
     mpfr_add_ui(t, t, 1, MPFR_RNDN);
     mpfr_div_2ui(t, t, 1, MPFR_RNDN); // cdf
     mpfr_mul(w, x, t, MPFR_RNDN);    // gelu(x)
-    int clipped = v == GELU_10 && mpfr_cmp_ui(w, 10) > 0;
+    int clipped = v == GM_GELU_10 && mpfr_cmp_ui(w, 10) > 0;
     if (!deriv) {
       if (clipped) mpfr_set_ui(r, 10, MPFR_RNDN);
       else mpfr_set(r, w, MPFR_RNDN);
@@ -105,7 +105,7 @@ static void ref_value(mpfr_t r, gm_gelu_variant v, int deriv, double xd, double 
       mpfr_add(r, u, t, MPFR_RNDN);
     }
   }
-  if (deriv && !(v == GELU_10 && mpfr_zero_p(r))) mpfr_mul_d(r, r, dyd, MPFR_RNDN);
+  if (deriv && !(v == GM_GELU_10 && mpfr_zero_p(r))) mpfr_mul_d(r, r, dyd, MPFR_RNDN);
   mpfr_clears(x, t, u, w, c, (mpfr_ptr)0);
 }
 
@@ -143,7 +143,7 @@ static double exact1(gm_gelu_variant v, int deriv, double x, double dy, gm_dtype
   char xb[8], gb[8], ob[8];
   gm_store_f64(dt, xb, 0, x);
   gm_store_f64(dt, gb, 0, dy);
-  gm_gelu_spec s = {v, MODE_EXACT};
+  gm_gelu_spec s = {v, GM_MODE_EXACT};
   int rc = deriv ? gm_gelu_bwd(s, dt, xb, gb, ob, 1, 1) : gm_gelu_fwd(s, dt, xb, ob, 1, 1);
   CHECK(rc == 0, "%s", gm_errmsg());
   return gm_load_f64(dt, ob, 0);
@@ -161,9 +161,9 @@ static void check_u16(gm_dtype dt) {
     gm_store_f64(dt, dy, n, n % 2 ? 1.0 : gm_rng_normal(&r) * 4);
     n++;
   }
-  for (int v = 0; v < GELU_N_VARIANTS; v++)
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
     for (int deriv = 0; deriv < 2; deriv++) {
-      gm_gelu_spec s = {v, MODE_EXACT};
+      gm_gelu_spec s = {v, GM_MODE_EXACT};
       if (deriv) gm_gelu_bwd(s, dt, x, dy, o, n, 2);
       else gm_gelu_fwd(s, dt, x, o, n, 2);
       long bad = 0, first = -1;
@@ -182,7 +182,7 @@ static void check_u16(gm_dtype dt) {
 
 static void check_sample(gm_dtype dt, size_t n) {
   gm_rng r; gm_rng_seed(&r, 9);
-  for (int v = 0; v < GELU_N_VARIANTS; v++)
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
     for (size_t i = 0; i < n; i++) {
       double x = (i % 4 == 3) ? gm_rng_uniform(&r) * 80 - 40 : gm_rng_normal(&r) * 4;
       double dy = gm_rng_normal(&r);
@@ -197,44 +197,44 @@ static void check_sample(gm_dtype dt, size_t n) {
 
 static void check_known(void) {
   // gelu_new(-5.06): exact ~ -1.5e-7 where the written form in low precision gives -0.0.
-  double y = exact1(GELU_NEW, 0, -5.06, 1, GM_F32);
+  double y = exact1(GM_GELU_NEW, 0, -5.06, 1, GM_F32);
   CHECK(y < -1.4e-7 && y > -1.6e-7, "gelu_new(-5.06) = %g, expected about -1.5e-7", y);
   // Deep negative tail: still a negative number (f32 normal range), not 0.
-  y = exact1(GELU_NEW, 0, -10.0, 1, GM_F32);
+  y = exact1(GM_GELU_NEW, 0, -10.0, 1, GM_F32);
   CHECK(y < 0 && y > -1e-30, "gelu_new(-10) = %g", y);
-  y = exact1(GELU_ERF, 0, -13.0, 1, GM_F64);
+  y = exact1(GM_GELU_ERF, 0, -13.0, 1, GM_F64);
   CHECK(y < 0 && y > -1e-30, "gelu(-13) f64 = %g", y);
-  CHECK(exact1(GELU_ERF, 0, 1.0, 1, GM_F64) == 0.8413447460685429, "gelu(1) f64 = %.17g", exact1(GELU_ERF, 0, 1.0, 1, GM_F64));
+  CHECK(exact1(GM_GELU_ERF, 0, 1.0, 1, GM_F64) == 0.8413447460685429, "gelu(1) f64 = %.17g", exact1(GM_GELU_ERF, 0, 1.0, 1, GM_F64));
   // Specials.
   gm_dtype dts[] = {GM_F32, GM_F16, GM_BF16, GM_F64};
   for (int k = 0; k < 4; k++) {
     gm_dtype dt = dts[k];
-    for (int v = 0; v < GELU_N_VARIANTS; v++) {
+    for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
       CHECK(isnan(exact1(v, 0, NAN, 1, dt)), "NaN fwd");
       CHECK(isnan(exact1(v, 1, 1.0, NAN, dt)), "NaN dy");
       double mi = exact1(v, 0, -INFINITY, 1, dt);
       CHECK(mi == 0 && signbit(mi), "f(-inf) = %g, expected -0", mi);
       double pi = exact1(v, 0, INFINITY, 1, dt);
-      CHECK(pi == (v == GELU_10 ? 10 : INFINITY), "f(+inf) = %g", pi);
+      CHECK(pi == (v == GM_GELU_10 ? 10 : INFINITY), "f(+inf) = %g", pi);
       double z = exact1(v, 0, -0.0, 1, dt);
       CHECK(z == 0 && signbit(z), "f(-0) = %g", z);
       CHECK(exact1(v, 1, 0.0, 3.0, dt) == 1.5, "f'(0)*3");
-      CHECK(exact1(v, 1, INFINITY, 2.0, dt) == (v == GELU_10 ? 0 : 2.0), "f'(inf)*2");
+      CHECK(exact1(v, 1, INFINITY, 2.0, dt) == (v == GM_GELU_10 ? 0 : 2.0), "f'(inf)*2");
       double g = exact1(v, 1, -INFINITY, 2.0, dt);
       CHECK(g == 0 && signbit(g), "f'(-inf)*2 = %g", g);
       double d0 = exact1(v, 1, -1.5, 0.0, dt);
       CHECK(d0 == 0 && signbit(d0), "dy=0 at x=-1.5 (f' < 0) gives -0");
     }
-    CHECK(exact1(GELU_10, 0, 100, 1, dt) == 10, "gelu_10 clip");
-    CHECK(exact1(GELU_10, 0, 10, 1, dt) == 10, "gelu_10(10) rounds to 10");
-    CHECK(exact1(GELU_10, 1, 10, 1, dt) == 1, "gelu_10'(10) = 1 + 7.7e-22 rounds to 1");
+    CHECK(exact1(GM_GELU_10, 0, 100, 1, dt) == 10, "gelu_10 clip");
+    CHECK(exact1(GM_GELU_10, 0, 10, 1, dt) == 10, "gelu_10(10) rounds to 10");
+    CHECK(exact1(GM_GELU_10, 1, 10, 1, dt) == 1, "gelu_10'(10) = 1 + 7.7e-22 rounds to 1");
   }
   // Thread independence.
   size_t n = 20001;
   float *x = malloc(n * 4), *a = malloc(n * 4), *b = malloc(n * 4);
   gm_rng r; gm_rng_seed(&r, 1);
   for (size_t i = 0; i < n; i++) x[i] = (float)(gm_rng_normal(&r) * 5);
-  gm_gelu_spec s = {GELU_NEW, MODE_EXACT};
+  gm_gelu_spec s = {GM_GELU_NEW, GM_MODE_EXACT};
   gm_gelu_bwd(s, GM_F32, x, x, a, n, 1);
   gm_gelu_bwd(s, GM_F32, x, x, b, n, 2);
   CHECK(memcmp(a, b, n * 4) == 0, "exact: 1 vs 2 threads differ");
@@ -266,16 +266,16 @@ static void check_f64_step(void) {
   gelu_fmt f = gelu_fmt_of(GM_F32);
   size_t scan = test_quick() ? 1 << 14 : 1 << 17;
   long hard = 0, decided = 0; // decided: of the hard inputs
-  for (int v = 0; v < GELU_N_VARIANTS; v++)
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
     for (int deriv = 0; deriv < 2; deriv++) {
       gelu_family fam = gelu_family_of(v);
       double lo, hi;
       gelu_core_range(v, &lo, &hi);
-      if (v == GELU_10) hi = 10;
+      if (v == GM_GELU_10) hi = 10;
       double z0 = -0.9, z1 = -0.6; // the zero of f'
       for (int it = 0; it < 60; it++) {
         double m = (z0 + z1) / 2;
-        if (gelu_ld_point(v, 1, m) < 0) z0 = m; else z1 = m;
+        if (gm_gelu_ld_point(v, 1, m) < 0) z0 = m; else z1 = m;
       }
       float zf = (float)z0;
       uint32_t zb;
@@ -292,7 +292,7 @@ static void check_f64_step(void) {
           x = (float)x;
           if (deriv && i % 3 == 0) dy = (float)ldexp(gm_rng_uniform(&r) + 0.5, (int)(gm_rng_uniform(&r) * 40) - 20);
           if (x == 0 || x < lo || x > hi) continue;
-          if (mid_dist(dy * gelu_ld_point(v, deriv, x)) > 0x1p-10) continue;
+          if (mid_dist(dy * gm_gelu_ld_point(v, deriv, x)) > 0x1p-10) continue;
           hard++;
         } else if (i < scan + n_tail) { // negative tails, as deep as ref() keeps enough bits
           double t0 = fam == GELU_FAM_ERF ? -30 : fam == GELU_FAM_SIGMOID ? -400 : -17;
@@ -308,7 +308,7 @@ static void check_f64_step(void) {
         }
         double e = ref(v, deriv, x, dy, GM_F32);
         long double d;
-        if (gelu_f64_decide(v, deriv, x, dy, f, &d)) {
+        if (gm_gelu_f64_decide(v, deriv, x, dy, f, &d)) {
           decided += i < scan;
           CHECK(gm_ulp_dist_f64(e, (double)d) == 0 && signbit(e) == signbit((double)d),
                 "double step %s %s x=%a dy=%a: %a, MPFR %a", gm_gelu_variant_info(v)->name, deriv ? "bwd" : "fwd",

@@ -6,7 +6,7 @@
 #include "gptmeg/core.h"
 #include "gptmeg/inputs.h"
 #include "harness.h"
-#include "kernels/gelu_impl.h"
+#include "kernels/gelu/gelu_impl.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -97,7 +97,7 @@ static void run_file(const char *variant_name, gm_gelu_variant v, tally *t) {
   // elsewhere: f16 erf goldens judge only a CPU of the same kind as the one that wrote them.
   cJSON *gfp16 = cJSON_GetObjectItem(doc, "avx512_fp16");
   bool fp16_here = __builtin_cpu_supports("avx512fp16");
-  bool f16_erf_comparable = v == GELU_PYTORCH_TANH || (cJSON_IsBool(gfp16) && cJSON_IsTrue(gfp16) == fp16_here);
+  bool f16_erf_comparable = v == GM_GELU_PYTORCH_TANH || (cJSON_IsBool(gfp16) && cJSON_IsTrue(gfp16) == fp16_here);
   if (!f16_erf_comparable) test_skip("f16 cases", "the goldens were written on a CPU with different AVX512-FP16 support");
   cJSON *c;
   cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cases")) {
@@ -118,9 +118,9 @@ static void run_file(const char *variant_name, gm_gelu_variant v, tally *t) {
     int rc;
     if (bwd) {
       make_dy(dt, n, dy);
-      rc = gelu_torch_aten_bwd(v, dt, x, dy, y, n, threads);
+      rc = gm_gelu_torch_aten_bwd(v, dt, x, dy, y, n, threads);
     } else {
-      rc = gelu_torch_aten_fwd(v, dt, x, y, n, threads);
+      rc = gm_gelu_torch_aten_fwd(v, dt, x, y, n, threads);
     }
     CHECK(rc == 0, "%s %s %s n=%zu threads=%d: %s", variant_name, dts, bwd ? "bwd" : "fwd", n, threads, gm_errmsg());
     if (rc == 0) {
@@ -166,26 +166,26 @@ static void run_file(const char *variant_name, gm_gelu_variant v, tally *t) {
 // on the thread count; a long tanh forward does (its chunk boundary moves the scalar tail).
 static void check_properties(void) {
   int32_t xi[4] = {1, 2, 3, 4}, yi[4];
-  CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_I32, xi, yi, 4, 1) != 0, "i32 must fail");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_ERF, GM_I32, xi, yi, 4, 1) != 0, "i32 must fail");
   CHECK(strstr(gm_errmsg(), "i32") != NULL, "the error names the dtype: %s", gm_errmsg());
   double xd[4] = {0.5, -1, 2, 3}, yd[4];
-  CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_F64, xd, yd, 4, 1) != 0, "f64 erf is refused, not approximated");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_ERF, GM_F64, xd, yd, 4, 1) != 0, "f64 erf is refused, not approximated");
   CHECK(strstr(gm_errmsg(), "f64") != NULL, "the error names f64: %s", gm_errmsg());
-  CHECK(gelu_torch_aten_bwd(GELU_10, GM_F64, xd, xd, yd, 4, 1) != 0, "f64 gelu_10 is refused too");
-  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F64, xd, yd, 4, 1) == 0, "f64 tanh works: %s", gm_errmsg());
+  CHECK(gm_gelu_torch_aten_bwd(GM_GELU_10, GM_F64, xd, xd, yd, 4, 1) != 0, "f64 gelu_10 is refused too");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_PYTORCH_TANH, GM_F64, xd, yd, 4, 1) == 0, "f64 tanh works: %s", gm_errmsg());
   float xf[4] = {0.5f, -1, 2, 3}, yf[4];
-  CHECK(gelu_torch_aten_fwd(GELU_NEW, GM_F32, xf, yf, 4, 1) != 0, "gelu_new is not an ATen one-kernel op");
-  CHECK(gelu_torch_aten_fwd(GELU_ERF, GM_F32, xf, yf, 0, 1) == 0, "n = 0 is fine");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_NEW, GM_F32, xf, yf, 4, 1) != 0, "gelu_new is not an ATen one-kernel op");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_ERF, GM_F32, xf, yf, 0, 1) == 0, "n = 0 is fine");
 
   size_t n = 40001;
   float *x = malloc(n * sizeof *x), *y1 = malloc(n * sizeof *y1), *y2 = malloc(n * sizeof *y2);
   gm_golden_f32_inputs(5, n, x);
   for (size_t i = 0; i < n; i++) x[i] = isfinite(x[i]) ? fmodf(x[i], 8.0f) : 0.25f;
-  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F32, x, y1, 1000, 1) == 0, "tanh fwd");
-  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F32, x, y2, 1000, 2) == 0, "tanh fwd");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_PYTORCH_TANH, GM_F32, x, y1, 1000, 1) == 0, "tanh fwd");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_PYTORCH_TANH, GM_F32, x, y2, 1000, 2) == 0, "tanh fwd");
   CHECK(memcmp(y1, y2, 1000 * sizeof *y1) == 0, "n=1000 is one chunk for any thread count");
-  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F32, x, y1, n, 1) == 0, "tanh fwd");
-  CHECK(gelu_torch_aten_fwd(GELU_PYTORCH_TANH, GM_F32, x, y2, n, 2) == 0, "tanh fwd");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_PYTORCH_TANH, GM_F32, x, y1, n, 1) == 0, "tanh fwd");
+  CHECK(gm_gelu_torch_aten_fwd(GM_GELU_PYTORCH_TANH, GM_F32, x, y2, n, 2) == 0, "tanh fwd");
   size_t differ = 0;
   for (size_t i = 0; i < n; i++) differ += memcmp(y1 + i, y2 + i, 4) != 0;
   CHECK(differ > 0 && differ < 64, "2 threads move only the tails' libm elements (%zu differ)", differ);
@@ -229,9 +229,9 @@ int main(void) {
   double t0 = gm_now_s();
   check_onednn_bf16_roundings();
   tally t = {0, 0};
-  run_file("gelu", GELU_ERF, &t);
-  run_file("gelu_pytorch_tanh", GELU_PYTORCH_TANH, &t);
-  run_file("gelu_10", GELU_10, &t);
+  run_file("gelu", GM_GELU_ERF, &t);
+  run_file("gelu_pytorch_tanh", GM_GELU_PYTORCH_TANH, &t);
+  run_file("gelu_10", GM_GELU_10, &t);
   check_properties();
   printf("torch-cpu ATen GELU: %d/%d golden cases bit-identical (%.2f s)\n", t.passed, t.cases, gm_now_s() - t0);
   return test_done("test_gelu_torch_aten");

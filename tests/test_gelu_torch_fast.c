@@ -1,5 +1,5 @@
 // The torch-cpu fast path (src/kernels/gelu_torch_fast*.c) against its reference oracle, the op
-// graph evaluated op by op in doubles (gelu_torch_ops_graph_fwd/bwd): every graph variant, f32 /
+// graph evaluated op by op in doubles (gm_gelu_torch_ops_graph_fwd/bwd): every graph variant, f32 /
 // f16 / bf16, forward and backward, scalar and AVX-512 stages, 1, 2 and 3 threads, on lengths
 // around every boundary that changes torch's code path (vector steps 16/32/64, the fast path's
 // 1024-element blocks, the 32768 grain where chunks start), with special values mixed in (NaN,
@@ -13,9 +13,9 @@
 #include "gptmeg/gelu.h"
 #include "gptmeg/inputs.h"
 #include "harness.h"
-#include "kernels/gelu_ops.h"
-#include "kernels/gelu_torch_fast.h"
-#include "kernels/gelu_torch_ops_simd.h"
+#include "kernels/gelu/gelu_ops.h"
+#include "kernels/gelu/torch/gelu_torch_fast.h"
+#include "kernels/gelu/torch/gelu_torch_ops_simd.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -91,13 +91,13 @@ static void run_case(gm_gelu_variant v, gm_dtype dt, bool bwd, size_t n, int thr
   fill(dt, 11 + n, n, all_patterns, x);
   fill(dt, 23 + n, n, false, dy);
   const char *name = gm_gelu_variant_info(v)->name, *dts = gm_dtype_name(dt), *dir = bwd ? "bwd" : "fwd";
-  int rc = bwd ? gelu_torch_ops_graph_bwd(v, dt, x, dy, want, n, threads)
-               : gelu_torch_ops_graph_fwd(v, dt, x, want, n, threads);
+  int rc = bwd ? gm_gelu_torch_ops_graph_bwd(v, dt, x, dy, want, n, threads)
+               : gm_gelu_torch_ops_graph_fwd(v, dt, x, want, n, threads);
   CHECK(rc == 0, "graph %s %s %s n=%zu: %s", name, dts, dir, n, gm_errmsg());
   gelu_fast_isa isas[] = {GELU_FAST_ISA_SCALAR, GELU_FAST_ISA_AVX512};
   for (int k = 0; k < 2 && rc == 0; k++) {
     memset(got, 0xa5, n * es);
-    int frc = gelu_torch_fast_run(v, dt, x, bwd ? dy : NULL, got, n, threads, isas[k]);
+    int frc = gm_gelu_torch_fast_run(v, dt, x, bwd ? dy : NULL, got, n, threads, isas[k]);
     CHECK(frc == 0, "fast %s %s %s n=%zu: %s", name, dts, dir, n, gm_errmsg());
     size_t bad = 0, first_bad = 0;
     for (size_t i = 0; i < n; i++) {
@@ -129,8 +129,8 @@ static void run_case(gm_gelu_variant v, gm_dtype dt, bool bwd, size_t n, int thr
 int main(void) {
   double t0 = gm_now_s();
   tally t = {0, 0, 0};
-  const gm_gelu_variant variants[] = {GELU_PYTHON, GELU_NEW, GELU_ACCURATE, GELU_FAST,
-                                      GELU_MEGATRON, OPENAI_GELU, QUICK_GELU};
+  const gm_gelu_variant variants[] = {GM_GELU_PYTHON, GM_GELU_NEW, GM_GELU_ACCURATE, GM_GELU_FAST,
+                                      GM_GELU_MEGATRON, GM_OPENAI_GELU, GM_QUICK_GELU};
   const gm_dtype dtypes[] = {GM_F32, GM_F16, GM_BF16};
   // Around the vector steps (16 lanes, 32/64-element steps), the 1024-element blocks and the
   // 32768 grain (one chunk below it, two or three above on 2 and 3 threads). 38401 on 2 threads:
@@ -155,12 +155,12 @@ int main(void) {
     }
   }
   // The f16/bf16 tanh and erf run by table lookup: every grid value's lookup equals the lambda.
-  if (gelu_fast_pick_isa() == GELU_FAST_ISA_AVX512) {
+  if (gm_gelu_fast_pick_isa() == GELU_FAST_ISA_AVX512) {
     float *in = malloc(65536 * sizeof(float)), *want = malloc(65536 * sizeof(float)), *got = malloc(65536 * sizeof(float));
     for (int half = 0; half < 2; half++) {
       for (uint32_t b = 0; b < 65536; b++) in[b] = half ? gm_f16_to_f32((uint16_t)b) : gm_bf16_to_f32((uint16_t)b);
-      gelu_torch_vec_tanh_avx512(in, want, 65536);
-      gelu_torch_vec_lookup16_avx512(want, half, in, got, 65536);
+      gm_gelu_torch_vec_tanh_avx512(in, want, 65536);
+      gm_gelu_torch_vec_lookup16_avx512(want, half, in, got, 65536);
       int bad = 0;
       for (uint32_t b = 0; b < 65536; b++) bad += memcmp(&want[b], &got[b], 4) != 0 && !(isnan(want[b]) && isnan(got[b]));
       CHECK(bad == 0, "%s lookup: %d of 65536 grid values read another entry", half ? "f16" : "bf16", bad);
@@ -171,15 +171,15 @@ int main(void) {
   const char *old = getenv("GPTMEG_SIMD");
   char *saved = old ? strdup(old) : NULL;
   setenv("GPTMEG_SIMD", "scalar", 1);
-  CHECK(gelu_fast_pick_isa() == GELU_FAST_ISA_SCALAR, "GPTMEG_SIMD=scalar does not select the scalar stages");
+  CHECK(gm_gelu_fast_pick_isa() == GELU_FAST_ISA_SCALAR, "GPTMEG_SIMD=scalar does not select the scalar stages");
   setenv("GPTMEG_SIMD", "avx2", 1);
-  CHECK(gelu_fast_pick_isa() == GELU_FAST_ISA_SCALAR, "GPTMEG_SIMD=avx2 does not select the scalar stages");
+  CHECK(gm_gelu_fast_pick_isa() == GELU_FAST_ISA_SCALAR, "GPTMEG_SIMD=avx2 does not select the scalar stages");
   if (saved) setenv("GPTMEG_SIMD", saved, 1);
   else unsetenv("GPTMEG_SIMD");
   free(saved);
   printf("torch-cpu fast path vs op graph: %ld cases, %ld elements compared (MKL VML %s), %ld NaN outputs with "
          "another payload (%.1f s)\n",
-         t.cases, t.elements, gelu_torch_ops_have_mkl() ? "loaded" : "not loaded: f32 tanh/erf/exp in double",
+         t.cases, t.elements, gm_gelu_torch_ops_have_mkl() ? "loaded" : "not loaded: f32 tanh/erf/exp in double",
          t.nan_payload_diffs, gm_now_s() - t0);
   return test_done("test_gelu_torch_fast");
 }

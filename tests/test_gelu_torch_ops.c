@@ -84,7 +84,7 @@ static void cpu_model(char *buf, size_t n) {
 static bool mkl_cpu_mismatch = false;
 
 static void run_file(const char *name, tally *t) {
-  gm_gelu_spec spec = {GELU_NEW, MODE_TORCH_CPU};
+  gm_gelu_spec spec = {GM_GELU_NEW, GM_MODE_TORCH_CPU};
   CHECK(gm_gelu_variant_parse(name, &spec.variant) == 0, "%s", gm_errmsg());
   char path[256];
   snprintf(path, sizeof path, "tests/golden/gelu_ops/%s.json", name);
@@ -98,7 +98,7 @@ static void run_file(const char *name, tally *t) {
   cJSON *gcpu = cJSON_GetObjectItem(doc, "cpu");
   bool same_cpu = cJSON_IsString(gcpu) && strcmp(gcpu->valuestring, here) == 0;
   if (gm_gelu_torch_mkl_loaded() && !same_cpu) mkl_cpu_mismatch = true;
-  bool f32_exact = (gm_gelu_torch_mkl_loaded() && same_cpu) || spec.variant == QUICK_GELU;
+  bool f32_exact = (gm_gelu_torch_mkl_loaded() && same_cpu) || spec.variant == GM_QUICK_GELU;
   cJSON *c;
   cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cases")) {
     gm_dtype dt;

@@ -4,7 +4,7 @@
 #include "gptmeg/core.h"
 #include "gptmeg/safetensors.h"
 #include "harness.h"
-#include "kernels/nn.h"
+#include "gptmeg/kernels.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -116,8 +116,8 @@ static void test_chunked_gelu_equals_one_call(void) {
       if (dt == GM_F32) memcpy((char *)x + 4 * i, &v, 4);
       else x[i] = dt == GM_F16 ? gm_f32_to_f16(v) : gm_f32_to_bf16(v);
     }
-    for (int v = 0; v < GELU_N_VARIANTS; v++) {
-      gm_gelu_spec s = {(gm_gelu_variant)v, MODE_TORCH_CPU};
+    for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
+      gm_gelu_spec s = {(gm_gelu_variant)v, GM_MODE_TORCH_CPU};
       if (gm_gelu_fwd(s, dt, x, y1, n, 1)) continue; // not every variant has a torch-cpu form in every dtype
       for (size_t at = 0; at < n; at += 16384) {
         size_t len = n - at < 16384 ? n - at : 16384;
@@ -138,9 +138,9 @@ static void test_profiles_use_torch_cpu(void) {
   for (int i = 0; i < 4; i++) {
     gm_profile p;
     CHECK(gm_profile_get(names[i], GM_F32, &p) == 0, "%s: %s", names[i], gm_errmsg());
-    CHECK(p.gelu_mode == MODE_TORCH_CPU, "%s: GELU mode %d", names[i], (int)p.gelu_mode);
+    CHECK(p.gelu_mode == GM_MODE_TORCH_CPU, "%s: GELU mode %d", names[i], (int)p.gelu_mode);
     if (!p.act_from_config)
-      CHECK(p.act_override.mode == MODE_TORCH_CPU, "%s: activation override in mode %d", names[i], (int)p.act_override.mode);
+      CHECK(p.act_override.mode == GM_MODE_TORCH_CPU, "%s: activation override in mode %d", names[i], (int)p.act_override.mode);
   }
 }
 

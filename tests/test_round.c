@@ -3,7 +3,7 @@
 // NaNs with payloads, infinities, subnormals, and odd buffer lengths (vector body + tail).
 #include "gptmeg/core.h"
 #include "harness.h"
-#include "kernels/nn.h"
+#include "gptmeg/kernels.h"
 
 #include <stdlib.h>
 #include <string.h>

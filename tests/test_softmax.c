@@ -6,7 +6,7 @@
 #include "gptmeg/core.h"
 #include "gptmeg/safetensors.h"
 #include "harness.h"
-#include "kernels/nn.h"
+#include "gptmeg/kernels.h"
 
 #include <float.h>
 #include <math.h>

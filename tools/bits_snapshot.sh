@@ -9,6 +9,8 @@ W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 M=tests/golden/model/base
 run() { local name=$1; shift; "$@" >"$W/stdout" 2>"$W/stderr" || echo "$name: exit $?" >>"$W/sums"; }
 sum() { echo "$1 $(sha256sum <"$2" | cut -c1-64)" >>"$W/sums"; }
+# JSON: without the wall-clock fields ("seconds", "generated"), the only ones that vary by run.
+sumj() { echo "$1 $(grep -v '"seconds":\|"generated":' "$2" | sha256sum | cut -c1-64)" >>"$W/sums"; }
 : >"$W/sums"
 for m in base relu silu gelu10 quick_untied inner_gelu python_invlayer fast_eps ptanh_noscale noprefix accurate_upcast; do
   d=tests/golden/model/$m
@@ -24,7 +26,7 @@ for m in base relu silu gelu10 quick_untied inner_gelu python_invlayer fast_eps 
 done
 for p in hf meg megatron; do
   run "diverge $p" "$G" diverge --model "$M" --a hf:f16 --b "$p:bf16" --tokens-npy "$M/tokens.npy" --json
-  sum "diverge hf:f16 $p:bf16" "$W/stdout"
+  sumj "diverge hf:f16 $p:bf16" "$W/stdout"
 done
 run "init" "$G" init --config tiny --seed 3 --out "$W/tiny"
 sum "init" "$W/tiny/model.safetensors"
@@ -33,14 +35,14 @@ run "generate" "$G" generate --model "$W/tiny" --tokenizer ../shared/data/gpt2-b
 sum "generate" "$W/stdout"
 run "eval" "$G" eval --model "$W/tiny" --ctx 32 --stride 16 --text tests/fixtures/eval/sample.txt --tokenizer tests/fixtures/tok --json \
   --dtype bf16 --profile megatron
-sum "eval" "$W/stdout"
+sumj "eval" "$W/stdout"
 run "report" "$G" report --out "$W/rep"
-for f in "$W"/rep/*.json; do sum "report $(basename "$f")" "$f"; done
+for f in "$W"/rep/*.json; do sumj "report $(basename "$f")" "$f"; done
 for v in gelu_new gelu_pytorch_tanh gelu quick_gelu; do
   for mode in exact eager fused torch-cpu accurate; do
     for dt in f32 f16 bf16; do
       run "act $v $mode $dt" "$G" act compare "$v:$mode" "$v:exact" --dtype "$dt" --len 4097 --trials 3 --json
-      sum "act compare $v:$mode $dt" "$W/stdout"
+      sumj "act compare $v:$mode $dt" "$W/stdout"
     done
   done
 done

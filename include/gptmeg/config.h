@@ -4,7 +4,6 @@
 #define GPTMEG_CONFIG_H
 
 #include "gptmeg/core.h"
-#include "gptmeg/gelu.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -45,6 +45,22 @@ double gm_load_f64(gm_dtype dt, const void *buf, size_t i);
 void gm_store_f64(gm_dtype dt, void *buf, size_t i, double v);
 
 // torch.testing.assert_close default tolerances per dtype.
+// The GELU family's formulas, as their sources name them (the kernels are in gptmeg/gelu.h;
+// config.json names one, so the name is core vocabulary).
+typedef enum {
+  GM_GELU_ERF = 0,          // gelu: torch F.gelu(x)
+  GM_GELU_PYTHON,           // gelu_python: HF, erf written op by op
+  GM_GELU_NEW,              // gelu_new: HF GPT-2, tanh written op by op
+  GM_GELU_ACCURATE,         // gelu_accurate: HF, c precomputed, pow(x,3)
+  GM_GELU_FAST,             // gelu_fast: HF
+  GM_GELU_PYTORCH_TANH,     // gelu_pytorch_tanh: torch F.gelu(x, approximate='tanh')
+  GM_GELU_MEGATRON,         // gelu_megatron: Megatron bias_gelu, custom backward
+  GM_OPENAI_GELU,           // openai_gelu: Megatron
+  GM_QUICK_GELU,            // quick_gelu: HF x*sigmoid(1.702x)
+  GM_GELU_10,               // gelu_10: HF ClippedGELU(-10, 10)
+  GM_GELU_N_VARIANTS
+} gm_gelu_variant;
+
 typedef struct { double rtol, atol; } gm_tolerance;
 gm_tolerance gm_default_tolerance(gm_dtype dt);
 // |a-e| <= atol + rtol*|e| with NaN == NaN and inf == inf of the same sign.

@@ -8,27 +8,14 @@
 extern "C" {
 #endif
 
+// gm_gelu_variant (the ten formulas) is in gptmeg/core.h: config.json names one.
 typedef enum {
-  GELU_ERF = 0,          // gelu: torch F.gelu(x)
-  GELU_PYTHON,           // gelu_python: HF, erf written op by op
-  GELU_NEW,              // gelu_new: HF GPT-2, tanh written op by op
-  GELU_ACCURATE,         // gelu_accurate: HF, c precomputed, pow(x,3)
-  GELU_FAST,             // gelu_fast: HF
-  GELU_PYTORCH_TANH,     // gelu_pytorch_tanh: torch F.gelu(x, approximate='tanh')
-  GELU_MEGATRON,         // gelu_megatron: Megatron bias_gelu, custom backward
-  OPENAI_GELU,           // openai_gelu: Megatron
-  QUICK_GELU,            // quick_gelu: HF x*sigmoid(1.702x)
-  GELU_10,               // gelu_10: HF ClippedGELU(-10, 10)
-  GELU_N_VARIANTS
-} gm_gelu_variant;
-
-typedef enum {
-  MODE_EXACT = 0,  // formula over the reals, correctly rounded to the output dtype (MPFR)
-  MODE_EAGER,      // op by op: each op widens to opmath, computes correctly rounded, rounds to dtype
-  MODE_FUSED,      // whole formula in f32 opmath (f64 for f64), one rounding at the end
-  MODE_TORCH_CPU,  // bit-for-bit the pinned PyTorch on this CPU for the same length and threads
-  MODE_ACCURATE,   // gptmeg's own: same function, rewritten to stay within a few ULPs of exact
-  GELU_N_MODES
+  GM_MODE_EXACT = 0,  // formula over the reals, correctly rounded to the output dtype (MPFR)
+  GM_MODE_EAGER,      // op by op: each op widens to opmath, computes correctly rounded, rounds to dtype
+  GM_MODE_FUSED,      // whole formula in f32 opmath (f64 for f64), one rounding at the end
+  GM_MODE_TORCH_CPU,  // bit-for-bit the pinned PyTorch on this CPU for the same length and threads
+  GM_MODE_ACCURATE,   // gptmeg's own: same function, rewritten to stay within a few ULPs of exact
+  GM_GELU_N_MODES
 } gm_gelu_mode;
 
 typedef struct {

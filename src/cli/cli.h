@@ -7,6 +7,14 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+// bench_blas.c: the benchmark's baseline GEMM (OpenBLAS is linked into the CLI only).
+// C[M, N] (row stride ldc) = A[M, K] (stride lda) @ op(B) [+ bias[N]], f32 in, f32 out.
+// op(B) = B [K, N] (stride ldb) or, with trans_b, B^T for B [N, K] (stride ldb). alpha scales A@B.
+// Through OpenBLAS cblas_sgemm (its own summation order), single-threaded per 256 x 256 tile with
+// OpenMP over tiles: the machine's GEMM rate that `bench model` reports, not the forward's product.
+void cli_matmul_f32_openblas(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                             float alpha, float *C, int ldc, int M, int N, int K, int threads);
+
 enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 // Each command: argv[0] is the command name. Returns an exit code.

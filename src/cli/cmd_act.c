@@ -79,14 +79,14 @@ static int act_list(int argc, char **argv) {
   cJSON *root = json ? cJSON_CreateObject() : NULL, *arr = NULL;
   if (json) {
     cJSON *modes = cJSON_AddArrayToObject(root, "modes");
-    for (int m = 0; m < GELU_N_MODES; m++) cJSON_AddItemToArray(modes, cJSON_CreateString(gm_gelu_mode_name((gm_gelu_mode)m)));
+    for (int m = 0; m < GM_GELU_N_MODES; m++) cJSON_AddItemToArray(modes, cJSON_CreateString(gm_gelu_mode_name((gm_gelu_mode)m)));
     cJSON_AddStringToObject(root, "default_mode", "accurate");
     arr = cJSON_AddArrayToObject(root, "variants");
   } else {
     printf("GELU variants (SPEC = VARIANT[:MODE], default mode accurate)\n");
     printf("modes: exact eager fused torch-cpu accurate\n\n");
   }
-  for (int v = 0; v < GELU_N_VARIANTS; v++) {
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
     const gm_gelu_info *in = gm_gelu_variant_info((gm_gelu_variant)v);
     cJSON *o = NULL, *avail = NULL;
     if (json) {
@@ -100,7 +100,7 @@ static int act_list(int argc, char **argv) {
     } else {
       printf("%s\n  formula:  %s\n  source:   %s\n  backward: %s\n  modes:   ", in->name, in->formula, in->source, in->backward);
     }
-    for (int m = 0; m < GELU_N_MODES; m++) {
+    for (int m = 0; m < GM_GELU_N_MODES; m++) {
       gm_gelu_spec s = {(gm_gelu_variant)v, (gm_gelu_mode)m};
       cJSON *list = json ? cJSON_AddArrayToObject(avail, gm_gelu_mode_name(s.mode)) : NULL;
       char buf[64] = "";

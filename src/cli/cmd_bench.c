@@ -82,7 +82,7 @@ static void fill_inputs(gm_dtype dt, void *buf, size_t n, uint64_t seed) {
 static int bench_act(int argc, char **argv) {
   long n_only = 0, threads = gm_threads_default(), rounds = 1;
   bool json = false, all = false;
-  gm_gelu_spec specs[GELU_N_VARIANTS * GELU_N_MODES];
+  gm_gelu_spec specs[GM_GELU_N_VARIANTS * GM_GELU_N_MODES];
   int nspecs = 0;
   gm_dtype dts[3];
   int ndts = 0;
@@ -110,14 +110,14 @@ static int bench_act(int argc, char **argv) {
   }
   if (nspecs == 0) {
     if (all) {
-      gm_gelu_mode modes[] = {MODE_EAGER, MODE_FUSED, MODE_TORCH_CPU, MODE_ACCURATE};
-      for (int v = 0; v < GELU_N_VARIANTS; v++)
+      gm_gelu_mode modes[] = {GM_MODE_EAGER, GM_MODE_FUSED, GM_MODE_TORCH_CPU, GM_MODE_ACCURATE};
+      for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
         for (int m = 0; m < 4; m++) specs[nspecs++] = (gm_gelu_spec){(gm_gelu_variant)v, modes[m]};
     } else {
-      gm_gelu_variant vs[] = {GELU_ERF, GELU_NEW, GELU_PYTORCH_TANH, GELU_MEGATRON};
+      gm_gelu_variant vs[] = {GM_GELU_ERF, GM_GELU_NEW, GM_GELU_PYTORCH_TANH, GM_GELU_MEGATRON};
       for (int v = 0; v < 4; v++) {
-        specs[nspecs++] = (gm_gelu_spec){vs[v], MODE_ACCURATE};
-        specs[nspecs++] = (gm_gelu_spec){vs[v], MODE_TORCH_CPU};
+        specs[nspecs++] = (gm_gelu_spec){vs[v], GM_MODE_ACCURATE};
+        specs[nspecs++] = (gm_gelu_spec){vs[v], GM_MODE_TORCH_CPU};
       }
     }
   }
@@ -153,8 +153,8 @@ static int bench_act(int argc, char **argv) {
         // memcpy of the bytes this direction moves: read (1 or 2 arrays), write one.
         size_t read_bytes = n * es * (dir ? 2 : 1), write_bytes = n * es;
         copy_ctx cc = {out, x, write_bytes, (int)threads}, cc1 = {out, x, write_bytes, 1};
-        double tcopy = 1e30, t_of[GELU_N_VARIANTS * GELU_N_MODES];
-        bool failed[GELU_N_VARIANTS * GELU_N_MODES] = {false};
+        double tcopy = 1e30, t_of[GM_GELU_N_VARIANTS * GM_GELU_N_MODES];
+        bool failed[GM_GELU_N_VARIANTS * GM_GELU_N_MODES] = {false};
         for (int k = 0; k < nspecs; k++) t_of[k] = 1e30;
         for (long r = 0; r < rounds; r++) {
           int err = 0;

@@ -4,7 +4,7 @@
 #include "cli/cli.h"
 #include "gptmeg/config.h"
 #include "gptmeg/model.h"
-#include "kernels/nn.h"
+#include "gptmeg/kernels.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -48,7 +48,7 @@ static double gemm_rate(bool blas, gm_dtype dt, const float *A, const float *B, 
   double best = 1e30;
   for (int rep = 0; rep < 3; rep++) {
     double t0 = gm_now_s();
-    if (blas) gm_matmul_f32_openblas(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
+    if (blas) cli_matmul_f32_openblas(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
     else if (dt == GM_BF16) gm_matmul_bf16(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
     else if (dt == GM_F16) gm_matmul_f16_torch(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
     else gm_matmul_f32_torch(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);

@@ -8,17 +8,17 @@
 #include <string.h>
 
 static const struct { const char *name; gm_act_kind kind; gm_gelu_variant gelu; } act_names[] = {
-    {"gelu", GM_ACT_GELU_FAMILY, GELU_ERF},
-    {"gelu_new", GM_ACT_GELU_FAMILY, GELU_NEW},
-    {"gelu_fast", GM_ACT_GELU_FAMILY, GELU_FAST},
-    {"gelu_pytorch_tanh", GM_ACT_GELU_FAMILY, GELU_PYTORCH_TANH},
-    {"gelu_python", GM_ACT_GELU_FAMILY, GELU_PYTHON},
-    {"gelu_accurate", GM_ACT_GELU_FAMILY, GELU_ACCURATE},
-    {"quick_gelu", GM_ACT_GELU_FAMILY, QUICK_GELU},
-    {"gelu_10", GM_ACT_GELU_FAMILY, GELU_10},
-    {"relu", GM_ACT_RELU, GELU_ERF},
-    {"silu", GM_ACT_SILU, GELU_ERF},
-    {"swish", GM_ACT_SILU, GELU_ERF},
+    {"gelu", GM_ACT_GELU_FAMILY, GM_GELU_ERF},
+    {"gelu_new", GM_ACT_GELU_FAMILY, GM_GELU_NEW},
+    {"gelu_fast", GM_ACT_GELU_FAMILY, GM_GELU_FAST},
+    {"gelu_pytorch_tanh", GM_ACT_GELU_FAMILY, GM_GELU_PYTORCH_TANH},
+    {"gelu_python", GM_ACT_GELU_FAMILY, GM_GELU_PYTHON},
+    {"gelu_accurate", GM_ACT_GELU_FAMILY, GM_GELU_ACCURATE},
+    {"quick_gelu", GM_ACT_GELU_FAMILY, GM_QUICK_GELU},
+    {"gelu_10", GM_ACT_GELU_FAMILY, GM_GELU_10},
+    {"relu", GM_ACT_RELU, GM_GELU_ERF},
+    {"silu", GM_ACT_SILU, GM_GELU_ERF},
+    {"swish", GM_ACT_SILU, GM_GELU_ERF},
 };
 enum { N_ACT_NAMES = sizeof act_names / sizeof act_names[0] };
 

@@ -66,7 +66,7 @@ int gm_cert_step(const gm_cert_job *job, gm_cert_state *s, uint64_t count) {
     else ((uint16_t *)x)[i] = (uint16_t)b;
     gm_store_f64(job->dtype, dy, i, 1.0);
   }
-  gm_gelu_spec exact = {job->spec.variant, MODE_EXACT};
+  gm_gelu_spec exact = {job->spec.variant, GM_MODE_EXACT};
   if (job->backward) {
     if ((rc = gm_gelu_bwd(job->spec, job->dtype, x, dy, got, n, job->threads))) goto done;
     if ((rc = gm_gelu_bwd(exact, job->dtype, x, dy, want, n, job->threads))) goto done;

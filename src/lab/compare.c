@@ -251,7 +251,7 @@ int gm_compare_run(const gm_compare_job *j, gm_compare_result *res) {
     res->tensors++;
     if (memcmp(a, b, n * es) == 0) res->tensors_equal++;
     if (try_exact) {
-      gm_gelu_spec ex = {j->a.variant, MODE_EXACT}, exb = {j->b.variant, MODE_EXACT};
+      gm_gelu_spec ex = {j->a.variant, GM_MODE_EXACT}, exb = {j->b.variant, GM_MODE_EXACT};
       if (run_side(j, ex, x, dy, e, n)) {
         try_exact = false;
         snprintf(res->exact_error, sizeof res->exact_error, "%s", gm_errmsg());

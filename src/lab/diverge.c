@@ -51,17 +51,17 @@ int gm_dv_shape(const gm_gpt2_config *c, int B, int T, gm_point pt, int64_t shap
 }
 
 // ---- metrics -----------------------------------------------------------------------------------
-uint64_t dv_ulp(gm_dtype cmp, float a, float b) {
+uint64_t gm_dv_ulp(gm_dtype cmp, float a, float b) {
   if (cmp == GM_F16) return gm_ulp_dist_u16(GM_F16, gm_f32_to_f16(a), gm_f32_to_f16(b));
   if (cmp == GM_BF16) return gm_ulp_dist_u16(GM_BF16, gm_f32_to_bf16(a), gm_f32_to_bf16(b));
   return gm_ulp_dist_f32(a, b);
 }
 
-void dv_metrics_add(gm_dv_metrics *m, gm_dtype cmp, gm_tolerance tol, uint64_t ulp, const float *actual,
+void gm_dv_metrics_add(gm_dv_metrics *m, gm_dtype cmp, gm_tolerance tol, uint64_t ulp, const float *actual,
                     const float *expected, size_t n) {
   for (size_t i = 0; i < n; i++) {
     double a = actual[i], e = expected[i], d = fabs(a - e);
-    uint64_t u = dv_ulp(cmp, actual[i], expected[i]);
+    uint64_t u = gm_dv_ulp(cmp, actual[i], expected[i]);
     if (isnan(d) && !(isnan(a) && isnan(e))) { m->max_abs = m->max_rel = NAN; m->sum_d2 = NAN; }
     else if (a != e && !isnan(d)) { // equal values (inf == inf too) add nothing
       if (d > m->max_abs) m->max_abs = d;
@@ -77,7 +77,7 @@ void dv_metrics_add(gm_dv_metrics *m, gm_dtype cmp, gm_tolerance tol, uint64_t u
   m->n += n;
 }
 
-void dv_metrics_finish(gm_dv_metrics *m) {
+void gm_dv_metrics_finish(gm_dv_metrics *m) {
   if (isnan(m->sum_d2)) { m->rms_rel = m->max_abs = m->max_rel = NAN; return; }
   if (m->sum_d2 == 0) m->rms_rel = 0;
   else if (m->sum_e2 == 0 || isinf(m->sum_d2)) m->rms_rel = INFINITY;
@@ -159,14 +159,14 @@ static int dv_probe(void *ctx, const gm_probe_tensor *t) {
   gm_tolerance tol = res->tol;
   switch (c->phase) {
   case PH_RECORD_A:
-    if (c->dump && dv_dump_put(c->dump, row, t->data, t->numel)) return -1;
+    if (c->dump && gm_dv_dump_put(c->dump, row, t->data, t->numel)) return -1;
     canonical(c, t, c->a->rec[row]);
     break;
   case PH_FORCE_B: {
     float *f = c->forced->rec[row];
     const float *av = c->a->rec[row];
     canonical(c, t, f);
-    dv_metrics_add(&R->added, res->cmp_dtype, tol, res->ulp, f, av, t->numel);
+    gm_dv_metrics_add(&R->added, res->cmp_dtype, tol, res->ulp, f, av, t->numel);
     // continue from A's value (rounded to B's dtype); a fused B takes A's fc without the bias
     bool sub = t->point == GM_PT_FC && c->fc_canon && c->p->act_bias_fused;
     size_t cols = (size_t)t->shape[t->ndim - 1];
@@ -180,8 +180,8 @@ static int dv_probe(void *ctx, const gm_probe_tensor *t) {
   case PH_PLAIN_B: {
     float *bv = c->scratch;
     canonical(c, t, bv);
-    dv_metrics_add(&R->total, res->cmp_dtype, tol, res->ulp, bv, c->a->rec[row], t->numel);
-    if (res->have_added) dv_metrics_add(&R->inherited, res->cmp_dtype, tol, res->ulp, bv, c->forced->rec[row], t->numel);
+    gm_dv_metrics_add(&R->total, res->cmp_dtype, tol, res->ulp, bv, c->a->rec[row], t->numel);
+    if (res->have_added) gm_dv_metrics_add(&R->inherited, res->cmp_dtype, tol, res->ulp, bv, c->forced->rec[row], t->numel);
     if (t->point == GM_PT_LOGITS) memcpy(c->forced->rec[row], bv, t->numel * sizeof(float)); // B's logits for top-1
     break;
   }
@@ -191,8 +191,8 @@ static int dv_probe(void *ctx, const gm_probe_tensor *t) {
     const gm_st_tensor *st = gm_st_find(c->st, name);
     if (!st || st->numel != t->numel) return gm_fail("%s: tensor '%s' is missing or mis-shaped", c->st->path, name);
     gm_st_read_f32(st, c->scratch);
-    if (c->dump && dv_dump_put(c->dump, row, t->data, t->numel)) return -1;
-    dv_metrics_add(&R->total, res->cmp_dtype, tol, res->ulp, t->data, c->scratch, t->numel);
+    if (c->dump && gm_dv_dump_put(c->dump, row, t->data, t->numel)) return -1;
+    gm_dv_metrics_add(&R->total, res->cmp_dtype, tol, res->ulp, t->data, c->scratch, t->numel);
     if (t->point == GM_PT_LOGITS) { // keep both for top-1: dump in a, run in forced
       memcpy(c->a->rec[0], c->scratch, t->numel * sizeof(float));
       memcpy(c->forced->rec[0], t->data, t->numel * sizeof(float));
@@ -224,7 +224,7 @@ static void top1(gm_dv_result *res, const float *a, const float *b, int N, int V
     res->top1_differ++;
     bool tie = false;
     if (s >= 0) {
-      if (res->ulp > 0) tie = dv_ulp(res->cmp_dtype, ra[ka], ra[s]) <= res->ulp;
+      if (res->ulp > 0) tie = gm_dv_ulp(res->cmp_dtype, ra[ka], ra[s]) <= res->ulp;
       else tie = fabs((double)ra[ka] - ra[s]) <= res->tol.atol + res->tol.rtol * fabs((double)ra[ka]);
     }
     if (tie) res->top1_near_ties++;
@@ -236,9 +236,9 @@ static void finish(gm_dv_result *res) {
   res->first_outside = -1;
   for (int i = 0; i < res->n_rows; i++) {
     gm_dv_row *R = &res->rows[i];
-    dv_metrics_finish(&R->total);
-    dv_metrics_finish(&R->added);
-    dv_metrics_finish(&R->inherited);
+    gm_dv_metrics_finish(&R->total);
+    gm_dv_metrics_finish(&R->added);
+    gm_dv_metrics_finish(&R->inherited);
     if (res->first_outside < 0 && R->total.n_outside > 0) res->first_outside = i;
   }
 }
@@ -301,12 +301,12 @@ int gm_diverge_run(const gm_gpt2 *ma, const gm_profile *pa, const gm_gpt2 *mb, c
   for (int i = 0; !rc && i < a.n_rows; i++) maxn = a.numel[i] > maxn ? a.numel[i] : maxn;
   scratch = rc ? NULL : malloc(maxn * sizeof(float));
   if (!rc && (!logits || !scratch)) rc = gm_fail("out of memory for the activations (B=%d, T=%d)", B, T);
-  if (!rc && o->dump_path) { rc = dv_dump_open(&dump, c, pa, B, T, o->dump_path); dumping = rc == 0; }
+  if (!rc && o->dump_path) { rc = gm_dv_dump_open(&dump, c, pa, B, T, o->dump_path); dumping = rc == 0; }
   dv_ctx ctx = {PH_RECORD_A, ma, pa, pa->act_bias_fused != pb->act_bias_fused, &a, &f, out, dumping ? &dump : NULL, NULL, scratch};
   if (!rc) rc = run_once(ma, pa, tokens, B, T, o->threads, logits, &ctx);
   if (dumping) {
-    if (rc) dv_dump_abort(&dump);
-    else rc = dv_dump_commit(&dump);
+    if (rc) gm_dv_dump_abort(&dump);
+    else rc = gm_dv_dump_commit(&dump);
   }
   ctx.dump = NULL;
   if (!rc && out->have_added) { ctx.phase = PH_FORCE_B; rc = run_once(mb, pb, tokens, B, T, o->threads, logits, &ctx); }
@@ -370,12 +370,12 @@ int gm_diverge_against(const gm_gpt2 *m, const gm_profile *p, const int32_t *tok
   f.rec = rf;
   dv_dump dump;
   bool dumping = false;
-  if (!rc && o->dump_path) { rc = dv_dump_open(&dump, c, p, B, T, o->dump_path); dumping = rc == 0; }
+  if (!rc && o->dump_path) { rc = gm_dv_dump_open(&dump, c, p, B, T, o->dump_path); dumping = rc == 0; }
   dv_ctx ctx = {PH_AGAINST, m, p, false, &a, &f, out, dumping ? &dump : NULL, &st, scratch};
   if (!rc) rc = run_once(m, p, tokens, B, T, o->threads, logits, &ctx);
   if (dumping) {
-    if (rc) dv_dump_abort(&dump);
-    else rc = dv_dump_commit(&dump);
+    if (rc) gm_dv_dump_abort(&dump);
+    else rc = gm_dv_dump_commit(&dump);
   }
   if (!rc) {
     finish(out);

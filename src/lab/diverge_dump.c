@@ -26,7 +26,7 @@ static int buf_printf(char **buf, size_t *len, size_t *cap, const char *fmt, ...
   }
 }
 
-int dv_dump_open(dv_dump *d, const gm_gpt2_config *c, const gm_profile *p, int B, int T, const char *path) {
+int gm_dv_dump_open(dv_dump *d, const gm_gpt2_config *c, const gm_profile *p, int B, int T, const char *path) {
   memset(d, 0, sizeof *d);
   d->n_layer = c->n_layer;
   d->n_rows = gm_dv_n_rows(c->n_layer);
@@ -63,14 +63,14 @@ int dv_dump_open(dv_dump *d, const gm_gpt2_config *c, const gm_profile *p, int B
   if (fwrite(l8, 1, 8, d->o.fp) != 8 || fwrite(h, 1, len, d->o.fp) != len) {
     free(h);
     int e = gm_fail("write to '%s' failed: %s", path, strerror(errno));
-    dv_dump_abort(d);
+    gm_dv_dump_abort(d);
     return e;
   }
   free(h);
   return 0;
 }
 
-int dv_dump_put(dv_dump *d, int row, const float *data, size_t numel) {
+int gm_dv_dump_put(dv_dump *d, int row, const float *data, size_t numel) {
   if (row != d->next || row >= d->n_rows || numel != d->numel[row])
     return gm_fail("dump: tensor %d (%zu values) arrived out of order (expected tensor %d)", row, numel, d->next);
   // little-endian f32 (the build targets x86-64/aarch64 little-endian hosts)
@@ -80,11 +80,11 @@ int dv_dump_put(dv_dump *d, int row, const float *data, size_t numel) {
   return 0;
 }
 
-int dv_dump_commit(dv_dump *d) {
+int gm_dv_dump_commit(dv_dump *d) {
   int rc;
   if (d->next != d->n_rows) {
     rc = gm_fail("dump: only %d of %d tensors were written", d->next, d->n_rows);
-    dv_dump_abort(d);
+    gm_dv_dump_abort(d);
     return rc;
   }
   rc = gm_outfile_commit(&d->o);
@@ -93,7 +93,7 @@ int dv_dump_commit(dv_dump *d) {
   return rc;
 }
 
-void dv_dump_abort(dv_dump *d) {
+void gm_dv_dump_abort(dv_dump *d) {
   if (d->o.fp) gm_outfile_abort(&d->o);
   free(d->numel);
   d->numel = NULL;
@@ -104,7 +104,7 @@ static int dump_probe(void *ctx, const gm_probe_tensor *t) {
   dv_dump *d = ctx;
   int row = gm_dv_row_index(d->n_layer, t->layer, t->point);
   if (row < 0) return gm_fail("unexpected probe point");
-  return dv_dump_put(d, row, t->data, t->numel);
+  return gm_dv_dump_put(d, row, t->data, t->numel);
 }
 
 int gm_diverge_dump(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens, int B, int T, int threads,
@@ -115,10 +115,10 @@ int gm_diverge_dump(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens
   gm_kv_cache kv;
   dv_dump d;
   int rc = gm_kv_init(&kv, m, B, T);
-  if (!rc && (rc = dv_dump_open(&d, &m->cfg, p, B, T, path)) == 0) {
+  if (!rc && (rc = gm_dv_dump_open(&d, &m->cfg, p, B, T, path)) == 0) {
     rc = gm_gpt2_forward_probed(m, p, &kv, tokens, B, T, logits, threads, dump_probe, &d);
-    if (rc) dv_dump_abort(&d);
-    else rc = dv_dump_commit(&d);
+    if (rc) gm_dv_dump_abort(&d);
+    else rc = gm_dv_dump_commit(&d);
   }
   gm_kv_free(&kv);
   free(logits);

@@ -49,9 +49,9 @@ void gm_dv_print(const gm_dv_result *r, FILE *f) {
 
 // Adds m's fields to o (all of them when full, else max_abs and rms_rel); returns o.
 static cJSON *metrics_json(cJSON *o, const gm_dv_metrics *m, bool full) {
-  cJSON_AddItemToObject(o, "max_abs", lab_json_num(m->max_abs));
-  if (full) cJSON_AddItemToObject(o, "max_rel", lab_json_num(m->max_rel));
-  cJSON_AddItemToObject(o, "rms_rel", lab_json_num(m->rms_rel));
+  cJSON_AddItemToObject(o, "max_abs", gm_lab_json_num(m->max_abs));
+  if (full) cJSON_AddItemToObject(o, "max_rel", gm_lab_json_num(m->max_rel));
+  cJSON_AddItemToObject(o, "rms_rel", gm_lab_json_num(m->rms_rel));
   if (full) {
     cJSON_AddNumberToObject(o, "max_ulp", (double)m->max_ulp);
     cJSON_AddNumberToObject(o, "outside_fraction", gm_dv_outside_fraction(m));

@@ -17,15 +17,15 @@
 #include <time.h>
 #include <unistd.h>
 
-const gm_gelu_mode rpt_verdict_modes[RPT_NVERDICT][2] = {
-    {MODE_TORCH_CPU, MODE_TORCH_CPU}, {MODE_EAGER, MODE_FUSED}, {MODE_ACCURATE, MODE_ACCURATE}};
+const gm_gelu_mode gm_rpt_verdict_modes[RPT_NVERDICT][2] = {
+    {GM_MODE_TORCH_CPU, GM_MODE_TORCH_CPU}, {GM_MODE_EAGER, GM_MODE_FUSED}, {GM_MODE_ACCURATE, GM_MODE_ACCURATE}};
 
-const gm_cmp_stats *rpt_pair(const rpt_dtype *d, int i, int j) {
+const gm_cmp_stats *gm_rpt_pair(const rpt_dtype *d, int i, int j) {
   if (i == j || !d->ok[i] || !d->ok[j]) return NULL;
   return i < j ? &d->pair[i * RPT_NSPEC + j] : &d->pair[j * RPT_NSPEC + i];
 }
 
-void rpt_verdict_text(const gm_cmp_stats *s, gm_dtype dt, char *buf, size_t n) {
+void gm_rpt_verdict_text(const gm_cmp_stats *s, gm_dtype dt, char *buf, size_t n) {
   gm_tolerance t = gm_default_tolerance(dt);
   if (s->equal == s->n) snprintf(buf, n, "drop-in: bitwise identical");
   else if (s->close_default == s->n) snprintf(buf, n, "yes under assert_close (rtol %g, atol %g), not bitwise", t.rtol, t.atol);
@@ -35,7 +35,7 @@ void rpt_verdict_text(const gm_cmp_stats *s, gm_dtype dt, char *buf, size_t n) {
 }
 
 static int run_spec(gm_gelu_spec s, gm_dtype dt, const void *x, void *y, size_t n, int threads) {
-  return gm_gelu_fwd(s, dt, x, y, n, s.mode == MODE_TORCH_CPU ? 1 : threads);
+  return gm_gelu_fwd(s, dt, x, y, n, s.mode == GM_MODE_TORCH_CPU ? 1 : threads);
 }
 
 static int compute_dtype(const gm_report_opts *o, rpt_dtype *d) {
@@ -73,7 +73,7 @@ static int compute_dtype(const gm_report_opts *o, rpt_dtype *d) {
   gm_tolerance user = {1e-5, 1e-8};
   // each spec against the exact mode of its variant, and the ULP-vs-x bins
   for (int i = 0; i < RPT_NSPEC; i++) {
-    int ex = rpt_index((gm_gelu_spec){rpt_spec(i).variant, MODE_EXACT});
+    int ex = rpt_index((gm_gelu_spec){rpt_spec(i).variant, GM_MODE_EXACT});
     gm_cmp_init(&d->vs_exact[i]);
     for (int b = 0; b < RPT_BINS; b++) d->bin_max_ulp[i][b] = -1;
     if (!d->ok[i] || !d->ok[ex]) continue;
@@ -112,8 +112,8 @@ static void tensor_experiments(gm_report *r) {
   for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
     for (size_t l = 0; l < sizeof lens / sizeof lens[0] && r->n_tensor < RPT_NTENSOR; l++) {
       rpt_tensor_row *t = &r->tensor[r->n_tensor++];
-      t->a = (gm_gelu_spec){GELU_NEW, MODE_TORCH_CPU};
-      t->b = (gm_gelu_spec){GELU_PYTORCH_TANH, MODE_TORCH_CPU};
+      t->a = (gm_gelu_spec){GM_GELU_NEW, GM_MODE_TORCH_CPU};
+      t->b = (gm_gelu_spec){GM_GELU_PYTORCH_TANH, GM_MODE_TORCH_CPU};
       t->dt = dts[d];
       t->len = lens[l];
       t->trials = lens[l] >= 1000 ? 200 : 2000;
@@ -168,9 +168,9 @@ static int write_file(const char *dir, const char *name, const gm_report *r, int
   FILE *f = fopen(path, "w");
   if (!f) return gm_fail("cannot write '%s': %s", path, strerror(errno));
   int rc = 0;
-  if (html) rc = rpt_write_html(r, f);
+  if (html) rc = gm_rpt_write_html(r, f);
   else {
-    cJSON *j = rpt_json(r);
+    cJSON *j = gm_rpt_json(r);
     char *s = j ? cJSON_Print(j) : NULL;
     if (!s) rc = gm_fail("out of memory building report.json");
     else fputs(s, f), fputc('\n', f);
@@ -247,13 +247,13 @@ void gm_report_print_summary(const gm_report *r, FILE *f) {
   for (int d = 0; d < RPT_NDT; d++) {
     const rpt_dtype *D = &r->d[d];
     for (int v = 0; v < RPT_NVERDICT; v++) {
-      gm_gelu_spec a = {GELU_NEW, rpt_verdict_modes[v][0]}, b = {GELU_PYTORCH_TANH, rpt_verdict_modes[v][1]};
+      gm_gelu_spec a = {GM_GELU_NEW, gm_rpt_verdict_modes[v][0]}, b = {GM_GELU_PYTORCH_TANH, gm_rpt_verdict_modes[v][1]};
       char na[64], nb[64], verdict[200];
       gm_gelu_spec_format(a, na, sizeof na);
       gm_gelu_spec_format(b, nb, sizeof nb);
-      const gm_cmp_stats *s = rpt_pair(D, rpt_index(a), rpt_index(b));
+      const gm_cmp_stats *s = gm_rpt_pair(D, rpt_index(a), rpt_index(b));
       if (!s) { fprintf(f, "  %-5s %-20s -> %-28s not available\n", gm_dtype_name(D->dt), na, nb); continue; }
-      rpt_verdict_text(s, D->dt, verdict, sizeof verdict);
+      gm_rpt_verdict_text(s, D->dt, verdict, sizeof verdict);
       fprintf(f, "  %-5s %-20s -> %-28s %6.2f%% bitwise, max %llu ulp: %s\n", gm_dtype_name(D->dt), na, nb,
               100.0 * (double)s->equal / (double)s->n, (unsigned long long)s->max_ulp, verdict);
     }

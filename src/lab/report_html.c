@@ -72,8 +72,8 @@ static void section_verdict(const gm_report *r, FILE *f) {
   fprintf(f, "<div class=\"answer\"><ul>\n");
   for (int d = 0; d < RPT_NDT; d++) {
     const rpt_dtype *D = &r->d[d];
-    gm_gelu_spec a = {GELU_NEW, MODE_TORCH_CPU}, b = {GELU_PYTORCH_TANH, MODE_TORCH_CPU};
-    const gm_cmp_stats *s = rpt_pair(D, rpt_index(a), rpt_index(b));
+    gm_gelu_spec a = {GM_GELU_NEW, GM_MODE_TORCH_CPU}, b = {GM_GELU_PYTORCH_TANH, GM_MODE_TORCH_CPU};
+    const gm_cmp_stats *s = gm_rpt_pair(D, rpt_index(a), rpt_index(b));
     const gm_cmp_stats *ea = &D->vs_exact[rpt_index(a)], *eb = &D->vs_exact[rpt_index(b)];
     gm_tolerance t = gm_default_tolerance(D->dt);
     fprintf(f, "<li><b>%s</b>: ", gm_dtype_name(D->dt));
@@ -98,8 +98,8 @@ static void section_verdict(const gm_report *r, FILE *f) {
     const rpt_dtype *D = &r->d[d];
     gm_tolerance t = gm_default_tolerance(D->dt);
     for (int v = 0; v < RPT_NVERDICT; v++) {
-      gm_gelu_spec a = {GELU_NEW, rpt_verdict_modes[v][0]}, b = {GELU_PYTORCH_TANH, rpt_verdict_modes[v][1]};
-      const gm_cmp_stats *s = rpt_pair(D, rpt_index(a), rpt_index(b));
+      gm_gelu_spec a = {GM_GELU_NEW, gm_rpt_verdict_modes[v][0]}, b = {GM_GELU_PYTORCH_TANH, gm_rpt_verdict_modes[v][1]};
+      const gm_cmp_stats *s = gm_rpt_pair(D, rpt_index(a), rpt_index(b));
       fprintf(f, "<tr><td class=\"l\"><b>%s</b> <span class=\"tol\">(%g, %g)</span></td><td class=\"l\">%s</td><td class=\"l\">%s</td>", gm_dtype_name(D->dt),
               t.rtol, t.atol, gm_gelu_mode_name(a.mode), gm_gelu_mode_name(b.mode));
       if (!s) { fprintf(f, "<td colspan=\"8\" class=\"l\"><span class=\"badge na\">not available in this build</span></td></tr>\n"); continue; }
@@ -153,7 +153,7 @@ static void section_accuracy(const gm_report *r, FILE *f) {
   fprintf(f, "</tr></thead><tbody>\n");
   for (int i = 0; i < RPT_NSPEC; i++) {
     gm_gelu_spec s = rpt_spec(i);
-    if (s.mode == MODE_EXACT) continue;
+    if (s.mode == GM_MODE_EXACT) continue;
     char name[64];
     spec_name(s, name, sizeof name);
     fprintf(f, "<tr><td class=\"l\"><code>%s</code></td>", name);
@@ -173,23 +173,23 @@ static void section_accuracy(const gm_report *r, FILE *f) {
 }
 
 static void section_plots(const gm_report *r, FILE *f) {
-  static const char *colors[GELU_N_MODES] = {"#000000", "#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"};
+  static const char *colors[GM_GELU_N_MODES] = {"#000000", "#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"};
   fprintf(f, "<h2 id=\"plots\">ULP error against x</h2>\n");
   fprintf(f, "<p class=\"lead\">Maximum ULP distance to the exact result in bins of width %.1f over x in [%g, %g), log scale (0 = correctly rounded). "
              "The note under each title gives the worst error outside that range.</p>\n<p class=\"legend\">",
           (RPT_XMAX - RPT_XMIN) / RPT_BINS, RPT_XMIN, RPT_XMAX);
-  for (int m = 1; m < GELU_N_MODES; m++) fprintf(f, "<span><i style=\"background:%s;height:%dpx\"></i>%s</span>", colors[m], m == 1 ? 4 : 2, gm_gelu_mode_name((gm_gelu_mode)m));
+  for (int m = 1; m < GM_GELU_N_MODES; m++) fprintf(f, "<span><i style=\"background:%s;height:%dpx\"></i>%s</span>", colors[m], m == 1 ? 4 : 2, gm_gelu_mode_name((gm_gelu_mode)m));
   fprintf(f, "<span>(eager drawn wide and light, torch-cpu dashed, so coinciding modes stay visible)</span>");
   fprintf(f, "</p>\n");
   for (int d = 0; d < RPT_NDT; d++) {
     const rpt_dtype *D = &r->d[d];
     fprintf(f, "<h3>%s</h3>\n<div class=\"grid\">\n", gm_dtype_name(D->dt));
-    for (int v = 0; v < GELU_N_VARIANTS; v++) {
+    for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
       uint64_t out = 0;
-      for (int m = 1; m < GELU_N_MODES; m++) if (D->outside_max_ulp[v * GELU_N_MODES + m] > out) out = D->outside_max_ulp[v * GELU_N_MODES + m];
+      for (int m = 1; m < GM_GELU_N_MODES; m++) if (D->outside_max_ulp[v * GM_GELU_N_MODES + m] > out) out = D->outside_max_ulp[v * GM_GELU_N_MODES + m];
       fprintf(f, "<div class=\"fig\"><h4>%s</h4><p class=\"note\">|x| &ge; 12: max %llu ULP</p>\n", gm_gelu_variant_info((gm_gelu_variant)v)->name,
               (unsigned long long)out);
-      rpt_svg_ulp_plot(f, D, (gm_gelu_variant)v);
+      gm_rpt_svg_ulp_plot(f, D, (gm_gelu_variant)v);
       fprintf(f, "</div>\n");
     }
     fprintf(f, "</div>\n");
@@ -205,7 +205,7 @@ static void section_matrix(const gm_report *r, FILE *f) {
              "<span><b style=\"background:#eceef1\"></b>not available</span></p>\n<div class=\"grid\">\n");
   for (int d = 0; d < RPT_NDT; d++) {
     fprintf(f, "<div class=\"fig\"><h4>%s</h4>\n", gm_dtype_name(r->d[d].dt));
-    rpt_svg_matrix(f, &r->d[d]);
+    gm_rpt_svg_matrix(f, &r->d[d]);
     fprintf(f, "</div>\n");
   }
   fprintf(f, "</div>\n");
@@ -250,11 +250,11 @@ static void section_method(const gm_report *r, FILE *f) {
   fprintf(f, "</dl>\n");
 }
 
-int rpt_write_html(const gm_report *r, FILE *f) {
+int gm_rpt_write_html(const gm_report *r, FILE *f) {
   fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
              "<title>gptmeg GELU compatibility report</title>\n<style>%s</style></head><body>\n", css);
   fprintf(f, "<header><h1>GELU compatibility report</h1><p>gptmeg %s &middot; %s &middot; %d variants &times; %d modes in f32, f16 and bf16 &middot; computed in %.1f s</p></header>\n<main>\n",
-          gm_version(), r->when, GELU_N_VARIANTS, GELU_N_MODES, r->seconds);
+          gm_version(), r->when, GM_GELU_N_VARIANTS, GM_GELU_N_MODES, r->seconds);
   fprintf(f, "<nav><a href=\"#verdict\">Verdict</a><a href=\"#tensors\">3&times;3 experiment</a><a href=\"#accuracy\">Accuracy</a><a href=\"#plots\">Plots</a>"
              "<a href=\"#matrix\">Matrix</a>");
   for (int s = 0; s < r->n_sections; s++) { fprintf(f, "<a href=\"#extra%d\">", s); esc(f, r->sections[s].title); fprintf(f, "</a>"); }

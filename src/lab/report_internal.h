@@ -9,7 +9,7 @@
 
 enum {
   RPT_NDT = 3,                                  // f32, f16, bf16
-  RPT_NSPEC = GELU_N_VARIANTS * GELU_N_MODES,   // spec index = variant * GELU_N_MODES + mode
+  RPT_NSPEC = GM_GELU_N_VARIANTS * GM_GELU_N_MODES,   // spec index = variant * GM_GELU_N_MODES + mode
   RPT_BINS = 240,                               // ULP-vs-x plot bins over [RPT_XMIN, RPT_XMAX)
   RPT_MAX_SECTIONS = 8,
   RPT_NTENSOR = 6,
@@ -57,23 +57,23 @@ struct gm_report {
 };
 
 // The verdict pairs: gelu_new:MODE -> gelu_pytorch_tanh:MODE for the modes that matter.
-extern const gm_gelu_mode rpt_verdict_modes[RPT_NVERDICT][2];
-static inline int rpt_index(gm_gelu_spec s) { return (int)s.variant * GELU_N_MODES + (int)s.mode; }
+extern const gm_gelu_mode gm_rpt_verdict_modes[RPT_NVERDICT][2];
+static inline int rpt_index(gm_gelu_spec s) { return (int)s.variant * GM_GELU_N_MODES + (int)s.mode; }
 static inline gm_gelu_spec rpt_spec(int i) {
-  gm_gelu_spec s = {(gm_gelu_variant)(i / GELU_N_MODES), (gm_gelu_mode)(i % GELU_N_MODES)};
+  gm_gelu_spec s = {(gm_gelu_variant)(i / GM_GELU_N_MODES), (gm_gelu_mode)(i % GM_GELU_N_MODES)};
   return s;
 }
 // Stats of spec i against spec j (a = i, b = j) if both ran; NULL otherwise. For i > j the stored
 // pair is (j, i): the symmetric fields (equal, max_ulp, histogram) are what callers read then.
-const gm_cmp_stats *rpt_pair(const rpt_dtype *d, int i, int j);
+const gm_cmp_stats *gm_rpt_pair(const rpt_dtype *d, int i, int j);
 // "drop-in: bitwise identical" / "within assert_close" / "no: ..." into buf.
-void rpt_verdict_text(const gm_cmp_stats *s, gm_dtype dt, char *buf, size_t n);
+void gm_rpt_verdict_text(const gm_cmp_stats *s, gm_dtype dt, char *buf, size_t n);
 
-cJSON *lab_json_num(double v); // a number, or "inf"/"-inf"/"nan" as a string
-cJSON *rpt_json(const gm_report *r);
-int rpt_write_html(const gm_report *r, FILE *f);
+cJSON *gm_lab_json_num(double v); // a number, or "inf"/"-inf"/"nan" as a string
+cJSON *gm_rpt_json(const gm_report *r);
+int gm_rpt_write_html(const gm_report *r, FILE *f);
 // SVG pieces (report_svg.c), written inline into the page.
-void rpt_svg_ulp_plot(FILE *f, const rpt_dtype *d, gm_gelu_variant v);
-void rpt_svg_matrix(FILE *f, const rpt_dtype *d);
+void gm_rpt_svg_ulp_plot(FILE *f, const rpt_dtype *d, gm_gelu_variant v);
+void gm_rpt_svg_matrix(FILE *f, const rpt_dtype *d);
 
 #endif

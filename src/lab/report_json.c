@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-cJSON *lab_json_num(double v) {
+cJSON *gm_lab_json_num(double v) {
   if (isnan(v)) return cJSON_CreateString("nan");
   if (isinf(v)) return cJSON_CreateString(v > 0 ? "inf" : "-inf");
   return cJSON_CreateNumber(v);
@@ -16,19 +16,19 @@ void *gm_cmp_stats_json(const gm_cmp_stats *s) {
   cJSON_AddNumberToObject(j, "equal_fraction", (double)s->equal / n);
   cJSON_AddNumberToObject(j, "allclose_fraction", (double)s->close_default / n);
   cJSON_AddNumberToObject(j, "user_close_fraction", (double)s->close_user / n);
-  cJSON_AddItemToObject(j, "max_abs", lab_json_num(s->max_abs));
-  cJSON_AddItemToObject(j, "max_rel", lab_json_num(s->max_rel));
+  cJSON_AddItemToObject(j, "max_abs", gm_lab_json_num(s->max_abs));
+  cJSON_AddItemToObject(j, "max_rel", gm_lab_json_num(s->max_rel));
   cJSON_AddNumberToObject(j, "max_ulp", (double)s->max_ulp);
   cJSON *h = cJSON_AddObjectToObject(j, "ulp_histogram");
   for (int b = 0; b < GM_LAB_BUCKETS; b++) cJSON_AddNumberToObject(h, gm_lab_bucket_labels[b], (double)s->hist[b]);
-  cJSON_AddItemToObject(j, "mean_signed_error", lab_json_num(gm_cmp_mean_signed(s)));
-  cJSON_AddItemToObject(j, "rtol_needed", lab_json_num(s->rtol_needed));
+  cJSON_AddItemToObject(j, "mean_signed_error", gm_lab_json_num(gm_cmp_mean_signed(s)));
+  cJSON_AddItemToObject(j, "rtol_needed", gm_lab_json_num(s->rtol_needed));
   cJSON_AddNumberToObject(j, "nan_mismatch", (double)s->nan_mismatch);
   if (s->have_worst) {
     cJSON *w = cJSON_AddObjectToObject(j, "worst");
-    cJSON_AddItemToObject(w, "x", lab_json_num(s->worst_x));
-    cJSON_AddItemToObject(w, "a", lab_json_num(s->worst_a));
-    cJSON_AddItemToObject(w, "b", lab_json_num(s->worst_b));
+    cJSON_AddItemToObject(w, "x", gm_lab_json_num(s->worst_x));
+    cJSON_AddItemToObject(w, "a", gm_lab_json_num(s->worst_a));
+    cJSON_AddItemToObject(w, "b", gm_lab_json_num(s->worst_b));
     cJSON_AddNumberToObject(w, "ulp", (double)s->worst_ulp);
   } else {
     cJSON_AddNullToObject(j, "worst");
@@ -50,17 +50,17 @@ static cJSON *verdict_json(const gm_report *r) {
   cJSON *verdict = cJSON_CreateArray();
   for (int d = 0; d < RPT_NDT; d++)
     for (int v = 0; v < RPT_NVERDICT; v++) {
-      gm_gelu_spec a = {GELU_NEW, rpt_verdict_modes[v][0]}, b = {GELU_PYTORCH_TANH, rpt_verdict_modes[v][1]};
+      gm_gelu_spec a = {GM_GELU_NEW, gm_rpt_verdict_modes[v][0]}, b = {GM_GELU_PYTORCH_TANH, gm_rpt_verdict_modes[v][1]};
       char na[64], nb[64], text[200];
       gm_gelu_spec_format(a, na, sizeof na);
       gm_gelu_spec_format(b, nb, sizeof nb);
-      const gm_cmp_stats *s = rpt_pair(&r->d[d], rpt_index(a), rpt_index(b));
+      const gm_cmp_stats *s = gm_rpt_pair(&r->d[d], rpt_index(a), rpt_index(b));
       cJSON *o = cJSON_CreateObject();
       cJSON_AddStringToObject(o, "dtype", gm_dtype_name(r->d[d].dt));
       cJSON_AddStringToObject(o, "a", na);
       cJSON_AddStringToObject(o, "b", nb);
       if (s) {
-        rpt_verdict_text(s, r->d[d].dt, text, sizeof text);
+        gm_rpt_verdict_text(s, r->d[d].dt, text, sizeof text);
         cJSON_AddStringToObject(o, "verdict", text);
         cJSON_AddItemToObject(o, "stats", gm_cmp_stats_json(s));
         cJSON_AddItemToObject(o, "a_vs_exact", gm_cmp_stats_json(&r->d[d].vs_exact[rpt_index(a)]));
@@ -75,7 +75,7 @@ static cJSON *verdict_json(const gm_report *r) {
 
 // report.json: config, the verdict pairs, the tensor experiment, and per dtype every spec against
 // exact plus every pair (a < b in spec order).
-cJSON *rpt_json(const gm_report *r) {
+cJSON *gm_rpt_json(const gm_report *r) {
   cJSON *root = cJSON_CreateObject();
   cJSON_AddStringToObject(root, "generator", "gptmeg report");
   cJSON_AddStringToObject(root, "version", gm_version());
@@ -126,7 +126,7 @@ cJSON *rpt_json(const gm_report *r) {
     cJSON *pairs = cJSON_AddArrayToObject(o, "pairs");
     for (int i = 0; i < RPT_NSPEC; i++)
       for (int j = i + 1; j < RPT_NSPEC; j++) {
-        const gm_cmp_stats *s = rpt_pair(D, i, j);
+        const gm_cmp_stats *s = gm_rpt_pair(D, i, j);
         if (!s) continue;
         char na[64], nb[64];
         gm_gelu_spec_format(rpt_spec(i), na, sizeof na);

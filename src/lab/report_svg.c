@@ -4,16 +4,16 @@
 
 #include <math.h>
 
-static const char *mode_color[GELU_N_MODES] = {"#000000", "#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"};
+static const char *mode_color[GM_GELU_N_MODES] = {"#000000", "#d62728", "#1f77b4", "#ff7f0e", "#2ca02c"};
 
 // y position of a ULP value: 0 sits half a decade below 1, then log10.
 static double ulp_level(double u) { return u <= 0 ? -0.5 : log10(u); }
 
-void rpt_svg_ulp_plot(FILE *f, const rpt_dtype *d, gm_gelu_variant v) {
+void gm_rpt_svg_ulp_plot(FILE *f, const rpt_dtype *d, gm_gelu_variant v) {
   const double W = 340, H = 200, L = 46, R = 10, T = 10, B = 28;
   double top = 1; // decades shown
-  for (int m = 1; m < GELU_N_MODES; m++) {
-    int i = v * GELU_N_MODES + m;
+  for (int m = 1; m < GM_GELU_N_MODES; m++) {
+    int i = v * GM_GELU_N_MODES + m;
     for (int b = 0; b < RPT_BINS; b++)
       if (d->bin_max_ulp[i][b] > 0 && ulp_level(d->bin_max_ulp[i][b]) > top) top = ceil(ulp_level(d->bin_max_ulp[i][b]));
   }
@@ -39,10 +39,10 @@ void rpt_svg_ulp_plot(FILE *f, const rpt_dtype *d, gm_gelu_variant v) {
   fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" class=\"axis\" text-anchor=\"middle\">x</text>\n", L + pw / 2, H - 2);
   fprintf(f, "<text x=\"10\" y=\"%.1f\" class=\"axis\" text-anchor=\"middle\" transform=\"rotate(-90 10 %.1f)\">max ULP vs exact</text>\n",
           T + ph / 2, T + ph / 2);
-  for (int m = 1; m < GELU_N_MODES; m++) {
-    int i = v * GELU_N_MODES + m;
+  for (int m = 1; m < GM_GELU_N_MODES; m++) {
+    int i = v * GM_GELU_N_MODES + m;
     if (!d->ok[i]) continue;
-    static const char *style[GELU_N_MODES] = {"", "stroke-width=\"3.2\" stroke-opacity=\"0.45\"", "stroke-width=\"1.6\"",
+    static const char *style[GM_GELU_N_MODES] = {"", "stroke-width=\"3.2\" stroke-opacity=\"0.45\"", "stroke-width=\"1.6\"",
                                              "stroke-width=\"1.3\" stroke-dasharray=\"4 2\"", "stroke-width=\"1.4\""};
     fprintf(f, "<path fill=\"none\" stroke=\"%s\" %s d=\"", mode_color[m], style[m]);
     bool pen = false;
@@ -71,12 +71,12 @@ static const char *cell_color(const gm_cmp_stats *s) {
   return "#d1495b";
 }
 
-void rpt_svg_matrix(FILE *f, const rpt_dtype *d) {
+void gm_rpt_svg_matrix(FILE *f, const rpt_dtype *d) {
   const int cell = 11, lab = 150, top = 64;
   int W = lab + cell * RPT_NSPEC + 10, H = top + cell * RPT_NSPEC + 10;
   fprintf(f, "<svg class=\"matrix\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\">\n", W, H, W, H);
-  for (int v = 0; v < GELU_N_VARIANTS; v++) {
-    int x = lab + v * GELU_N_MODES * cell + cell / 2;
+  for (int v = 0; v < GM_GELU_N_VARIANTS; v++) {
+    int x = lab + v * GM_GELU_N_MODES * cell + cell / 2;
     fprintf(f, "<text class=\"mlab\" transform=\"translate(%d %d) rotate(-45)\">%s</text>\n", x, top - 4, gm_gelu_variant_info((gm_gelu_variant)v)->name);
   }
   for (int i = 0; i < RPT_NSPEC; i++) {
@@ -87,7 +87,7 @@ void rpt_svg_matrix(FILE *f, const rpt_dtype *d) {
     for (int j = 0; j <= i; j++) {
       int x = lab + j * cell, y = top + i * cell;
       if (i == j) { fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#ffffff\" stroke=\"#d5d9de\"/>\n", x, y, cell - 1, cell - 1); continue; }
-      const gm_cmp_stats *s = rpt_pair(d, i, j);
+      const gm_cmp_stats *s = gm_rpt_pair(d, i, j);
       char nj[64];
       gm_gelu_spec_format(rpt_spec(j), nj, sizeof nj);
       fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"><title>", x, y, cell - 1, cell - 1, cell_color(s));

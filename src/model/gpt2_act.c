@@ -1,5 +1,5 @@
 // MLP activation of the GPT-2 forward under a numerics profile (contract in gpt2_internal.h).
-#include "kernels/nn.h"
+#include "gptmeg/kernels.h"
 #include "model/gpt2_internal.h"
 
 #include <math.h>
@@ -77,7 +77,7 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
   }
   case GM_ACT_GELU_FAMILY: {
     gm_gelu_spec s = {a.gelu, mode};
-    if (mode == MODE_TORCH_CPU && n > 0)
+    if (mode == GM_MODE_TORCH_CPU && n > 0)
       return gelu_torch_one_thread(&(gelu_job){s, dt, x, y, dt != GM_F32}, n, threads);
     if (dt == GM_F32 || n == 0) return gm_gelu_fwd(s, GM_F32, x, y, n, threads);
     uint16_t *bx = malloc(n * sizeof(uint16_t)), *by = malloc(n * sizeof(uint16_t));
@@ -93,7 +93,7 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
   return gm_fail("unknown activation kind %d", (int)a.kind);
 }
 
-int gpt2_mlp_act(const gpt2_run *r, const float *x, const float *bias, float *y) {
+int gm_gpt2_mlp_act(const gpt2_run *r, const float *x, const float *bias, float *y) {
   const gm_profile *p = r->p;
   const int I = r->m->cfg.n_inner;
   size_t n = (size_t)r->N * I;

@@ -7,8 +7,8 @@
 //   upcast      S = q@(f32(s)*k)^T in f32 (FMA per l), no rounding (config.reorder_and_upcast_attn, hf)
 // Softmax input X: S, or with qk-layer-scaling S * c (in f32 when softmax is fp32, else rounded).
 // Masked keys (j > query position) take the mask value; P = R(softmax_f32(X)); out = R(P @ v).
-// q@k^T and P@v accumulate in f32 (gpt2_matmul: torch's order in every dtype).
-#include "kernels/nn.h"
+// q@k^T and P@v accumulate in f32 (gm_gpt2_matmul: torch's order in every dtype).
+#include "gptmeg/kernels.h"
 #include "model/gpt2_internal.h"
 
 #include <float.h>
@@ -83,7 +83,7 @@ static void upcast_scores(const gpt2_run *r, float alpha, const float *q, int ld
     }
 }
 
-// X[i, j] = alpha * q_i . k_j (f32 accumulation, gpt2_matmul) for at least the keys row i sees
+// X[i, j] = alpha * q_i . k_j (f32 accumulation, gm_gpt2_matmul) for at least the keys row i sees
 // (j <= t0 + i), in blocks of 64 query rows, each computing keys [0, t0 + its last row]: about half
 // the products of the full [T, len] square for a prefill. X [T, len]; entries past a block's keys
 // are left as they were. Every dtype's product is defined element by element, so any block gives
@@ -92,7 +92,7 @@ static void causal_scores(const gpt2_run *r, float alpha, const float *q, int ld
   const int T = r->T, len = r->len, t0 = r->t0, rb = 64;
   for (int i0 = 0; i0 < T; i0 += rb) {
     int i1 = T - i0 < rb ? T : i0 + rb;
-    gpt2_matmul(r->dt, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1,
+    gm_gpt2_matmul(r->dt, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1,
                 hd, 1);
   }
 }
@@ -132,7 +132,7 @@ static void head_softmax(const gpt2_run *r, const score_rule *s, float *X) {
   }
 }
 
-int gpt2_attention(const gpt2_run *r, int l, const float *qkv, float *scores, float *att) {
+int gm_gpt2_attention(const gpt2_run *r, int l, const float *qkv, float *scores, float *att) {
   const gm_gpt2_config *c = &r->m->cfg;
   const int D = c->n_embd, H = c->n_head, hd = D / H, B = r->B, T = r->T, len = r->len;
   gm_kv_cache *kv = r->kv;
@@ -162,9 +162,9 @@ int gpt2_attention(const gpt2_run *r, int l, const float *qkv, float *scores, fl
 #pragma omp parallel for schedule(dynamic, 1) num_threads(r->threads)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;
-    gpt2_matmul(r->dt, scores + bh * per_head, len, vl + (size_t)bh * kv->max_t * hd, hd, false, NULL, 1.0f,
+    gm_gpt2_matmul(r->dt, scores + bh * per_head, len, vl + (size_t)bh * kv->max_t * hd, hd, false, NULL, 1.0f,
                 att + (size_t)b * T * D + hh * hd, D, T, hd, len, 1);
   }
   gm_round_inplace(r->dt, att, (size_t)r->N * D);
-  return gpt2_probe2(r, l, GM_PT_ATTN, att, r->N, D);
+  return gm_gpt2_probe2(r, l, GM_PT_ATTN, att, r->N, D);
 }

@@ -5,12 +5,12 @@
 // dtype values and rounds once where eager PyTorch writes its result to a dtype tensor:
 //   embed      h = R(wte[tok] + wpe[pos])
 //   ln         R(layer_norm_f32(h))                 ATen's order; native on f16/bf16 steps by 16, fp32 by 8
-//   linear     R(x @ W + b)                          f32 accumulation in torch's order, bias first (gpt2_matmul)
-//   scores     gpt2_attention.c
+//   linear     R(x @ W + b)                          f32 accumulation in torch's order, bias first (gm_gpt2_matmul)
+//   scores     gm_gpt2_attention.c
 //   residual   h = R(h + y)
 //   mlp act    gpt2_act.c
 // The bits do not depend on the thread count (every product is defined element by element).
-#include "kernels/nn.h"
+#include "gptmeg/kernels.h"
 #include "model/gpt2_internal.h"
 
 #include <omp.h>
@@ -48,14 +48,14 @@ const char *gm_point_name(gm_point pt) {
 }
 
 // Calls the probe (if any) on a 2-D [rows, cols] tensor.
-int gpt2_probe2(const gpt2_run *r, int layer, gm_point pt, float *data, int64_t rows, int64_t cols) {
+int gm_gpt2_probe2(const gpt2_run *r, int layer, gm_point pt, float *data, int64_t rows, int64_t cols) {
   if (!r->probe) return 0;
   gm_probe_tensor t = {layer, pt, data, 2, {rows, cols, 0, 0}, (size_t)(rows * cols)};
   if (r->probe(r->probe_ctx, &t)) return gm_fail("%s (layer %d, %s)", gm_errmsg(), layer, gm_point_name(pt));
   return 0;
 }
 
-void gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+void gm_gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                  float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (dt == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
   else if (dt == GM_BF16) gm_matmul_bf16(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
@@ -75,7 +75,7 @@ static void linear(const gpt2_run *r, const float *x, int K, const float *W, con
                    const float *b, float *out, int cols) {
   if (r->dt == GM_BF16 && Wp) gm_matmul_bf16_packed(x, K, Wp, b, 1.0f, out, cols, r->N, cols, K, r->threads);
   else if (r->dt == GM_F16 && Wh && r->N == 1) gm_matmul_f16_torch_h(x, K, Wh, cols, false, b, 1.0f, out, cols, 1, cols, K, r->threads);
-  else gpt2_matmul(r->dt, x, K, W, cols, false, b, 1.0f, out, cols, r->N, cols, K, r->threads);
+  else gm_gpt2_matmul(r->dt, x, K, W, cols, false, b, 1.0f, out, cols, r->N, cols, K, r->threads);
   gm_round_inplace(r->dt, out, (size_t)r->N * cols);
 }
 
@@ -112,14 +112,14 @@ static void lm_head(const gpt2_run *r, const float *xn, int keep, float *logits)
   const int D = m->cfg.n_embd, V = m->cfg.vocab_size;
   const bool bf16p = r->dt == GM_BF16 && m->lm_head_p, f16h = r->dt == GM_F16 && m->lm_head_h;
   if (keep == r->T && !bf16p && !f16h) { // every row: one product over all sequences
-    gpt2_matmul(r->dt, xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r->N, V, D, r->threads);
+    gm_gpt2_matmul(r->dt, xn, D, m->lm_head, D, true, NULL, 1.0f, logits, V, r->N, V, D, r->threads);
   } else {
     for (int b = 0; b < r->B; b++) {
       const float *x = xn + ((size_t)b * r->T + (r->T - keep)) * D;
       float *o = logits + (size_t)b * keep * V;
       if (bf16p) gm_matmul_bf16_packed(x, D, m->lm_head_p, NULL, 1.0f, o, V, keep, V, D, r->threads);
       else if (f16h) gm_matmul_f16_torch_h(x, D, m->lm_head_h, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
-      else gpt2_matmul(r->dt, x, D, m->lm_head, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
+      else gm_gpt2_matmul(r->dt, x, D, m->lm_head, D, true, NULL, 1.0f, o, V, keep, V, D, r->threads);
     }
   }
   gm_round_inplace(r->dt, logits, (size_t)r->B * keep * V);
@@ -157,33 +157,33 @@ int gm_gpt2_forward_keep_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cac
       for (int i = 0; i < D; i++) o[i] = e[i] + pe[i];
     }
   gm_round_inplace(r.dt, h, nd);
-  if ((rc = gpt2_probe2(&r, -1, GM_PT_EMBED, h, r.N, D))) goto done;
+  if ((rc = gm_gpt2_probe2(&r, -1, GM_PT_EMBED, h, r.N, D))) goto done;
   for (int l = 0; l < L; l++) {
     const gm_gpt2_layer *y = &m->layers[l];
     layer_norm(&r, h, y->ln1_w, y->ln1_b, xn);
-    if ((rc = gpt2_probe2(&r, l, GM_PT_LN1, xn, r.N, D))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_LN1, xn, r.N, D))) goto done;
     linear(&r, xn, D, y->attn_w, y->attn_wp, y->attn_wh, y->attn_b, qkv, 3 * D);
-    if ((rc = gpt2_probe2(&r, l, GM_PT_QKV, qkv, r.N, 3 * D))) goto done;
-    if ((rc = gpt2_attention(&r, l, qkv, scores, att))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_QKV, qkv, r.N, 3 * D))) goto done;
+    if ((rc = gm_gpt2_attention(&r, l, qkv, scores, att))) goto done;
     linear(&r, att, D, y->aproj_w, y->aproj_wp, y->aproj_wh, y->aproj_b, xn, D);
-    if ((rc = gpt2_probe2(&r, l, GM_PT_ATTN_OUT, xn, r.N, D))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_ATTN_OUT, xn, r.N, D))) goto done;
     residual_add(r.dt, h, xn, nd);
-    if ((rc = gpt2_probe2(&r, l, GM_PT_RESID_ATTN, h, r.N, D))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_RESID_ATTN, h, r.N, D))) goto done;
     layer_norm(&r, h, y->ln2_w, y->ln2_b, xn);
-    if ((rc = gpt2_probe2(&r, l, GM_PT_LN2, xn, r.N, D))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_LN2, xn, r.N, D))) goto done;
     linear(&r, xn, D, y->fc_w, y->fc_wp, y->fc_wh, p->act_bias_fused ? NULL : y->fc_b, fc, I);
-    if ((rc = gpt2_probe2(&r, l, GM_PT_FC, fc, r.N, I))) goto done;
-    if ((rc = gpt2_mlp_act(&r, fc, p->act_bias_fused ? y->fc_b : NULL, ac))) goto done;
-    if ((rc = gpt2_probe2(&r, l, GM_PT_ACT, ac, r.N, I))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_FC, fc, r.N, I))) goto done;
+    if ((rc = gm_gpt2_mlp_act(&r, fc, p->act_bias_fused ? y->fc_b : NULL, ac))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_ACT, ac, r.N, I))) goto done;
     linear(&r, ac, I, y->mproj_w, y->mproj_wp, y->mproj_wh, y->mproj_b, xn, D);
-    if ((rc = gpt2_probe2(&r, l, GM_PT_MLP, xn, r.N, D))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_MLP, xn, r.N, D))) goto done;
     residual_add(r.dt, h, xn, nd);
-    if ((rc = gpt2_probe2(&r, l, GM_PT_RESID, h, r.N, D))) goto done;
+    if ((rc = gm_gpt2_probe2(&r, l, GM_PT_RESID, h, r.N, D))) goto done;
   }
   layer_norm(&r, h, m->lnf_w, m->lnf_b, xn);
-  if ((rc = gpt2_probe2(&r, -1, GM_PT_LNF, xn, r.N, D))) goto done;
+  if ((rc = gm_gpt2_probe2(&r, -1, GM_PT_LNF, xn, r.N, D))) goto done;
   lm_head(&r, xn, keep, logits);
-  if ((rc = gpt2_probe2(&r, -1, GM_PT_LOGITS, logits, (int64_t)B * keep, c->vocab_size))) goto done;
+  if ((rc = gm_gpt2_probe2(&r, -1, GM_PT_LOGITS, logits, (int64_t)B * keep, c->vocab_size))) goto done;
   kv->len = r.len;
 done:
   free(h); free(xn); free(att); free(qkv); free(fc); free(ac); free(scores);

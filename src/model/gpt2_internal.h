@@ -19,20 +19,20 @@ typedef struct {
 // C[M, N] = alpha * A[M, K] @ op(B) (+ bias), f32 accumulation, not rounded: in PyTorch's
 // order for f16 (gm_matmul_f16_torch), AVX512-BF16 pair order for bf16 (gm_matmul_bf16), OpenBLAS
 // sgemm tiles for f32 (see nn.h).
-void gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+void gm_gpt2_matmul(gm_dtype dt, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                  float alpha, float *C, int ldc, int M, int N, int K, int threads);
 
 // Calls r's probe (if any) on data [rows, cols]; its failure becomes the forward's error.
-int gpt2_probe2(const gpt2_run *r, int layer, gm_point pt, float *data, int64_t rows, int64_t cols);
+int gm_gpt2_probe2(const gpt2_run *r, int layer, gm_point pt, float *data, int64_t rows, int64_t cols);
 
 // Causal self-attention of layer l: qkv [N, 3D] (rounded to r->dt) -> att [N, D] (heads merged,
 // before c_proj). Appends k, v to the cache; scores is scratch [B, H, T, len]. Probes scores,
 // probs and attn. Rules: docs/numerics.md "GPT-2 numerics profiles".
-int gpt2_attention(const gpt2_run *r, int l, const float *qkv, float *scores, float *att);
+int gm_gpt2_attention(const gpt2_run *r, int l, const float *qkv, float *scores, float *att);
 
 // MLP activation: y[N, I] = act(x) under r's profile. bias != NULL (act_bias_fused): x + bias is
 // formed in f32 and the activation evaluated in f32, one rounding to r->dt at the end; otherwise
 // the activation runs in r->dt (GELU family through gm_gelu_fwd in the profile's mode).
-int gpt2_mlp_act(const gpt2_run *r, const float *x, const float *bias, float *y);
+int gm_gpt2_mlp_act(const gpt2_run *r, const float *x, const float *bias, float *y);
 
 #endif

@@ -1,6 +1,6 @@
 // GPT-2 weights: layout, load from safetensors (validated names and shapes), random init, save.
 #include "gptmeg/model.h"
-#include "kernels/nn.h"
+#include "gptmeg/kernels.h"
 #include "gptmeg/safetensors.h"
 
 #include <errno.h>

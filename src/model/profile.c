@@ -20,8 +20,8 @@ int gm_profile_get(const char *name, gm_dtype dt, gm_profile *out) {
   out->mask = GM_MASK_FINFO;
   out->softmax = GM_SOFTMAX_DTYPE;
   out->act_from_config = true;
-  out->gelu_mode = MODE_TORCH_CPU;
-  out->act_override = (gm_gelu_spec){GELU_MEGATRON, out->gelu_mode};
+  out->gelu_mode = GM_MODE_TORCH_CPU;
+  out->act_override = (gm_gelu_spec){GM_GELU_MEGATRON, out->gelu_mode};
   out->honor_upcast_option = true;
   if (!strcmp(name, "hf")) {
   } else if (!strcmp(name, "hf-legacy")) { // transformers <= 4.19: masked_bias = -1e4
@@ -38,7 +38,7 @@ int gm_profile_get(const char *name, gm_dtype dt, gm_profile *out) {
     out->mask = GM_MASK_NEG_1E4;
     out->softmax = GM_SOFTMAX_F32;
     out->act_from_config = false;
-    out->act_override = (gm_gelu_spec){GELU_MEGATRON, MODE_TORCH_CPU}; // evaluated on f32 tensors: see act_bias_fused
+    out->act_override = (gm_gelu_spec){GM_GELU_MEGATRON, GM_MODE_TORCH_CPU}; // evaluated on f32 tensors: see act_bias_fused
     out->act_bias_fused = true;
     out->honor_upcast_option = false;
   } else {

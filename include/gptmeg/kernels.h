@@ -1,0 +1,98 @@
+// gptmeg kernels: the f32 kernels of the GPT-2 forward (matmul, layer norm, softmax, rounding).
+// Every kernel gives the same bits for any thread count: each output has one fixed order of
+// operations, whichever thread computes it.
+#ifndef GPTMEG_KERNELS_H
+#define GPTMEG_KERNELS_H
+
+#include "gptmeg/core.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+// x[i] = round_to_dt(x[i]) in place (RNE; the identity for f32). dt is F32, F16 or BF16.
+void gm_round_inplace(gm_dtype dt, float *x, size_t n);
+// y[i] = bits of x[i] rounded to dt (F16 or BF16, RNE); and back, exactly.
+void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n);
+void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
+
+// Highest ISA the matmul kernels may use: the CPU's, capped by GPTMEG_SIMD=avx512|avx2|scalar
+// (as the GELU kernels). 2 = AVX-512 (F, DQ), 1 = AVX2+FMA, 0 = scalar.
+int gm_matmul_isa_level(void);
+
+// C[M, N] (row stride ldc) = A[M, K] (stride lda) @ op(B) [+ bias[N]], f32 in, f32 out.
+// op(B) = B [K, N] (stride ldb) or, with trans_b, B^T for B [N, K] (stride ldb). alpha scales A@B.
+// The same product in PyTorch 2.15's f32 CPU order on AVX-512 x86 (MKL's sgemm as torch calls it
+// when A has 4 or more rows; matmul_torch_f32.c): K cut into blocks (gm_f32_torch_block_end), one
+// FMA chain per output and block from zero over a[k] * R(alpha * b[k]) (MKL scales B as it packs
+// it), the blocks added in order onto the bias. The forward's f32 products; bit for bit torch's
+// addmm/linear/mm/bmm/baddbmm on this machine class when A has >= 4 rows and op(B) >= 12 columns
+// (tests/test_matmul_f32.c). One row takes the same order (torch's one-row kernels differ), so a
+// decoded row equals its row of a full forward. Any thread count and any choice of rows give
+// the same bits; without AVX-512 the scalar definition runs (same bits, slower).
+void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads);
+// The scalar definition of the same order (the tests' reference).
+void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                                float alpha, float *C, int ldc, int M, int N, int K);
+// End of the K block that starts at k0: K <= 192 one block; K below 384 two halves (odd K: halves
+// of K - 1, then the last element alone); from 384 on blocks of 192, then the rest.
+int gm_f32_torch_block_end(int K, int k0);
+// Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
+// B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
+// count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm
+// through the model goldens (tests/test_profile.c).
+void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads);
+// gm_matmul_f16_torch with B given as f16 bits (an f16 run's weights; B [K, N] as stored or, with
+// trans_b, [N, K], row stride ldb): the same bits as on B widened to f32. The AVX-512 kernels read
+// the f16 bits (half the bytes: decode streams the weights, the lm_head's strips take half the
+// cache); gm_matmul_f16_row_fast says whether they run here (else scalar code, same bits). Fast
+// for one row (decode) and for B transposed (lm_head); other shapes run row by row.
+void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
+                           float alpha, float *C, int ldc, int M, int N, int K, int threads);
+bool gm_matmul_f16_row_fast(void);
+// bf16 product in torch 2.15's oneDNN order (matmul_bf16.c): K in blocks of 512 (K <= 1024) or 1024
+// elements, each an AVX512-BF16 dot-product chain (pairs of K, odd element first, DAZ/FTZ), the
+// blocks added in order in f32, then alpha * sum (+ bias); A and B hold bf16 values. The same bits
+// with or without the instructions, for any thread count.
+void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                    float *C, int ldc, int M, int N, int K, int threads);
+// op(B) [K, N] (B as stored [K, N] or, with trans_b, [N, K]) as bf16 pairs: element k = 2p in the
+// low 16 bits, 2p + 1 in the high (zero past K), in strips of 32 columns, each [ceil(K/2), 32]
+// (zero-padded): gm_bf16_packed_size(K, N) words. The same product from pre-packed B.
+size_t gm_bf16_packed_size(int K, int N);
+// The same order computed element by element with no scratch memory (Bp, when not NULL, in the
+// packed layout; else B as for gm_matmul_bf16). Slow: the fallback on allocation failure and the
+// tests' reference.
+void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
+                             const float *bias, float alpha, float *C, int ldc, int M, int N, int K);
+void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp);
+void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
+                           int M, int N, int K, int threads);
+// Which of ATen's CPU layer-norm kernels to reproduce: the f32 one (8-element steps), or the
+// reduced-type one for f16 or bf16 rows (16-element steps as two 8-lane halves; the two differ only
+// in one rounding of the scalar tail).
+typedef enum { GM_LN_KERNEL_F32, GM_LN_KERNEL_F16, GM_LN_KERNEL_BF16 } gm_ln_kernel;
+
+// y[R, D] = layer_norm(x[R, D]) * w + b, f32 in/out, in ATen's CPU order (layernorm.c): Welford
+// moments in 8 lanes over steps of 8 (GM_LN_KERNEL_F32) or 16 elements, rstd = 1/sqrt(var +
+// (float)eps), y = fma((x - mean) * rstd, w, b) (f32) or fma(fma(x, rstd, -rstd * mean), w, b).
+// Rows in parallel; x and y may alias.
+void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, int R, int D, double eps,
+                      gm_ln_kernel kernel, int threads);
+// The row's mean and rstd = 1/sqrt(var + (float)eps) as that kernel computes them (f32, before
+// anything is rounded to the dtype): what torch.native_layer_norm returns with f32 weights.
+void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kernel, float *mean, float *rstd);
+
+// In place softmax of s[0..n) followed by n_masked entries holding mask_value (not stored), as
+// PyTorch 2.15's CPU softmax computes it on AVX-512 machines (softmax.c): m = max (masked entries
+// included), e = SLEEF's expf_u10(s - m), the sum in 16 lanes folded as a tree, s = e * (1/sum),
+// all in f32. reduced: the row is an f16/bf16 tensor's (ATen's reduced-type kernel: the last
+// total % 16 elements take libm's expf and are added one by one after the fold).
+void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool reduced);
+// s[j] = expf_u10(s[j] - m) for j < n (SLEEF, the FMA builds: the same bits on AVX-512, AVX2 and scalar).
+void gm_exp_shift_row(float *s, int n, float m);
+// x[j] = x[j] / d for j < n (IEEE f32 division; vectorised where the CPU allows, same bits).
+void gm_div_row_f32(float *x, int n, float d);
+
+#endif

@@ -1,0 +1,183 @@
+// bf16 matmul in PyTorch 2.15's CPU order for bf16 on AVX512-BF16 machines (oneDNN's matmul, as
+// measured: tools/ref/gen_matmul_goldens.py, contract in nn.h). A and B hold bf16 values in f32
+// buffers. K is cut into blocks of 512 elements (K <= 1024) or 1024 (K > 1024; one block when
+// K <= 512). Within a block each output accumulates the products in pairs, as one VDPBF16PS lane
+// does: acc = (acc + a[2p+1] * b[2p+1]) + a[2p] * b[2p] for p = 0, 1, ..., both additions rounded
+// to f32 (RNE), bf16 subnormal inputs read as zero and f32 subnormal results flushed to zero; an
+// odd K's last pair has a zero second element. The blocks' sums are added in order (f32), then the
+// result is alpha * sum, plus bias when given. The scalar code here and the AVX512-BF16 kernel give
+// the same bits (tests/test_matmul_bf16.c), on any thread count. (torch's one-row products take
+// other kernels; gptmeg keeps this order for one row too, so a decode step equals its row of a
+// longer product.)
+#include "gptmeg/kernels.h"
+
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STRIP = 32 }; // columns per work item
+
+void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
+                              float alpha, const float *bias, float *C, int ldc);
+
+// Pairs per K block: 256 (512 elements) for K <= 1024, else 512 (1024 elements).
+static int block_pairs(int P) { return P <= 512 ? 256 : 512; }
+
+static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
+
+// bf16 bits of an f32 holding a bf16 value, subnormals read as zero (DAZ).
+static uint16_t bf16_daz(float v) {
+  uint32_t u;
+  memcpy(&u, &v, 4);
+  if ((u & 0x7f800000u) == 0) u &= 0x80000000u;
+  return (uint16_t)(u >> 16);
+}
+
+static float from_bf16(uint32_t h) {
+  uint32_t u = h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+// One VDPBF16PS lane step: acc + a[2p+1] * b[2p+1], then + a[2p] * b[2p] (pairs a, b as packed).
+static float pair_step(float acc, uint32_t a, uint32_t b) {
+  acc = ftz(acc + ftz(from_bf16(a >> 16) * from_bf16(b >> 16)));
+  return ftz(acc + ftz(from_bf16(a & 0xffff) * from_bf16(b & 0xffff)));
+}
+
+// After pair p: at the end of a K block the block's chain joins the sum of the blocks before it
+// (the first block is the sum) and the next chain starts from zero.
+static void end_of_pair(int p, int P, int Pb, float *acc, float *sum) {
+  if ((p + 1) % Pb != 0 && p + 1 != P) return;
+  *sum = p < Pb ? *acc : *sum + *acc;
+  *acc = 0.0f;
+}
+
+// C[:, strip] for ncols columns of pairs Bs (row p at Bs + p * ldbs).
+static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                         const float *bias, float *C, int ldc) {
+  const int Pb = block_pairs(P);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < ncols; j++) {
+      float acc = 0.0f, sum = 0.0f;
+      for (int p = 0; p < P; p++) {
+        acc = pair_step(acc, Ap[(size_t)i * P + p], Bs[(size_t)p * ldbs + j]);
+        end_of_pair(p, P, Pb, &acc, &sum);
+      }
+      float v = alpha * sum;
+      C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+    }
+}
+
+static bool have_avx512bf16(void) {
+  if (gm_simd_cap() != GM_SIMD_AVX512) return false;
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
+}
+
+// One bf16 pair (element k = 2p in the low half, 2p + 1 in the high half; zero past K).
+static uint32_t pair(float lo, float hi) { return (uint32_t)bf16_daz(lo) | (uint32_t)bf16_daz(hi) << 16; }
+
+// Pairs of op(B) [K, N] into rows of stride ldp.
+static void pack_cols(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp, int ldp) {
+  int P = (K + 1) / 2;
+  for (int p = 0; p < P; p++)
+    for (int j = 0; j < N; j++) {
+      float lo = trans_b ? B[(size_t)j * ldb + 2 * p] : B[(size_t)(2 * p) * ldb + j];
+      float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
+      Bp[(size_t)p * ldp + j] = pair(lo, hi);
+    }
+}
+
+size_t gm_bf16_packed_size(int K, int N) { return (size_t)((K + 1) / 2) * ((N + STRIP - 1) / STRIP) * STRIP; }
+
+void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp) {
+  int P = (K + 1) / 2;
+  for (int j0 = 0; j0 < N; j0 += STRIP) { // strip by strip, each [P, STRIP], zero-padded
+    int nc = N - j0 < STRIP ? N - j0 : STRIP;
+    uint32_t *strip = Bp + (size_t)(j0 / STRIP) * P * STRIP;
+    memset(strip, 0, (size_t)P * STRIP * sizeof(uint32_t));
+    pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, strip, STRIP);
+  }
+}
+
+// A [M, K] as rows of P = ceil(K/2) pairs (malloc'd; NULL when out of memory).
+static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
+  int P = (K + 1) / 2;
+  uint32_t *Ap = malloc((size_t)M * (P > 0 ? P : 1) * sizeof(uint32_t));
+  if (!Ap) return NULL;
+  for (int i = 0; i < M; i++)
+    for (int p = 0; p < P; p++) {
+      const float *a = A + (size_t)i * lda + 2 * p;
+      Ap[(size_t)i * P + p] = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f);
+    }
+  return Ap;
+}
+
+// The same order without any scratch memory (the fallback when the packing buffers cannot be
+// allocated, and the tests' reference): pairs are formed element by element from A and B or Bp.
+void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
+                         const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
+  int P = (K + 1) / 2, Pb = block_pairs(P);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float acc = 0.0f, sum = 0.0f;
+      for (int p = 0; p < P; p++) {
+        const float *a = A + (size_t)i * lda + 2 * p;
+        uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f), bp;
+        if (Bp) bp = Bp[((size_t)(j / STRIP) * P + p) * STRIP + j % STRIP];
+        else {
+          float lo = trans_b ? B[(size_t)j * ldb + 2 * p] : B[(size_t)(2 * p) * ldb + j];
+          float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
+          bp = pair(lo, hi);
+        }
+        acc = pair_step(acc, ap, bp);
+        end_of_pair(p, P, Pb, &acc, &sum);
+      }
+      float v = alpha * sum;
+      C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+    }
+}
+
+// B given as floats (packed here, a strip at a time) or as pairs Bp [P, N] (packed once).
+static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
+                float alpha, float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
+  uint32_t *Ap = pack_rows(A, lda, M, K);
+  if (!Ap) { gm_matmul_bf16_unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K); return; }
+  bool simd = have_avx512bf16();
+  if (threads > n_strips) threads = n_strips;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    uint32_t *Bs = Bp ? NULL : aligned_alloc(64, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
+#pragma omp for schedule(dynamic, 4)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+      if (!Bp && !Bs) { // no scratch for this thread: the same order, unpacked
+        gm_matmul_bf16_unpacked(A, lda, B + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, trans_b, NULL, bias ? bias + j0 : NULL,
+                     alpha, C + j0, ldc, M, nc, K);
+        continue;
+      }
+      const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
+      if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
+      if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+      else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+    }
+    free(Bs);
+  }
+  free(Ap);
+}
+
+void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                    float *C, int ldc, int M, int N, int K, int threads) {
+  run(A, lda, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads);
+}
+
+void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
+                           int M, int N, int K, int threads) {
+  run(A, lda, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads);
+}

@@ -1,0 +1,230 @@
+// Matmul in PyTorch's CPU order for f16 (torch 2.15, this machine class; contract in nn.h).
+// A and B hold f16 values in f32 buffers, so every product is exact in f32 and a fused
+// multiply-add equals the separate multiply and add: the vector kernels use FMA and give the same
+// bits as the scalar code here. Each output's summation order is fixed by its definition, so any
+// thread count and work split give the same bits.
+//
+// B not transposed (x @ W, P @ V; ATen's gemm for reduced types): the dot product over K runs in
+// four f32 partial sums (l = 0, 1, 2, 3 mod 4, each in order of l), the K % 4 tail goes into the
+// first, then ((p0 + p1) + p2) + p3.
+// B transposed (q @ k^T, h @ wte^T; ATen's fp16_dot_with_fp32_arith on AVX2): a row of A and a row
+// of B are dotted in 8 registers of 8 lanes, register r taking elements j + 8r + lane of each block
+// of 64; the registers fold as r += r+4, r += r+2, r += r+1, then the lanes as lane += lane+4,
+// lane += lane+2, lane0 + lane1. The K % 64 rest runs through one 8-lane register in steps of 16
+// (two FMAs per step), folded the same way and added; the last K % 16 elements add one by one.
+// The result is alpha * dot, plus bias when given (torch's beta * c + alpha * dot, c = bias).
+#include "gptmeg/kernels.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STRIP = 32 };   // columns per work item of the transposed order
+enum { STRIP_NT = 64 }; // columns per work item of the as-stored order (the AVX-512 strip kernel's width)
+
+void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
+                          const float *bias, float *C, int ldc);
+void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
+enum { ROW_BLOCK = 1024 }; // columns per work item of the one-row (decode) AVX-512 kernel
+float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
+float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
+void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
+                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K);
+void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                            float *C);
+void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
+                               int ldc, int i0, int i1, int j0, int j1, int K);
+
+// C[:, strip] for the ncols (<= STRIP) columns at B (row stride ldb).
+static void dot4_strip_scalar(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
+                              const float *bias, float *C, int ldc) {
+  for (int i = 0; i < M; i++) {
+    const float *a = A + (size_t)i * lda;
+    for (int j = 0; j < ncols; j++) {
+      float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      int l = 0;
+      for (; l + 4 <= K; l += 4)
+        for (int k = 0; k < 4; k++) p[k] = p[k] + a[l + k] * B[(size_t)(l + k) * ldb + j];
+      for (; l < K; l++) p[0] = p[0] + a[l] * B[(size_t)l * ldb + j];
+      float dot = ((p[0] + p[1]) + p[2]) + p[3];
+      float v = alpha * dot;
+      C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+    }
+  }
+}
+
+// lane += lane+4, lane += lane+2, lane0 + lane1 over 8 lanes.
+static float fold8(float *v) {
+  for (int h = 4; h >= 1; h /= 2)
+    for (int i = 0; i < h; i++) v[i] = v[i] + v[i + h];
+  return v[0];
+}
+
+// The part after the 64-element blocks: main_sum is the folded sum of the blocks.
+float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum) {
+  int main_end = K & ~63, vec_end = K & ~15;
+  float sum = main_sum;
+  float tail[8] = {0};
+  for (int j = main_end; j < vec_end; j += 16)
+    for (int half = 0; half < 2; half++)
+      for (int k = 0; k < 8; k++) tail[k] = tail[k] + x[j + 8 * half + k] * y[j + 8 * half + k];
+  sum = sum + fold8(tail);
+  for (int j = vec_end; j < K; j++) sum = sum + x[j] * y[j];
+  return sum;
+}
+
+static float dot_f32arith_scalar(const float *x, const float *y, int K) {
+  float reg[8][8];
+  memset(reg, 0, sizeof reg);
+  int main_end = K & ~63;
+  for (int j = 0; j < main_end; j += 64)
+    for (int r = 0; r < 8; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + x[j + 8 * r + k] * y[j + 8 * r + k];
+  for (int h = 4; h >= 1; h /= 2)
+    for (int r = 0; r < h; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + reg[r + h][k];
+  return gm_dot_f32arith_tail(x, y, K, fold8(reg[0]));
+}
+
+int gm_matmul_isa_level(void) {
+  gm_simd_level cap = gm_simd_cap();
+  int lvl = cap == GM_SIMD_SCALAR ? 0 : cap == GM_SIMD_AVX2 ? 1 : 2;
+  if (lvl == 2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) lvl = 1;
+  if (lvl >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) lvl = 0;
+  return lvl;
+}
+
+typedef void (*strip_fn)(const float *, int, const float *, int, int, int, int, float, const float *, float *, int);
+typedef float (*dot_fn)(const float *, const float *, int);
+
+static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                              int ldc, int M, int N, int K, int threads) {
+  int isa = gm_matmul_isa_level();
+  dot_fn dot = isa >= 1 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
+  bool avx512 = isa == 2;
+  int n_strips = (N + STRIP - 1) / STRIP;
+  if (threads > n_strips) threads = n_strips;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
+  for (int s = 0; s < n_strips; s++) {
+    int j1 = (s + 1) * STRIP < N ? (s + 1) * STRIP : N;
+    if (avx512) { // rows in blocks of 64 so the strip of B stays in L1
+      for (int i = 0; i < M; i += 64)
+        gm_matmul_trans_block_avx512(A, lda, B, ldb, bias, alpha, C, ldc, i, i + 64 < M ? i + 64 : M, s * STRIP, j1, K);
+      continue;
+    }
+    for (int i = 0; i < M; i++)
+      for (int j = s * STRIP; j < j1; j++) {
+        float v = alpha * dot(A + (size_t)i * lda, B + (size_t)j * ldb, K);
+        C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+      }
+  }
+}
+
+void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
+  if (M == 1 && gm_matmul_isa_level() == 2) { // decode: stream B row by row
+    int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+    if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (int s = 0; s < n_blocks; s++) {
+      int j0 = s * ROW_BLOCK, nc = N - j0 < ROW_BLOCK ? N - j0 : ROW_BLOCK;
+      gm_dot4_row_avx512(A, B + j0, ldb, K, nc, alpha, bias ? bias + j0 : NULL, C + j0);
+    }
+    return;
+  }
+  bool avx512 = gm_matmul_isa_level() == 2;
+  strip_fn fn = avx512 ? gm_dot4_strip_avx512 : dot4_strip_scalar;
+  int n_strips = (N + STRIP_NT - 1) / STRIP_NT;
+  if (threads > n_strips) threads = n_strips;
+  // With more than one block of rows, each strip of B is copied once into a contiguous [K, 64]
+  // buffer per thread: read in place, a strip of a long K spans K rows of B (one page each for
+  // N >= 1024), and every block of six rows walks them again (TLB misses and no prefetch: 58-69
+  // instead of 97-100 GFLOP/s at K >= 2048 on one thread). Same values, same order, same bits.
+  bool pack = avx512 && M > 6 && N > STRIP_NT;
+#pragma omp parallel num_threads(threads) if (threads > 1)
+  {
+    float *Bs = pack ? malloc((size_t)K * STRIP_NT * sizeof(float)) : NULL;
+#pragma omp for schedule(dynamic, 2)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * STRIP_NT, nc = N - j0 < STRIP_NT ? N - j0 : STRIP_NT;
+      if (Bs) {
+        for (int l = 0; l < K; l++) memcpy(Bs + (size_t)l * STRIP_NT, B + (size_t)l * ldb + j0, (size_t)nc * sizeof(float));
+        fn(A, lda, Bs, STRIP_NT, M, K, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+      } else
+        fn(A, lda, B + j0, ldb, M, K, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+    }
+    free(Bs);
+  }
+}
+
+// ---- B held as f16 bits (an f16 run's weights) ------------------------------------------------
+// The same orders as above with each element of B widened exactly, so the bits equal
+// gm_matmul_f16_torch's on the widened B; the AVX-512 kernels read the f16 bits directly (half the
+// bytes of the f32 copy), the scalar code widens as it goes.
+
+bool gm_matmul_f16_row_fast(void) { return gm_matmul_isa_level() == 2 && __builtin_cpu_supports("avx512bw"); }
+
+// c[j] for one column j, the as-stored order of dot4_strip_scalar.
+static float dot4_col_f16_scalar(const float *a, const uint16_t *B, int ldb, int K, int j) {
+  float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int l = 0;
+  for (; l + 4 <= K; l += 4)
+    for (int k = 0; k < 4; k++) p[k] = p[k] + a[l + k] * gm_f16_to_f32(B[(size_t)(l + k) * ldb + j]);
+  for (; l < K; l++) p[0] = p[0] + a[l] * gm_f16_to_f32(B[(size_t)l * ldb + j]);
+  return ((p[0] + p[1]) + p[2]) + p[3];
+}
+
+// dot_f32arith_scalar with y given as f16 bits: each 64-element block widened, then the same sums.
+static float dot_f32arith_f16_scalar(const float *x, const uint16_t *y, int K) {
+  float reg[8][8], yb[64];
+  memset(reg, 0, sizeof reg);
+  int main_end = K & ~63;
+  for (int j = 0; j < main_end; j += 64) {
+    for (int k = 0; k < 64; k++) yb[k] = gm_f16_to_f32(y[j + k]);
+    for (int r = 0; r < 8; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + x[j + 8 * r + k] * yb[8 * r + k];
+  }
+  for (int h = 4; h >= 1; h /= 2)
+    for (int r = 0; r < h; r++)
+      for (int k = 0; k < 8; k++) reg[r][k] = reg[r][k] + reg[r + h][k];
+  for (int k = 0; k < K - main_end; k++) yb[k] = gm_f16_to_f32(y[main_end + k]);
+  return gm_dot_f32arith_tail(x + main_end, yb, K - main_end, fold8(reg[0]));
+}
+
+// Columns j0..j1 of rows 0..M-1 (one work item).
+static void f16h_piece(bool fast, const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
+                       float alpha, float *C, int ldc, int M, int j0, int j1, int K) {
+  if (fast && trans_b) { // rows in blocks of 64 so the strip of B stays in L1
+    for (int i = 0; i < M; i += 64)
+      gm_trans_block_f16_avx512(A, lda, B, ldb, bias, alpha, C, ldc, i, i + 64 < M ? i + 64 : M, j0, j1, K);
+    return;
+  }
+  for (int i = 0; i < M; i++) {
+    const float *a = A + (size_t)i * lda;
+    float *c = C + (size_t)i * ldc;
+    if (fast) gm_dot4_row_f16_avx512(a, B + j0, ldb, K, j1 - j0, alpha, bias ? bias + j0 : NULL, c + j0);
+    else
+      for (int j = j0; j < j1; j++) {
+        float v = alpha * (trans_b ? dot_f32arith_f16_scalar(a, B + (size_t)j * ldb, K) : dot4_col_f16_scalar(a, B, ldb, K, j));
+        c[j] = bias ? bias[j] + v : v;
+      }
+  }
+}
+
+void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
+                           float alpha, float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  bool fast = gm_matmul_f16_row_fast();
+  int width = trans_b ? STRIP : ROW_BLOCK;
+  int n_blocks = (N + width - 1) / width;
+  if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
+  for (int s = 0; s < n_blocks; s++) {
+    int j0 = s * width, j1 = N - j0 < width ? N : j0 + width;
+    f16h_piece(fast, A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, j0, j1, K);
+  }
+}

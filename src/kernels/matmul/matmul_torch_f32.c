@@ -1,0 +1,145 @@
+// f32 matmul in PyTorch 2.15's CPU order on AVX-512 x86 (the MKL sgemm torch calls for addmm,
+// linear, mm, bmm and matmul when A has 4 or more rows; found with tools/ref/probe_gemm_order.py
+// and emulations, docs/numerics.md). K is cut into blocks (gm_f32_torch_block_end); within a block
+// each output is one FMA chain over k in order, starting from zero, of a[k] * R(alpha * b[k]) (MKL
+// scales B as it packs it); the blocks' sums are added in order onto the bias (or onto the first
+// block when there is none). An output's bits depend only on its row of A, its column of op(B), K,
+// alpha and the bias, so any thread count, work split or choice of rows gives the same bits.
+#include "gptmeg/kernels.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
+                               const float *bias, float *C, int ldc);
+void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
+void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
+                             const float *bias, float *C, int ldc);
+void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
+                                 const float *bias, float *C);
+void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
+                                    const float *bias, float *C, int ldc);
+void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                             float *C);
+
+enum { STRIP = 64 };       // columns per work item (the AVX-512 strip kernel's width)
+enum { ROW_BLOCK = 1024 }; // columns per work item of the one-row kernel (B as stored)
+enum { FEW_ROWS = 8 };     // below this many rows, B transposed is read in place (no strip copy)
+
+// K < 192: one block; even K below 384: two halves; odd K below 384: two halves of K - 1, then the
+// last product alone; from 384 on: blocks of 192, then the rest (one block, odd or even).
+int gm_f32_torch_block_end(int K, int k0) {
+  if (K <= 192) return K;
+  if (K < 384) {
+    int even = K & ~1;
+    return k0 < even / 2 ? even / 2 : k0 < even ? even : K;
+  }
+  return K - k0 > 192 ? k0 + 192 : K;
+}
+
+// Bs [K, 64] = alpha * the nc columns of op(B) from column j0, element by element (AVX2, or alpha
+// != 1 with B as stored).
+static void pack_strip_scalar(const float *B, int ldb, bool trans_b, int j0, int nc, int K, float alpha, float *Bs) {
+  if (trans_b)
+    for (int j = 0; j < nc; j++)
+      for (int k = 0; k < K; k++) Bs[(size_t)k * STRIP + j] = alpha * B[(size_t)(j0 + j) * ldb + k];
+  else
+    for (int k = 0; k < K; k++)
+      for (int j = 0; j < nc; j++) Bs[(size_t)k * STRIP + j] = alpha * B[(size_t)k * ldb + j0 + j];
+}
+
+// The element-by-element definition: the fallback without SIMD and the tests' reference.
+// Columns j0..j1 of rows 0..M-1.
+static void matmul_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                          float *C, int ldc, int M, int j0, int j1, int K) {
+  for (int i = 0; i < M; i++)
+    for (int j = j0; j < j1; j++) {
+      const float *a = A + (size_t)i * lda;
+      float c = bias ? bias[j] : 0.0f;
+      for (int k0 = 0, k1; k0 < K; k0 = k1) {
+        k1 = gm_f32_torch_block_end(K, k0);
+        float acc = 0.0f;
+        for (int k = k0; k < k1; k++)
+          acc = fmaf(a[k], alpha * (trans_b ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]), acc);
+        c = k0 == 0 && !bias ? acc : c + acc;
+      }
+      C[(size_t)i * ldc + j] = c;
+    }
+}
+
+void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                                float alpha, float *C, int ldc, int M, int N, int K) {
+  if (M > 0 && N > 0) matmul_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, 0, N, K);
+}
+
+// One row, B as stored (decode): B streams row by row through column blocks of at most ROW_BLOCK,
+// as many per thread (each element's bits do not depend on the cut).
+static void one_row(const float *A, const float *B, int ldb, const float *bias, float alpha, float *C, int N, int K,
+                    int threads) {
+  int per_thread = (N + threads * ROW_BLOCK - 1) / (threads * ROW_BLOCK);
+  int n_blocks = threads * per_thread;
+  int width = ((N + n_blocks - 1) / n_blocks + 15) / 16 * 16;
+  n_blocks = (N + width - 1) / width;
+  if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int s = 0; s < n_blocks; s++) {
+    int j0 = s * width, nc = N - j0 < width ? N - j0 : width;
+    gm_f32_torch_row_avx512(A, B + j0, ldb, K, nc, alpha, bias ? bias + j0 : NULL, C + j0);
+  }
+}
+
+void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  int isa = K > 0 ? gm_matmul_isa_level() : 0;
+  bool simd = isa == 2;
+  if (simd && M == 1 && !trans_b) {
+    one_row(A, B, ldb, bias, alpha, C, N, K, threads);
+    return;
+  }
+  int n_strips = (N + STRIP - 1) / STRIP;
+  if (threads > n_strips) threads = n_strips;
+  if ((simd && M < FEW_ROWS && trans_b) || (isa == 1 && M == 1 && trans_b)) { // decode's lm_head: no strip copy
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads) if (threads > 1)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+      if (simd)
+        gm_f32_torch_rows_trans_avx512(A, lda, B + (size_t)j0 * ldb, ldb, M, nc, K, alpha, bias ? bias + j0 : NULL,
+                                       C + j0, ldc);
+      else gm_f32_torch_row_trans_avx2(A, B + (size_t)j0 * ldb, ldb, nc, K, alpha, bias ? bias + j0 : NULL, C + j0);
+    }
+    return;
+  }
+  // B's strip is copied contiguous ([K, 64], times alpha) when it is transposed (a transpose per
+  // 16 x 16 tile), when alpha != 1, or when more than one block of six rows walks it: read in
+  // place, a strip of a long K spans K rows of B, one page each for wide B (TLB misses, no prefetch).
+  bool pack = isa > 0 && (trans_b || M > 6 || alpha != 1.0f);
+#pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
+  {
+    float *Bs = pack ? malloc((size_t)K * STRIP * sizeof(float)) : NULL;
+#pragma omp for schedule(dynamic, 2)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+      if (isa == 0 || (pack && !Bs)) { // no SIMD, or no memory for the copy: the definition itself
+        matmul_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, j0, j0 + nc, K);
+        continue;
+      }
+      const float *Bst = B + j0;
+      int ldbs = ldb;
+      if (Bs && trans_b && isa == 2) gm_f32_torch_pack_trans_avx512(B + (size_t)j0 * ldb, ldb, nc, K, alpha, Bs);
+      else if (Bs && (trans_b || alpha != 1.0f)) pack_strip_scalar(B, ldb, trans_b, j0, nc, K, alpha, Bs);
+      else if (Bs)
+        for (int k = 0; k < K; k++) memcpy(Bs + (size_t)k * STRIP, B + (size_t)k * ldb + j0, (size_t)nc * sizeof(float));
+      if (Bs) {
+        Bst = Bs;
+        ldbs = STRIP;
+      }
+      if (isa == 2) gm_f32_torch_strip_avx512(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
+      else gm_f32_torch_strip_avx2(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
+    }
+    free(Bs);
+  }
+}

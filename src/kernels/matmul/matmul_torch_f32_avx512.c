@@ -1,0 +1,273 @@
+// AVX-512 bodies of gm_matmul_f32_torch (order and contract in matmul_torch_f32.c): the same
+// operations as its scalar definition, lane by lane, so the same bits.
+#include "gptmeg/kernels.h"
+
+#include <immintrin.h>
+#include <math.h>
+
+enum { ROWS = 6, VECS = 4, STRIP = 64 };
+
+// acc[r][v] = the chain over k in [k0, k1) of a_r[k] * B[k][16v ..] from zero, for rows r < nr;
+// nr is a constant at each call (one unrolled loop per row count). The chains run in locals and
+// are copied out at the end: __m512 may alias anything, so chains kept in acc would be stored and
+// reloaded around every load of B.
+static inline __attribute__((always_inline)) void block_chains(int nr, const float *const a[ROWS], const float *B, int ldb,
+                                                              int k0, int k1, const __mmask16 m[VECS],
+                                                              __m512 acc[ROWS][VECS]) {
+  __m512 p[ROWS][VECS];
+#pragma GCC unroll 6
+  for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) p[r][v] = _mm512_setzero_ps();
+  for (int k = k0; k < k1; k++) {
+    const float *b = B + (size_t)k * ldb;
+    __m512 bv[VECS];
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
+#pragma GCC unroll 6
+    for (int r = 0; r < nr; r++) {
+      __m512 x = _mm512_set1_ps(a[r][k]);
+#pragma GCC unroll 4
+      for (int v = 0; v < VECS; v++) p[r][v] = _mm512_fmadd_ps(x, bv[v], p[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < nr; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) acc[r][v] = p[r][v];
+}
+
+static void block_chains_rows(int R, const float *const a[ROWS], const float *B, int ldb, int k0, int k1,
+                              const __mmask16 m[VECS], __m512 acc[ROWS][VECS]) {
+  switch (R) {
+  case 1: block_chains(1, a, B, ldb, k0, k1, m, acc); break;
+  case 2: block_chains(2, a, B, ldb, k0, k1, m, acc); break;
+  case 3: block_chains(3, a, B, ldb, k0, k1, m, acc); break;
+  case 4: block_chains(4, a, B, ldb, k0, k1, m, acc); break;
+  case 5: block_chains(5, a, B, ldb, k0, k1, m, acc); break;
+  default: block_chains(ROWS, a, B, ldb, k0, k1, m, acc); break;
+  }
+}
+
+// C[:, strip] for ncols (<= 64) columns of B [K, ncols] (row stride ldb, alpha already applied):
+// six rows of A by four vectors at a time (24 accumulators; 4 loads of B and 6 broadcasts of A per
+// 24 FMAs). Each block's sums meet C in order: the first is stored (onto the bias when there is
+// one), later ones are added to what C holds.
+void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
+                               const float *bias, float *C, int ldc);
+void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
+                               const float *bias, float *C, int ldc) {
+  __mmask16 m[VECS];
+  for (int v = 0; v < VECS; v++) {
+    int n = ncols - 16 * v;
+    m[v] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : 0;
+  }
+  __m512 vb[VECS];
+  for (int v = 0; v < VECS; v++) vb[v] = bias ? _mm512_maskz_loadu_ps(m[v], bias + 16 * v) : _mm512_setzero_ps();
+  for (int i = 0; i < M; i += ROWS) {
+    int R = M - i < ROWS ? M - i : ROWS;
+    const float *a[ROWS];
+    for (int r = 0; r < ROWS; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
+    for (int k0 = 0, k1; k0 < K; k0 = k1) {
+      k1 = gm_f32_torch_block_end(K, k0);
+      __m512 acc[ROWS][VECS];
+      block_chains_rows(R, a, B, ldb, k0, k1, m, acc);
+      for (int r = 0; r < R; r++) {
+        float *c = C + (size_t)(i + r) * ldc;
+        for (int v = 0; v < VECS; v++) {
+          if (!m[v]) continue;
+          __m512 s = acc[r][v];
+          if (k0 > 0) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
+          else if (bias) s = _mm512_add_ps(vb[v], s);
+          _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
+        }
+      }
+    }
+  }
+}
+
+// out[t] = lane q of in[q] at position t: a 16 x 16 transpose in registers. Pairs of rows
+// interleave by 32 bits, then by 64 bits (u[4g + c] holds, in 128-bit lane L, rows 4g..4g+3 of
+// column 4L + c), then the 128-bit lanes gather across the four groups of rows.
+static inline __attribute__((always_inline)) void transpose16(const __m512 in[16], __m512 out[16]) {
+  __m512 t[16], u[16];
+#pragma GCC unroll 8
+  for (int p = 0; p < 8; p++) {
+    t[2 * p] = _mm512_unpacklo_ps(in[2 * p], in[2 * p + 1]);
+    t[2 * p + 1] = _mm512_unpackhi_ps(in[2 * p], in[2 * p + 1]);
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; g++) {
+    __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
+    __m512d t2 = _mm512_castps_pd(t[4 * g + 2]), t3 = _mm512_castps_pd(t[4 * g + 3]);
+    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; c++) {
+    __m512 lo01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44), lo23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
+    __m512 hi01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee), hi23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
+    out[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
+    out[4 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
+    out[8 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
+    out[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
+  }
+}
+
+// Bs [K, 64] = alpha times the first ncols (<= 64) rows of B [.., K] (row stride ldb), transposed;
+// columns of Bs past ncols are zero.
+void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
+void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs) {
+  __m512 va = _mm512_set1_ps(alpha);
+  for (int j = 0; j < STRIP; j += 16)
+    for (int k = 0; k < K; k += 16) {
+      int nk = K - k < 16 ? K - k : 16;
+      __mmask16 mk = (__mmask16)(nk == 16 ? 0xffffu : (1u << nk) - 1u);
+      __m512 r[16], T[16];
+#pragma GCC unroll 16
+      for (int q = 0; q < 16; q++)
+        r[q] = j + q < ncols ? _mm512_mul_ps(va, _mm512_maskz_loadu_ps(mk, B + (size_t)(j + q) * ldb + k))
+                             : _mm512_setzero_ps();
+      transpose16(r, T);
+      for (int t = 0; t < nk; t++) _mm512_storeu_ps(Bs + (size_t)(k + t) * STRIP + j, T[t]);
+    }
+}
+
+// acc[r] += the chain over t < nk of a_r[k + t] * T[t], rows r < nr (a constant at each call).
+static inline __attribute__((always_inline)) void tile_chains(int nr, const float *const a[4], int k, int nk,
+                                                             const __m512 T[16], __m512 acc[4]) {
+  if (nk == 16) {
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; t++)
+#pragma GCC unroll 4
+      for (int r = 0; r < nr; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r][k + t]), T[t], acc[r]);
+  } else {
+    for (int t = 0; t < nk; t++)
+#pragma GCC unroll 4
+      for (int r = 0; r < nr; r++) acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(a[r][k + t]), T[t], acc[r]);
+  }
+}
+
+// c[r] (16 outputs: rows b0 .. b0 + 15 of B, row stride ldb) for rows r < nr of A, B transposed:
+// each 16 x 16 tile of B is loaded (times alpha when scale), transposed in registers and run
+// through the chains. nr and scale are constants at each call.
+static inline __attribute__((always_inline)) void group16(int nr, const float *const a[4], const float *b0, size_t ldb,
+                                                         int K, bool scale, __m512 va, const float *bias, __m512 c[4]) {
+  for (int k0 = 0, k1; k0 < K; k0 = k1) {
+    k1 = gm_f32_torch_block_end(K, k0);
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int k = k0; k < k1; k += 16) {
+      int nk = k1 - k < 16 ? k1 - k : 16;
+      __mmask16 mk = (__mmask16)(nk == 16 ? 0xffffu : (1u << nk) - 1u);
+      __m512 r[16], T[16];
+#pragma GCC unroll 16
+      for (int q = 0; q < 16; q++) {
+        r[q] = _mm512_maskz_loadu_ps(mk, b0 + q * ldb + k);
+        if (scale) r[q] = _mm512_mul_ps(va, r[q]);
+      }
+      transpose16(r, T);
+      tile_chains(nr, a, k, nk, T, acc);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < nr; r++)
+      c[r] = k0 > 0 ? _mm512_add_ps(c[r], acc[r]) : bias ? _mm512_add_ps(_mm512_loadu_ps(bias), acc[r]) : acc[r];
+  }
+}
+
+// C[:, 0..ncols) for a few rows of A (decode, short prompts) against B transposed ([ncols, K],
+// row stride ldb), with no copy of B: 16 rows of B at a time through group16 for up to four rows
+// of A; the last ncols % 16 columns one by one (the same chains, scalar).
+void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
+                                    const float *bias, float *C, int ldc);
+void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
+                                    const float *bias, float *C, int ldc) {
+  __m512 va = _mm512_set1_ps(alpha);
+  bool sc = alpha != 1.0f;
+  int j = 0;
+  for (; j + 16 <= ncols; j += 16) {
+    const float *b0 = B + (size_t)j * ldb;
+    const float *bj = bias ? bias + j : NULL;
+    for (int i = 0; i < M; i += 4) {
+      int R = M - i < 4 ? M - i : 4;
+      const float *a[4];
+      for (int r = 0; r < 4; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
+      __m512 c[4];
+      if (R == 1 && !sc) group16(1, a, b0, (size_t)ldb, K, false, va, bj, c); // decode's lm_head
+      else if (R == 1) group16(1, a, b0, (size_t)ldb, K, true, va, bj, c);
+      else if (R == 2) group16(2, a, b0, (size_t)ldb, K, sc, va, bj, c);
+      else if (R == 3) group16(3, a, b0, (size_t)ldb, K, sc, va, bj, c);
+      else group16(4, a, b0, (size_t)ldb, K, sc, va, bj, c);
+      for (int r = 0; r < R; r++) _mm512_storeu_ps(C + (size_t)(i + r) * ldc + j, c[r]);
+    }
+  }
+  for (; j < ncols; j++)
+    for (int i = 0; i < M; i++) {
+      const float *a = A + (size_t)i * lda, *b = B + (size_t)j * ldb;
+      float c = bias ? bias[j] : 0.0f;
+      for (int k0 = 0, k1; k0 < K; k0 = k1) {
+        k1 = gm_f32_torch_block_end(K, k0);
+        float acc = 0.0f;
+        for (int k = k0; k < k1; k++) acc = fmaf(a[k], alpha * b[k], acc);
+        c = k0 == 0 && !bias ? acc : c + acc;
+      }
+      C[(size_t)i * ldc + j] = c;
+    }
+}
+
+// One row a [K] against ncols (<= 1024) columns of B as stored (decode). B streams row after row
+// (four rows at a time, each a whole segment of ncols), and every column's block chain waits in
+// L1, loaded and stored once per four rows: p = fma(a[l+3], B[l+3], ... fma(a[l], B[l], p)), the
+// same chain as one row at a time. Then C = (bias +) the first block's chains, + each later
+// block's. The chains take a[l] * R(alpha * B[l][j]) (scale: alpha != 1, a constant at each call).
+static inline __attribute__((always_inline)) __m512 load_b(const float *b, __mmask16 m, bool scale, __m512 va) {
+  __m512 v = _mm512_maskz_loadu_ps(m, b);
+  return scale ? _mm512_mul_ps(va, v) : v;
+}
+
+static inline __attribute__((always_inline)) void row_block(const float *a, const float *B, size_t ldb, int k0, int k1,
+                                                           int nv, __mmask16 last, bool scale, __m512 va, __m512 *p) {
+  for (int v = 0; v < nv; v++) p[v] = _mm512_setzero_ps();
+  int l = k0;
+  for (; l + 4 <= k1; l += 4) {
+    const float *b0 = B + (size_t)l * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+    __m512 x0 = _mm512_set1_ps(a[l]), x1 = _mm512_set1_ps(a[l + 1]), x2 = _mm512_set1_ps(a[l + 2]),
+           x3 = _mm512_set1_ps(a[l + 3]);
+    for (int v = 0; v < nv; v++) {
+      __mmask16 m = v + 1 < nv ? (__mmask16)0xffff : last;
+      __m512 acc = _mm512_fmadd_ps(x0, load_b(b0 + 16 * v, m, scale, va), p[v]);
+      acc = _mm512_fmadd_ps(x1, load_b(b1 + 16 * v, m, scale, va), acc);
+      acc = _mm512_fmadd_ps(x2, load_b(b2 + 16 * v, m, scale, va), acc);
+      p[v] = _mm512_fmadd_ps(x3, load_b(b3 + 16 * v, m, scale, va), acc);
+    }
+  }
+  for (; l < k1; l++) {
+    const float *b0 = B + (size_t)l * ldb;
+    __m512 x0 = _mm512_set1_ps(a[l]);
+    for (int v = 0; v < nv; v++)
+      p[v] = _mm512_fmadd_ps(x0, load_b(b0 + 16 * v, v + 1 < nv ? (__mmask16)0xffff : last, scale, va), p[v]);
+  }
+}
+
+void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                             float *C);
+void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                             float *C) {
+  enum { NV = 1024 / 16 };
+  __m512 c[NV], p[NV];
+  int nv = (ncols + 15) / 16;
+  __mmask16 last = (__mmask16)(ncols % 16 ? (1u << (ncols % 16)) - 1u : 0xffffu);
+  __m512 va = _mm512_set1_ps(alpha);
+  for (int k0 = 0, k1; k0 < K; k0 = k1) {
+    k1 = gm_f32_torch_block_end(K, k0);
+    if (alpha == 1.0f) row_block(a, B, (size_t)ldb, k0, k1, nv, last, false, va, p);
+    else row_block(a, B, (size_t)ldb, k0, k1, nv, last, true, va, p);
+    for (int v = 0; v < nv; v++) {
+      if (k0 > 0) c[v] = _mm512_add_ps(c[v], p[v]);
+      else if (bias) c[v] = _mm512_add_ps(_mm512_maskz_loadu_ps(v + 1 < nv ? 0xffff : last, bias + 16 * v), p[v]);
+      else c[v] = p[v];
+    }
+  }
+  for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + 16 * v, v + 1 < nv ? 0xffff : last, c[v]);
+}

@@ -1,0 +1,92 @@
+// Softmax of one score row with a masked tail, in PyTorch 2.15's CPU order on AVX-512 machines
+// (ATen's last-dimension softmax as dispatched there; contract in nn.h), measured against torch's
+// own f32, f16 and bf16 softmax (tests/test_softmax.c, the profile goldens):
+//   m    the row's maximum, masked entries included (exact in any order)
+//   exp  SLEEF's expf_u10 of s - m (ATen's Vectorized<float>::exp()); the reduced-type kernel
+//        (f16/bf16 rows) takes libm's expf for the last total % 16 elements instead
+//   sum  16 lanes, element j into lane j % 16 in increasing j, folded lane += lane+8, +4, +2, +1
+//        (vec_reduce_all); f32 rows: below 16 elements one by one, else the tail goes into its
+//        lanes; f16/bf16 rows: the last total % 16 elements are added one by one after the fold
+//   out  e * (1 / sum)
+// The exp's SLEEF builds (AVX-512, AVX2, scalar with FMA) give the same bits; a CPU without FMA
+// runs SLEEF's non-FMA scalar build, whose bits differ in the last place for some inputs.
+#include "gptmeg/kernels.h"
+
+#include <math.h>
+#include <sleef.h>
+
+// libsleef exports its scalar FMA build always; sleef.h declares it only under FP_FAST_FMA (-mfma).
+float Sleef_expf1_u10purecfma(float);
+
+void gm_exp_shift_avx512(float *s, int n, float m);
+void gm_exp_shift_avx2(float *s, int n, float m);
+void gm_div_row_avx2(float *x, int n, float d);
+
+// 2: AVX-512, 1: AVX2 + FMA, 0: FMA only, -1: none (libgcc's start-up CPU facts: cheap per row).
+static int exp_isa(void) {
+  if (__builtin_cpu_supports("avx512f")) return 2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+  return __builtin_cpu_supports("fma") ? 0 : -1;
+}
+
+static float exp1(float x) { return exp_isa() >= 0 ? Sleef_expf1_u10purecfma(x) : Sleef_expf1_u10purec(x); }
+
+void gm_exp_shift_row(float *s, int n, float m) {
+  int isa = exp_isa();
+  if (isa == 2) gm_exp_shift_avx512(s, n, m);
+  else if (isa == 1) gm_exp_shift_avx2(s, n, m);
+  else
+    for (int j = 0; j < n; j++) s[j] = exp1(s[j] - m);
+}
+
+// e_j of the row: the stored exps below n, then the masked entries' exp (rest_vec below vec_end,
+// rest_tail from there).
+static inline float elem(const float *e, int n, int vec_end, float rest_vec, float rest_tail, int j) {
+  return j < n ? e[j] : (j < vec_end ? rest_vec : rest_tail);
+}
+
+// Lanes j % 16 over j < end, folded as vec_reduce_all.
+static float lane_sum16(const float *e, int n, int end, float rest_vec, float rest_tail) {
+  float lane[16];
+  for (int k = 0; k < 16; k++) lane[k] = elem(e, n, end, rest_vec, rest_tail, k);
+  int j = 16;
+  for (; j + 16 <= n && j + 16 <= end; j += 16)
+    for (int k = 0; k < 16; k++) lane[k] = lane[k] + e[j + k];
+  for (; j < end; j++) lane[j % 16] = lane[j % 16] + elem(e, n, end, rest_vec, rest_tail, j);
+  for (int h = 8; h >= 1; h /= 2)
+    for (int k = 0; k < h; k++) lane[k] = lane[k] + lane[k + h];
+  return lane[0];
+}
+
+void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool reduced) {
+  float m = -INFINITY;
+  for (int j = 0; j < n; j++)
+    if (s[j] > m) m = s[j];
+  if (n_masked > 0 && mask_value > m) m = mask_value;
+  const int total = n + n_masked, vec_end = reduced ? total - total % 16 : total;
+  int n_vec = n < vec_end ? n : vec_end;
+  gm_exp_shift_row(s, n_vec, m);
+  for (int j = n_vec; j < n; j++) s[j] = expf(s[j] - m);
+  float rest_vec = n_masked > 0 ? exp1(mask_value - m) : 0.0f, rest_tail = n_masked > 0 ? expf(mask_value - m) : 0.0f;
+  float sum;
+  if (!reduced) {
+    if (total < 16) {
+      sum = elem(s, n, total, rest_vec, rest_vec, 0);
+      for (int j = 1; j < total; j++) sum = sum + elem(s, n, total, rest_vec, rest_vec, j);
+    } else {
+      sum = lane_sum16(s, n, total, rest_vec, rest_vec);
+    }
+  } else {
+    sum = vec_end > 0 ? lane_sum16(s, n, vec_end, rest_vec, rest_tail) : 0.0f;
+    for (int j = vec_end; j < total; j++) sum = sum + elem(s, n, vec_end, rest_vec, rest_tail, j);
+  }
+  float inv = 1.0f / sum;
+  for (int j = 0; j < n; j++) s[j] = s[j] * inv;
+}
+
+static bool have_avx2(void) { return __builtin_cpu_supports("avx2"); }
+
+void gm_div_row_f32(float *x, int n, float d) {
+  if (have_avx2()) { gm_div_row_avx2(x, n, d); return; }
+  for (int j = 0; j < n; j++) x[j] = x[j] / d;
+}
