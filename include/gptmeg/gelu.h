@@ -1,4 +1,5 @@
-// gptmeg kernels: the GELU family (NUMERICS.md section 3) under the evaluation modes of section 4.
+// gptmeg kernels: the GELU family (docs/numerics.md section 3, the variants) under the evaluation
+// modes of its section 4 (the modes and their contracts).
 #ifndef GPTMEG_GELU_H
 #define GPTMEG_GELU_H
 

@@ -12,7 +12,7 @@
 extern "C" {
 #endif
 
-// ---- numerics profile (NUMERICS.md section 6; rules op by op in docs/numerics.md) -----------
+// ---- numerics profile (docs/numerics.md, 'GPT-2 numerics profiles': the rules op by op) -------
 // A profile is data: one setting of every knob. The forward asks it where to round.
 typedef enum {
   GM_LN_NATIVE = 0, // torch layer_norm in the activation dtype (hf): f32 inside, one rounding

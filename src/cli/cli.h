@@ -19,8 +19,10 @@ enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 // Each command: argv[0] is the command name. Returns an exit code.
 int cmd_act(int argc, char **argv);      // act list|eval|compare|certify
+int cmd_act_certify(int argc, char **argv); // act certify (cmd_certify.c); argv[0] is "certify"
 int cmd_report(int argc, char **argv);   // report
 int cmd_bench(int argc, char **argv);    // bench act|model
+int cmd_bench_model(int argc, char **argv); // bench model (cmd_bench_model.c); argv[0] is "model"
 int cmd_tokenize(int argc, char **argv); // tokenize
 int cmd_init(int argc, char **argv);     // init
 int cmd_info(int argc, char **argv);     // info

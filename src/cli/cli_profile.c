@@ -6,7 +6,8 @@
 #include <string.h>
 
 const char *const cli_profile_help =
-    "  --profile P         hf (default), hf-legacy, meg, megatron (NUMERICS.md section 6)\n"
+    "  --profile P         hf (default), hf-legacy, meg, megatron (docs/numerics.md,\n"
+    "                      'GPT-2 numerics profiles'; gptmeg info --profile P)\n"
     "  --ln native|fp32    layer norm in the dtype, or in f32 cast back\n"
     "  --scores matmul-div|baddbmm   scale after the rounded q@k^T, or inside the gemm\n"
     "  --mask finfo|-1e4|-inf        masked score value\n"

@@ -1,5 +1,5 @@
 // gptmeg act: list the GELU variants, evaluate one on a .npy, compare two on the same inputs.
-// `act certify` lives in cmd_certify.c; the weak fallback below is used if that file is absent.
+// `act certify` lives in cmd_certify.c (cmd_act_certify, declared in cli.h).
 #include "cli/cli.h"
 #include "gptmeg/lab.h"
 #include "gptmeg/npy.h"
@@ -334,12 +334,6 @@ static int act_compare(int argc, char **argv) {
     printf("\n(no comparison with exact: %s)\n", r.exact_error);
   }
   return CLI_OK;
-}
-
-// Fallback for builds without cmd_certify.c (that file's strong definition wins).
-__attribute__((weak)) int cmd_act_certify(int argc, char **argv) {
-  (void)argc; (void)argv;
-  return cli_fail("'act certify' is not implemented yet");
 }
 
 int cmd_act(int argc, char **argv) {

@@ -1,16 +1,11 @@
 // gptmeg bench act: throughput of the GELU kernels against memcpy bandwidth measured in the same
-// run. (bench model is provided by the model module when it exists: cmd_bench_model, weak here.)
+// run. `bench model` lives in cmd_bench_model.c (cmd_bench_model, declared in cli.h).
 #include "cli/cli.h"
 #include "gptmeg/gelu.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
-
-__attribute__((weak)) int cmd_bench_model(int argc, char **argv) {
-  (void)argc;
-  return cli_fail("'bench %s' is not implemented yet", argv[0]);
-}
 
 static const char *bench_act_help =
     "usage: gptmeg bench act [--n N] [--threads T] [--spec SPEC]... [--dtype DT]... [--all] [--rounds R]\n"

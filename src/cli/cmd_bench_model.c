@@ -1,6 +1,6 @@
 // gptmeg bench model: GPT-2 prefill and KV-cache decode throughput on a random model built in
 // memory, against the f32 GEMM rate the forward's matmul reaches on this machine in the same run,
-// and resident memory against weights + KV cache. (Overrides the weak stub in cmd_bench.c.)
+// and resident memory against weights + KV cache. cmd_bench.c calls it for `bench model`.
 #include "cli/cli.h"
 #include "gptmeg/config.h"
 #include "gptmeg/model.h"
