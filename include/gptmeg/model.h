@@ -112,7 +112,8 @@ typedef struct {
   size_t numel[GM_N_POINTS];           // elements of one slice
   size_t stride[GM_N_POINTS];          // elements between two layers' slices (0: reused)
   float *mean[GM_N_POINTS], *rstd[GM_N_POINTS]; // GM_PT_LN1, LN2 ([L, N]), LNF ([N]) when per_layer, else NULL
-  float *storage;                      // the one allocation behind all of it (the logits are the caller's)
+  float *storage;                      // the one allocation behind a kept table (the logits are the caller's)
+  float *shared[7];                    // the seven buffers of a table that keeps nothing (as before gm_acts)
 } gm_acts;
 
 // Point pt of layer `layer` (0-based; -1, or anything, for embed, ln_f and logits): numel[pt] floats.

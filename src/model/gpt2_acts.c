@@ -22,6 +22,7 @@ float *gm_acts_rstd(const gm_acts *a, int layer, gm_point ln) { return ln_stat(a
 
 void gm_acts_free(gm_acts *a) {
   free(a->storage);
+  for (int i = 0; i < 7; i++) free(a->shared[i]);
   memset(a, 0, sizeof *a);
 }
 
@@ -62,11 +63,16 @@ int gm_gpt2_acts_alloc(gm_acts *a, const gm_gpt2_config *c, int B, int T, int le
       tabs[k][GM_PT_LNF] = at; at += N;
     }
   } else { // the buffers of a forward that keeps nothing, shared as the points follow each other
-    size_t total = 3 * nd + 3 * nd + ns + 2 * ni;
-    if (!(a->storage = malloc(total * sizeof(float))))
-      return gm_fail("out of memory for activations (B=%d, T=%d)", B, T);
-    float *h = a->storage, *xn = h + nd, *att = xn + nd, *qkv = att + nd, *scores = qkv + 3 * nd, *fc = scores + ns,
-          *ac = fc + ni;
+    // (seven allocations, not one: glibc serves the smaller ones from the heap it keeps, so a
+    // forward's peak memory stays what it was before the table existed)
+    const size_t sizes[7] = {nd, nd, nd, 3 * nd, ns, ni, ni};
+    for (int i = 0; i < 7; i++)
+      if (!(a->shared[i] = malloc(sizes[i] * sizeof(float)))) {
+        gm_acts_free(a);
+        return gm_fail("out of memory for activations (B=%d, T=%d)", B, T);
+      }
+    float *h = a->shared[0], *xn = a->shared[1], *att = a->shared[2], *qkv = a->shared[3], *scores = a->shared[4],
+          *fc = a->shared[5], *ac = a->shared[6];
     a->pt[GM_PT_EMBED] = a->pt[GM_PT_RESID_ATTN] = a->pt[GM_PT_RESID] = h; // the residual stream, in place
     a->pt[GM_PT_LN1] = a->pt[GM_PT_ATTN_OUT] = a->pt[GM_PT_LN2] = a->pt[GM_PT_MLP] = a->pt[GM_PT_LNF] = xn;
     a->pt[GM_PT_QKV] = qkv;
