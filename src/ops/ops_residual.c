@@ -1,6 +1,6 @@
 // Residual add: out = R(branch + resid).
-// Numerics contract: one f32 addition of two dtype values, one rounding to the dtype (exact in
-// f32 for f16/bf16 inputs only up to that rounding: eager torch's add in the dtype).
+// Numerics contract: one f32 addition of two dtype values, one rounding to the dtype (eager
+// torch's add of two dtype tensors: f32 opmath, rounded once). Elementwise: any thread count.
 #include "ops/ops_internal.h"
 
 int gm_op_residual_fwd(const gm_op_ctx *c, float *out, const float *resid, const float *branch, size_t n) {
