@@ -157,7 +157,7 @@ static void test_dump_against(void) {
   if (lg) { // the dumped logits are the forward's
     float *x = malloc(lg->numel * sizeof(float)), *y = malloc(lg->numel * sizeof(float));
     gm_st_read_f32(lg, x);
-    CHECK(gm_gpt2_forward(&m, &p, tokens, TB, TT, y, 1) == 0, "%s", gm_errmsg());
+    CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tokens, .B = TB, .T = TT, .logits = y, .threads = 1}) == 0, "%s", gm_errmsg());
     CHECK(memcmp(x, y, lg->numel * sizeof(float)) == 0, "dumped logits differ from the forward's");
     free(x);
     free(y);

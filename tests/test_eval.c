@@ -97,7 +97,7 @@ static void test_base(const cJSON *idx) {
   double want = 0;
   int64_t begins[3] = {0, 2, 4}, lens[3] = {4, 4, 3}, firsts[3] = {1, 2, 2}, counted[3] = {3, 1, 0};
   for (int w = 0; w < 3; w++) {
-    gm_gpt2_forward(&m, &p, ids + begins[w], 1, (int)lens[w], lg, 1);
+    gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = ids + begins[w], .B = 1, .T = (int)lens[w], .logits = lg, .threads = 1});
     double s = 0;
     for (int64_t j = firsts[w]; j < lens[w]; j++) {
       const float *x = lg + (j - 1) * 400;

@@ -334,7 +334,7 @@ static void fuzz_model(int iters) {
     int T = m.cfg.n_positions < 4 ? m.cfg.n_positions : 4;
     float *logits = malloc((size_t)T * (size_t)m.cfg.vocab_size * sizeof(float));
     for (int t = 0; t < T; t++) tokens[t] %= m.cfg.vocab_size;
-    if (logits && gm_gpt2_forward(&m, &prof, tokens, 1, T, logits, 1) != 0) check_failure("model forward", it, "", NULL);
+    if (logits && gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &prof, .tokens = tokens, .B = 1, .T = T, .logits = logits, .threads = 1}) != 0) check_failure("model forward", it, "", NULL);
     free(logits);
     gm_gpt2_free(&m);
   }

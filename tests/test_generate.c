@@ -164,7 +164,7 @@ static void test_generate(void) {
   int bad = 0;
   for (int i = 0; i < c.n; i++) {
     int T = 5 + i;
-    gm_gpt2_forward(&m, &p, seq, 1, T, lg, 1);
+    gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = seq, .B = 1, .T = T, .logits = lg, .threads = 1});
     if (test_argmax(lg + (size_t)(T - 1) * V, V) != c.tok[i]) bad++;
   }
   CHECK(bad == 0, "KV-cache greedy differs from the full forward's argmax at %d of %d steps", bad, c.n);

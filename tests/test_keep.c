@@ -1,4 +1,4 @@
-// logits_to_keep (gm_gpt2_forward_keep): the kept rows are bit-identical to the same rows of the
+// logits_to_keep (gm_gpt2_run_opts.logits_to_keep): the kept rows are bit-identical to the same rows of the
 // all-logits forward in f32, f16 and bf16, for 1 and 2 threads, at lengths whose row tiles fall
 // on OpenBLAS's small-matrix kernels (short prompts, a 257th row); the all-logits forward is itself
 // bit-identical for 1 and 2 threads there; generation (which prefills with logits_to_keep = 1) draws
@@ -25,7 +25,8 @@ static int make_model(gm_gpt2 *m, gm_dtype dt) {
 static int fwd(const gm_gpt2 *m, const gm_profile *p, const int32_t *tok, int B, int T, int keep, float *out, int threads) {
   gm_kv_cache kv;
   if (gm_kv_init(&kv, m, B, T)) return -1;
-  int rc = gm_gpt2_forward_keep(m, p, &kv, tok, B, T, keep, out, threads);
+  int rc = gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = tok, .B = B, .T = T, .kv = &kv, .logits = out, .logits_to_keep = keep,
+                                              .threads = threads});
   gm_kv_free(&kv);
   return rc;
 }
@@ -83,7 +84,8 @@ static void test_keep_rows(gm_dtype dt) {
   logits_seen seen = {0, 0, 0};
   gm_kv_cache kv;
   CHECK(gm_kv_init(&kv, &m, B, T) == 0, "kv");
-  CHECK(gm_gpt2_forward_keep_probed(&m, &p, &kv, tok, B, T, 1, kept, 1, see_logits, &seen) == 0 && seen.calls == 1 &&
+  CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = B, .T = T, .kv = &kv, .logits = kept,
+                                              .logits_to_keep = 1, .threads = 1, .probe = see_logits, .probe_ctx = &seen}) == 0 && seen.calls == 1 &&
             seen.rows == B && seen.cols == V,
         "%s: logits probe saw %d calls of [%lld, %lld]", gm_dtype_name(dt), seen.calls, (long long)seen.rows,
         (long long)seen.cols);
@@ -121,11 +123,12 @@ static void test_generate_unchanged(gm_dtype dt) {
       gm_sampler_init(&s, &params[pi], V);
       gm_kv_cache kv;
       gm_kv_init(&kv, &m, 1, NP + NEW);
-      int rc = gm_gpt2_forward_cached(&m, &p, &kv, prompt, 1, NP, lg, threads);
+      int rc = gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = prompt, .B = 1, .T = NP, .kv = &kv, .logits = lg, .threads = threads});
       const float *last = lg + (size_t)(NP - 1) * V;
       for (int i = 0; i < NEW && !rc; i++) {
         rc = gm_sampler_next(&s, last, &want[i]);
-        if (!rc && i + 1 < NEW) rc = gm_gpt2_forward_cached(&m, &p, &kv, &want[i], 1, 1, lg, threads);
+        if (!rc && i + 1 < NEW) rc = gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = &want[i], .B = 1, .T = 1, .kv = &kv, .logits = lg,
+                                                           .threads = threads});
         last = lg;
       }
       gm_kv_free(&kv);
@@ -159,7 +162,7 @@ static void test_decode_rows(gm_dtype dt) {
     gm_kv_init(&kv, &m, 1, T);
     int bad = -1;
     for (int t = 0; t < T && bad < 0; t++) {
-      if (gm_gpt2_forward_cached(&m, &p, &kv, &tok[t], 1, 1, step, threads)) { bad = t; break; }
+      if (gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = &tok[t], .B = 1, .T = 1, .kv = &kv, .logits = step, .threads = threads})) { bad = t; break; }
       if (memcmp(step, full + (size_t)t * V, (size_t)V * sizeof(float))) bad = t;
     }
     gm_kv_free(&kv);

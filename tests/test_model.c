@@ -91,7 +91,7 @@ static void check_kv(const char *name, const gm_gpt2 *m, const gm_profile *p, co
     int n = t == 0 ? 3 : 1;
     for (int b = 0; b < g->B; b++)
       for (int i = 0; i < n; i++) tok[b * n + i] = g->tokens[b * g->T + t + i];
-    if (gm_gpt2_forward_cached(m, p, &kv, tok, g->B, n, step, 2)) { CHECK(0, "%s: cached step: %s", name, gm_errmsg()); break; }
+    if (gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = tok, .B = g->B, .T = n, .kv = &kv, .logits = step, .threads = 2})) { CHECK(0, "%s: cached step: %s", name, gm_errmsg()); break; }
     for (int b = 0; b < g->B; b++)
       for (int i = 0; i < n; i++) {
         double d = test_max_abs_diff(step + ((size_t)b * n + i) * V, full + ((size_t)b * g->T + t + i) * V, V);
@@ -105,7 +105,7 @@ static void check_kv(const char *name, const gm_gpt2 *m, const gm_profile *p, co
   printf("  %-16s kv-decode max |diff| %.3g (%.3g of max |logit|)\n", name, worst, worst / scale);
   // one more step than the cache holds is refused
   tok[0] = 0;
-  if (g->B == 1) CHECK(gm_gpt2_forward_cached(m, p, &kv, tok, 1, 1, step, 1) != 0, "%s: cache overflow accepted", name);
+  if (g->B == 1) CHECK(gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = tok, .B = 1, .T = 1, .kv = &kv, .logits = step, .threads = 1}) != 0, "%s: cache overflow accepted", name);
   gm_kv_free(&kv);
   free(step);
   free(tok);
@@ -133,7 +133,7 @@ static void test_goldens(void) {
     CHECK(m.cfg.vocab_size == g.V, "%s: vocab %d vs %d", names[c], m.cfg.vocab_size, g.V);
     size_t n = (size_t)g.B * g.T * g.V;
     float *out = malloc(n * sizeof(float)), *out2 = malloc(n * sizeof(float));
-    CHECK(gm_gpt2_forward(&m, &p, g.tokens, g.B, g.T, out, 1) == 0, "%s: forward: %s", names[c], gm_errmsg());
+    CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = g.tokens, .B = g.B, .T = g.T, .logits = out, .threads = 1}) == 0, "%s: forward: %s", names[c], gm_errmsg());
     double d = test_max_abs_diff(out, g.logits, n);
     int top1_bad = 0;
     for (int r = 0; r < g.B * g.T; r++)
@@ -146,7 +146,7 @@ static void test_goldens(void) {
       CHECK(bad == 0, "%s: %d of %zu f32 logits differ from transformers' bits", names[c], bad, n);
     }
     CHECK(top1_bad == 0, "%s: top-1 differs at %d positions", names[c], top1_bad);
-    CHECK(gm_gpt2_forward(&m, &p, g.tokens, g.B, g.T, out2, 2) == 0, "%s: forward 2 threads", names[c]);
+    CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = g.tokens, .B = g.B, .T = g.T, .logits = out2, .threads = 2}) == 0, "%s: forward 2 threads", names[c]);
     CHECK(memcmp(out, out2, n * sizeof(float)) == 0, "%s: 1 and 2 threads differ", names[c]);
     check_kv(names[c], &m, &p, &g, out);
     gm_gpt2_free(&m);
@@ -177,17 +177,17 @@ static void test_threads_bitwise(void) {
   float *a = malloc(n * 4), *b = malloc(n * 4);
   gm_profile p;
   gm_profile_get("hf", GM_F32, &p);
-  CHECK(gm_gpt2_forward(&m, &p, tok, B, T, a, 1) == 0, "fwd1: %s", gm_errmsg());
-  CHECK(gm_gpt2_forward(&m, &p, tok, B, T, b, 2) == 0, "fwd2: %s", gm_errmsg());
+  CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = B, .T = T, .logits = a, .threads = 1}) == 0, "fwd1: %s", gm_errmsg());
+  CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = B, .T = T, .logits = b, .threads = 2}) == 0, "fwd2: %s", gm_errmsg());
   CHECK(memcmp(a, b, n * 4) == 0, "1 vs 2 threads: max diff %.3g", test_max_abs_diff(a, b, n));
-  CHECK(gm_gpt2_forward(&m, &p, tok, B, T, b, 3) == 0, "fwd3");
+  CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = B, .T = T, .logits = b, .threads = 3}) == 0, "fwd3");
   CHECK(memcmp(a, b, n * 4) == 0, "1 vs 3 threads differ");
   // bad inputs
   tok[5] = c.vocab_size;
-  CHECK(gm_gpt2_forward(&m, &p, tok, B, T, b, 1) != 0 && strstr(gm_errmsg(), "outside the vocabulary"), "bad token accepted");
+  CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = B, .T = T, .logits = b, .threads = 1}) != 0 && strstr(gm_errmsg(), "outside the vocabulary"), "bad token accepted");
   tok[5] = -1;
-  CHECK(gm_gpt2_forward(&m, &p, tok, B, T, b, 1) != 0, "negative token accepted");
-  CHECK(gm_gpt2_forward(&m, &p, tok, 1, c.n_positions + 1, b, 1) != 0 && strstr(gm_errmsg(), "n_positions"), "too long accepted");
+  CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = B, .T = T, .logits = b, .threads = 1}) != 0, "negative token accepted");
+  CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = 1, .T = c.n_positions + 1, .logits = b, .threads = 1}) != 0 && strstr(gm_errmsg(), "n_positions"), "too long accepted");
   free(tok); free(a); free(b);
   gm_gpt2_free(&m);
 }

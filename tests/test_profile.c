@@ -72,7 +72,7 @@ static void test_fidelity(void) {
         float *ref = read_logits(configs[c], profiles[q], dt, &nr);
         gm_profile p;
         CHECK(gm_profile_get(profiles[q], dt, &p) == 0, "%s", gm_errmsg());
-        if (!ref || gm_gpt2_forward(&m, &p, tok, B, T, out, 2)) { CHECK(0, "%s %s: %s", configs[c], profiles[q], gm_errmsg()); free(ref); continue; }
+        if (!ref || gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = B, .T = T, .logits = out, .threads = 2})) { CHECK(0, "%s %s: %s", configs[c], profiles[q], gm_errmsg()); free(ref); continue; }
         int top1_bad = 0;
         for (int r = 0; r < B * T; r++)
           if (test_argmax(out + (size_t)r * V, V) != test_argmax(ref + (size_t)r * V, V)) top1_bad++;

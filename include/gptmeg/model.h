@@ -7,46 +7,14 @@
 #include "gptmeg/config.h"
 #include "gptmeg/core.h"
 #include "gptmeg/gelu.h"
+#include "gptmeg/ops.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-// ---- numerics profile (docs/numerics.md, 'GPT-2 numerics profiles': the rules op by op) -------
-// A profile is data: one setting of every knob. The forward asks it where to round.
-typedef enum {
-  GM_LN_NATIVE = 0, // torch layer_norm in the activation dtype (hf): f32 inside, one rounding
-  GM_LN_F32,        // layer_norm(x.float(), w.float(), b.float()) cast back (meg; Megatron's fused LN)
-} gm_ln_rule;
-typedef enum {
-  GM_SCORES_MATMUL_DIV = 0, // w = q@k^T rounded, w / sqrt(hd) rounded, then / (layer+1) rounded (hf)
-  GM_SCORES_BADDBMM,        // baddbmm(beta=0, alpha=1/sqrt(hd)[/(layer+1)]): scale before the one rounding
-} gm_scores_rule;
-typedef enum {
-  GM_MASK_FINFO = 0, // masked score = finfo(dtype).min (hf)
-  GM_MASK_NEG_1E4,   // -1e4 (hf-legacy masked_bias, Megatron's -10000.0)
-  GM_MASK_NEG_INF,   // -inf
-} gm_mask_rule;
-typedef enum {
-  GM_SOFTMAX_DTYPE = 0, // softmax of the dtype's scores (f32 inside, one rounding) (hf)
-  GM_SOFTMAX_F32,       // scores widened to f32 (scaled there by the layer coefficient), softmax, cast (megatron)
-} gm_softmax_rule;
-
-typedef struct {
-  char name[64];             // "hf", or the base name plus the changed knobs: "hf+ln=fp32"
-  gm_dtype dtype;            // weights and activations are stored in this dtype (f32, f16, bf16)
-  gm_ln_rule layer_norm;
-  gm_scores_rule scores;
-  bool qk_layer_scaling;     // Megatron: alpha /= L in the scores, then * L in f32 before softmax
-  gm_mask_rule mask;
-  gm_softmax_rule softmax;
-  bool act_from_config;      // config.activation_function evaluated in gelu_mode ...
-  gm_gelu_mode gelu_mode;
-  gm_gelu_spec act_override; // ... else this GELU (variant:mode), whatever the config says
-  bool act_bias_fused;       // Megatron bias_gelu: c_fc without bias, x = y + b in f32 inside the act
-  bool honor_upcast_option;  // config.reorder_and_upcast_attn runs transformers' upcast path
-} gm_profile;
-
+// ---- numerics profile ------------------------------------------------------------------------
+// gm_profile (one setting of every numerics knob) is declared in gptmeg/ops.h: the ops read it.
 // The profiles: "hf", "hf-legacy", "meg", "megatron"; dt is F32, F16 or BF16. Unknown names or
 // dtypes are errors listing the valid ones.
 int gm_profile_get(const char *name, gm_dtype dt, gm_profile *out);
@@ -92,6 +60,7 @@ typedef struct {
   uint32_t *packed;         // one allocation holding every pair table above (bf16 runs), else NULL
   const uint16_t *lm_head_h; // f16 runs (as the layers' *_wh): lm_head [V, D] as f16 bits
   uint16_t *half;           // one allocation holding every f16 copy above, else NULL
+  size_t copy_bytes;        // bytes of `packed` or `half` (0 without them)
 } gm_gpt2;
 
 // Number of parameters of a config (unique; tied lm_head once).
@@ -129,64 +98,56 @@ int gm_kv_init(gm_kv_cache *kv, const gm_gpt2 *m, int B, int max_t);
 void gm_kv_reset(gm_kv_cache *kv);
 void gm_kv_free(gm_kv_cache *kv);
 
-// tokens [B, T] (int32, each in [0, V)), positions kv->len .. kv->len+T-1 (< n_positions, <= max_t);
-// logits [B, T, V] f32 (values of p->dtype widened exactly). The weights must be in p->dtype
-// (gm_gpt2_to_dtype). Appends the T new positions to the cache. threads <= 0: default.
-// The bits do not depend on threads: OpenBLAS runs single-threaded, work is split into a fixed
-// set of independent pieces (row blocks, (batch, head) pairs) whatever the thread count.
-int gm_gpt2_forward_cached(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
-                           int T, float *logits, int threads);
-// Probe points inside the forward, in execution order (diverge reads and rewrites them).
-typedef enum {
-  GM_PT_EMBED = 0, // wte[tok] + wpe[pos]                         [N, D]   (layer -1)
-  GM_PT_LN1,       // ln_1(h)                                     [N, D]
-  GM_PT_QKV,       // c_attn: q|k|v                               [N, 3D]
-  GM_PT_SCORES,    // scaled scores, masked entries 0             [B, H, T, t0+T]
-  GM_PT_PROBS,     // softmax probabilities (masked entries 0)    [B, H, T, t0+T]
-  GM_PT_ATTN,      // probs @ v, heads merged                     [N, D]
-  GM_PT_ATTN_OUT,  // attn.c_proj                                 [N, D]
-  GM_PT_RESID_ATTN,// h + attention output                        [N, D]
-  GM_PT_LN2,       // ln_2(h)                                     [N, D]
-  GM_PT_FC,        // mlp.c_fc (without its bias when act_bias_fused) [N, I]
-  GM_PT_ACT,       // activation                                  [N, I]
-  GM_PT_MLP,       // mlp.c_proj                                  [N, D]
-  GM_PT_RESID,     // h + mlp output: the block's output          [N, D]
-  GM_PT_LNF,       // ln_f(h)                                     [N, D]   (layer -1)
-  GM_PT_LOGITS,    // h @ wte^T                                   [N, V]   (layer -1)
-  GM_N_POINTS
-} gm_point;
-const char *gm_point_name(gm_point pt); // "embed", "ln_1", "qkv", "scores", ... "logits"
-
-// A probe sees each point's tensor (f32 holding values of the run's dtype, row-major `shape`)
-// right after it is computed and may rewrite it in place with values of the same dtype: the rest
-// of the forward then runs on the rewritten values. Non-zero return aborts the forward.
+// Activations of a forward as a table indexed by gm_point (shapes as listed there; gm_point and
+// the probe types are in gptmeg/ops.h). A forward asked to keep them (gm_gpt2_run_opts.acts) holds
+// one slice per layer of every per-layer point, so training can read any layer's tensors, and
+// layer norm's f32 row statistics (mean, rstd = 1/sqrt(var + eps), [N] each) of ln_1 and ln_2 of
+// every layer and of ln_f. Without it, the forward's own table reuses one slice across layers
+// and shares buffers between points (the residual stream in place; ln_1, attn_out, ln_2, mlp and
+// ln_f one buffer; scores and probs one buffer, softmax in place) and keeps no statistics.
 typedef struct {
-  int layer;                // 0-based; -1 for embed, ln_f, logits
-  gm_point point;
-  float *data;
-  int ndim;
-  int64_t shape[4];
-  size_t numel;
-} gm_probe_tensor;
-typedef int (*gm_probe_fn)(void *ctx, const gm_probe_tensor *t);
+  int n_layer, B, T, len, keep_rows;   // N = B*T rows; len = t0 + T keys; logits [B, keep_rows, V]
+  bool per_layer;                      // one slice a layer (kept), or one slice reused
+  float *pt[GM_N_POINTS];              // each point's first slice (layer 0's, or the only one)
+  size_t numel[GM_N_POINTS];           // elements of one slice
+  size_t stride[GM_N_POINTS];          // elements between two layers' slices (0: reused)
+  float *mean[GM_N_POINTS], *rstd[GM_N_POINTS]; // GM_PT_LN1, LN2 ([L, N]), LNF ([N]) when per_layer, else NULL
+  float *storage;                      // the one allocation behind a kept table (the logits are the caller's)
+  float *shared[7];                    // the seven buffers of a table that keeps nothing (as before gm_acts)
+} gm_acts;
 
-// gm_gpt2_forward_cached with a probe (NULL: none).
-int gm_gpt2_forward_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
-                           int T, float *logits, int threads, gm_probe_fn probe, void *probe_ctx);
-// gm_gpt2_forward_cached computing only the logits of the last K positions of each sequence
-// (transformers' logits_to_keep as an int): logits [B, K, V], K = logits_to_keep, or T when it is
-// 0 or larger than T (as transformers slices). The lm_head projects only those rows and nothing of
-// size [B, T, V] is allocated; every kept row is bit-identical to the same row of the all-logits
-// forward (any dtype, any thread count). A generation prefill needs logits_to_keep = 1. The
-// logits probe sees [B * K, V].
-int gm_gpt2_forward_keep(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B, int T,
-                         int logits_to_keep, float *logits, int threads);
-int gm_gpt2_forward_keep_probed(const gm_gpt2 *m, const gm_profile *p, gm_kv_cache *kv, const int32_t *tokens, int B,
-                                int T, int logits_to_keep, float *logits, int threads, gm_probe_fn probe,
-                                void *probe_ctx);
-// Full causal forward of tokens [B, T] -> logits [B, T, V] (a fresh cache of length T).
-int gm_gpt2_forward(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens, int B, int T, float *logits,
-                    int threads);
+// Point pt of layer `layer` (0-based; -1, or anything, for embed, ln_f and logits): numel[pt] floats.
+float *gm_acts_at(const gm_acts *a, int layer, gm_point pt);
+// Layer norm statistics of ln (GM_PT_LN1, GM_PT_LN2 or GM_PT_LNF) at `layer`: [N] f32, or NULL
+// when they were not kept.
+float *gm_acts_mean(const gm_acts *a, int layer, gm_point ln);
+float *gm_acts_rstd(const gm_acts *a, int layer, gm_point ln);
+void gm_acts_free(gm_acts *a); // frees the storage; a zeroed gm_acts is valid (frees nothing)
+
+// One forward call. Zero-initialise, then set what is needed; profile, tokens, B, T and logits are
+// required.
+typedef struct {
+  const gm_profile *profile; // the numerics profile; its dtype must be the weights' (gm_gpt2_to_dtype)
+  const int32_t *tokens;     // [B, T], each in [0, V)
+  int B, T;
+  gm_kv_cache *kv;           // NULL: a fresh cache of length T (positions 0 .. T-1). Else positions
+                             // kv->len .. kv->len+T-1 (< n_positions, <= max_t), appended to the cache
+  float *logits;             // out: [B, K, V] f32 (values of the dtype widened exactly)
+  int logits_to_keep;        // K: 0 (or > T) = all T positions; else the last K of each sequence
+                             // (transformers' logits_to_keep as an int; a generation prefill: 1)
+  int threads;               // <= 0: the default
+  gm_probe_fn probe;         // NULL: none; sees every gm_point of every layer (the logits as [B*K, V])
+  void *probe_ctx;
+  gm_acts *acts;             // NULL: not kept; else filled with every layer's activations (its
+                             // previous contents freed first; the caller frees it with gm_acts_free)
+} gm_gpt2_run_opts;
+
+// The GPT-2 forward: a list of ops (gptmeg/ops.h) over the layers.
+// The bits do not depend on threads, nor on logits_to_keep, nor on whether activations are kept:
+// every kept logits row is bit-identical to the same row of the all-logits forward, and a cached
+// decode step to the same row of a full forward. Nothing of size [B, T, V] is allocated beyond
+// the caller's logits. Returns 0, or fails (bad arguments, out of memory, a probe's refusal).
+int gm_gpt2_run(const gm_gpt2 *m, const gm_gpt2_run_opts *o);
 
 // ---- generation and evaluation ----------------------------------------------------------------
 // Sampling of the next token from one row of logits [V], in HF transformers' warper order:

@@ -4,7 +4,6 @@
 #include "cli/cli.h"
 #include "gptmeg/config.h"
 #include "gptmeg/model.h"
-#include "gptmeg/kernels.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -44,14 +43,12 @@ static long long vm_hwm(void) {
 
 // GFLOP/s on square n x n x n (best of 3): OpenBLAS's f32 tiles (blas), or the forward's own
 // torch-order product in dtype dt.
-static double gemm_rate(bool blas, gm_dtype dt, const float *A, const float *B, float *C, int n, int threads) {
+static double gemm_rate(bool blas, const gm_op_ctx *oc, const float *A, const float *B, float *C, int n) {
   double best = 1e30;
   for (int rep = 0; rep < 3; rep++) {
     double t0 = gm_now_s();
-    if (blas) cli_matmul_f32_openblas(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
-    else if (dt == GM_BF16) gm_matmul_bf16(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
-    else if (dt == GM_F16) gm_matmul_f16_torch(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
-    else gm_matmul_f32_torch(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, threads);
+    if (blas) cli_matmul_f32_openblas(A, n, B, n, false, NULL, 1.0f, C, n, n, n, n, oc->threads);
+    else gm_op_matmul(oc, A, n, B, n, false, NULL, 1.0f, C, n, n, n, n);
     double t = gm_now_s() - t0;
     if (t < best) best = t;
   }
@@ -78,7 +75,8 @@ static double time_prefill(const gm_gpt2 *m, const gm_profile *p, const int32_t 
   for (int rep = 0; rep < reps && !*rc; rep++) {
     gm_kv_reset(&kv);
     double t0 = gm_now_s();
-    *rc = gm_gpt2_forward_keep(m, p, &kv, tok, 1, T, keep, logits, threads);
+    *rc = gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = tok, .B = 1, .T = T, .kv = &kv, .logits = logits,
+                                             .logits_to_keep = keep, .threads = threads});
     double t = gm_now_s() - t0;
     if (t < best) best = t;
   }
@@ -128,10 +126,12 @@ int cmd_bench_model(int argc, char **argv) {
   gm_rng r;
   gm_rng_seed(&r, 1);
   for (size_t i = 0; i < nn; i++) { A[i] = (float)gm_rng_uniform(&r) - 0.5f; Bm[i] = (float)gm_rng_uniform(&r) - 0.5f; }
-  double gemm_gflops = gemm_rate(true, GM_F32, A, Bm, C, (int)gemm_n, (int)threads);
-  gm_round_inplace(dt, A, nn);
-  gm_round_inplace(dt, Bm, nn);
-  double gemm_dt_gflops = gemm_rate(false, dt, A, Bm, C, (int)gemm_n, (int)threads);
+  gm_op_ctx oc; // the forward's matmul in the run's dtype, through the ops layer
+  gm_op_ctx_init(&oc, &prof, (int)threads, NULL, NULL);
+  double gemm_gflops = gemm_rate(true, &oc, A, Bm, C, (int)gemm_n);
+  gm_op_round(&oc, A, nn);
+  gm_op_round(&oc, Bm, nn);
+  double gemm_dt_gflops = gemm_rate(false, &oc, A, Bm, C, (int)gemm_n);
   free(A); free(Bm); free(C);
 
   // 2. The model, random, in memory.
@@ -155,7 +155,8 @@ int cmd_bench_model(int argc, char **argv) {
   // 4. Decode: prompt through the cache (last logits only), then single-token greedy steps.
   gm_kv_cache kv;
   if ((rc = gm_kv_init(&kv, &m, 1, (int)(prompt + decode)))) goto done;
-  rc = gm_gpt2_forward_keep(&m, &prof, &kv, tok, 1, (int)prompt, 1, logits, (int)threads);
+  rc = gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &prof, .tokens = tok, .B = 1, .T = (int)prompt, .kv = &kv,
+                                        .logits = logits, .logits_to_keep = 1, .threads = (int)threads});
   double dec_flops = 0;
   t0 = gm_now_s();
   for (long s = 0; s < decode && !rc; s++) {
@@ -163,7 +164,8 @@ int cmd_bench_model(int argc, char **argv) {
     for (int i = 1; i < V; i++)
       if (logits[i] > logits[next]) next = i;
     dec_flops += forward_flops(mc, kv.len, 1, 1);
-    rc = gm_gpt2_forward_cached(&m, &prof, &kv, &next, 1, 1, logits, (int)threads);
+    rc = gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &prof, .tokens = &next, .B = 1, .T = 1, .kv = &kv, .logits = logits,
+                                          .threads = (int)threads});
   }
   double t_decode = gm_now_s() - t0;
   gm_kv_free(&kv);
@@ -181,12 +183,7 @@ int cmd_bench_model(int argc, char **argv) {
   // runs) of the four matrices of every layer and lm_head, which the matmuls read instead.
   double mat_params = (double)cfg.n_layer * ((double)cfg.n_embd * 4 * cfg.n_embd + 2.0 * cfg.n_embd * mc->n_inner) +
                       (double)V * cfg.n_embd;
-  double f32_bytes = (double)m.n_params * 4, copy_bytes = 0;
-  if (m.half) copy_bytes = mat_params * 2;
-  if (m.packed)
-    copy_bytes = 4.0 * ((double)cfg.n_layer * (gm_bf16_packed_size(cfg.n_embd, 3 * cfg.n_embd) + gm_bf16_packed_size(cfg.n_embd, cfg.n_embd) +
-                                               gm_bf16_packed_size(cfg.n_embd, mc->n_inner) + gm_bf16_packed_size(mc->n_inner, cfg.n_embd)) +
-                        gm_bf16_packed_size(cfg.n_embd, V));
+  double f32_bytes = (double)m.n_params * 4, copy_bytes = (double)m.copy_bytes;
   double w_bytes = f32_bytes + copy_bytes;
   // A decode step reads every matrix once, in the form its kernel reads (2 bytes a weight from a copy)
   double step_bytes = mat_params * (copy_bytes > 0 ? 2 : 4);

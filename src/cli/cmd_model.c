@@ -191,7 +191,8 @@ int cmd_logits(int argc, char **argv) {
     logits = malloc((size_t)B * T * m.cfg.vocab_size * sizeof(float));
     if (!logits) rc = gm_fail("out of memory for logits [%d, %d, %d]", B, T, m.cfg.vocab_size);
   }
-  if (!rc) rc = gm_gpt2_forward(&m, &p, tokens, B, T, logits, (int)threads);
+  if (!rc) rc = gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tokens, .B = B, .T = T, .logits = logits,
+                                                         .threads = (int)threads});
   size_t shape[3] = {(size_t)B, (size_t)T, (size_t)m.cfg.vocab_size};
   if (!rc) rc = gm_npy_write(out, GM_F32, logits, 3, shape, false);
   free(logits);

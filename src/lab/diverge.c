@@ -270,7 +270,8 @@ static int run_once(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens
   if (gm_kv_init(&kv, m, B, T)) return -1;
   c->m = m;
   c->p = p;
-  int rc = gm_gpt2_forward_probed(m, p, &kv, tokens, B, T, logits, threads, dv_probe, c);
+  int rc = gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = tokens, .B = B, .T = T, .kv = &kv, .logits = logits,
+                                               .threads = threads, .probe = dv_probe, .probe_ctx = c});
   gm_kv_free(&kv);
   return rc;
 }

@@ -116,7 +116,8 @@ int gm_diverge_dump(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens
   dv_dump d;
   int rc = gm_kv_init(&kv, m, B, T);
   if (!rc && (rc = gm_dv_dump_open(&d, &m->cfg, p, B, T, path)) == 0) {
-    rc = gm_gpt2_forward_probed(m, p, &kv, tokens, B, T, logits, threads, dump_probe, &d);
+    rc = gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = tokens, .B = B, .T = T, .kv = &kv, .logits = logits,
+                                             .threads = threads, .probe = dump_probe, .probe_ctx = &d});
     if (rc) gm_dv_dump_abort(&d);
     else rc = gm_dv_dump_commit(&d);
   }

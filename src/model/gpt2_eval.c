@@ -3,18 +3,7 @@
 #include "gptmeg/model.h"
 
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
-
-// -log_softmax(x)[target] in double over the f32 row x[V]: lse = max + log(sum exp(x - max)).
-static double row_nll(const float *x, int V, int32_t target) {
-  double mx = -INFINITY;
-  for (int i = 0; i < V; i++)
-    if (x[i] > mx) mx = x[i];
-  double s = 0;
-  for (int i = 0; i < V; i++) s += exp((double)x[i] - mx);
-  return mx + log(s) - (double)x[target];
-}
 
 int gm_gpt2_perplexity(const gm_gpt2 *m, const gm_profile *p, const int32_t *tokens, int64_t n, int ctx, int stride,
                        int threads, gm_progress_fn progress, void *progress_ctx, gm_ppl_result *out) {
@@ -25,10 +14,15 @@ int gm_gpt2_perplexity(const gm_gpt2 *m, const gm_profile *p, const int32_t *tok
   for (int64_t i = 0; i < n; i++)
     if (tokens[i] < 0 || tokens[i] >= V)
       return gm_fail("token id %d at index %lld is outside the vocabulary [0, %d)", tokens[i], (long long)i, V);
-  if (threads <= 0) threads = omp_get_max_threads();
   float *logits = malloc((size_t)ctx * V * sizeof(float));
   double *nll = malloc((size_t)ctx * sizeof(double));
-  if (!logits || !nll) { free(logits); free(nll); return gm_fail("out of memory for logits [%d, %d]", ctx, V); }
+  int32_t *labels = malloc((size_t)ctx * sizeof(int32_t));
+  if (!logits || !nll || !labels) {
+    free(logits); free(nll); free(labels);
+    return gm_fail("out of memory for logits [%d, %d]", ctx, V);
+  }
+  gm_op_ctx oc;
+  gm_op_ctx_init(&oc, p, threads, NULL, NULL);
   double nll_sum = 0;
   int64_t n_tokens = 0, n_scored = 0, prev_end = 0;
   int n_windows = 0, rc = 0;
@@ -36,16 +30,17 @@ int gm_gpt2_perplexity(const gm_gpt2 *m, const gm_profile *p, const int32_t *tok
     int64_t end = begin + ctx < n ? begin + ctx : n;
     int len = (int)(end - begin), trg = (int)(end - prev_end);
     const int32_t *w = tokens + begin;
-    if ((rc = gm_gpt2_forward(m, p, w, 1, len, logits, threads))) break;
-    // Labels are the window's tokens with all but the last trg set to -100; the model shifts them
+    if ((rc = gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = w, .B = 1, .T = len, .logits = logits,
+                                                 .threads = threads})))
+      break;
+    // Labels are the window's tokens with all but the last trg set to -100; the loss shifts them
     // left by one, so logits row j-1 predicts token j for j >= max(1, len - trg).
     int first = len - trg > 1 ? len - trg : 1;
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (int j = first; j < len; j++) nll[j] = row_nll(logits + (size_t)(j - 1) * V, V, w[j]);
-    double s = 0;
-    for (int j = first; j < len; j++) s += nll[j];
+    for (int j = 0; j < len; j++) labels[j] = j >= first ? w[j] : GM_IGNORE_INDEX;
+    double mean;
+    if ((rc = gm_op_crossentropy_fwd(&oc, &mean, NULL, nll, logits, labels, 1, len, V))) break;
     int scored = len - first, counted = trg - 1; // the recipe's count: valid labels minus one
-    nll_sum += s / scored * counted;
+    nll_sum += mean * counted;
     n_tokens += counted;
     n_scored += scored;
     n_windows++;
@@ -55,6 +50,7 @@ int gm_gpt2_perplexity(const gm_gpt2 *m, const gm_profile *p, const int32_t *tok
   }
   free(logits);
   free(nll);
+  free(labels);
   if (rc) return rc;
   out->nll = nll_sum / (double)n_tokens;
   out->ppl = exp(out->nll);

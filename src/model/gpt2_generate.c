@@ -139,7 +139,8 @@ int gm_gpt2_generate(const gm_gpt2 *m, const gm_profile *p, const int32_t *promp
   stats->stop = GM_STOP_MAX_NEW;
   if (max_new == 0) goto done;
   double t0 = gm_now_s();
-  if ((rc = gm_gpt2_forward_keep(m, p, &kv, prompt, 1, n_prompt, 1, logits, threads))) goto done;
+  if ((rc = gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = prompt, .B = 1, .T = n_prompt, .kv = &kv, .logits = logits,
+                                                   .logits_to_keep = 1, .threads = threads}))) goto done;
   stats->prefill_s = gm_now_s() - t0;
   const float *last = logits;
   t0 = gm_now_s();
@@ -152,7 +153,8 @@ int gm_gpt2_generate(const gm_gpt2 *m, const gm_profile *p, const int32_t *promp
     if (on_token && on_token(ctx, tok)) { stats->stop = GM_STOP_CALLBACK; break; }
     if (stats->n_new == max_new) { stats->stop = GM_STOP_MAX_NEW; break; }
     if (n_prompt + stats->n_new >= P) { stats->stop = GM_STOP_POSITIONS; break; }
-    if ((rc = gm_gpt2_forward_cached(m, p, &kv, &tok, 1, 1, logits, threads))) break;
+    if ((rc = gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = &tok, .B = 1, .T = 1, .kv = &kv, .logits = logits,
+                                                     .threads = threads}))) break;
     last = logits;
   }
   stats->decode_s = gm_now_s() - t0;

@@ -242,6 +242,7 @@ static int pack_bf16(gm_gpt2 *m) {
   size_t total = (s_attn + s_aproj + s_fc + s_mproj) * c->n_layer + gm_bf16_packed_size(D, V);
   m->packed = malloc(total * sizeof(uint32_t));
   if (!m->packed) return gm_fail("out of memory for the bf16 weight layout (%zu MiB)", total * 4 >> 20);
+  m->copy_bytes = total * sizeof(uint32_t);
   uint32_t *at = m->packed;
   for (int l = 0; l < c->n_layer; l++) {
     gm_gpt2_layer *y = &m->layers[l];
@@ -264,6 +265,7 @@ static int copy_f16(gm_gpt2 *m) {
   size_t per = D * 3 * D + D * D + D * I + I * D, total = per * (size_t)c->n_layer + V * D;
   m->half = malloc(total * sizeof(uint16_t));
   if (!m->half) return gm_fail("out of memory for the f16 copy of the weights (%zu MiB)", total * 2 >> 20);
+  m->copy_bytes = total * sizeof(uint16_t);
   uint16_t *at = m->half;
   for (int l = 0; l < c->n_layer; l++) {
     gm_gpt2_layer *y = &m->layers[l];

@@ -1,9 +1,13 @@
-// MLP activation of the GPT-2 forward under a numerics profile (contract in gpt2_internal.h).
+// MLP activation: out = act(inp) in the dtype, or Megatron's fused bias_gelu (inp + bias in f32).
+// Numerics contract: the GELU family through gm_gelu_fwd in the profile's mode (each mode's own
+// rounding contract, gptmeg/gelu.h; torch-cpu evaluated with PyTorch's one-thread split, so the
+// bits do not depend on the thread count); relu exact (NaN propagates); silu x / (1 + exp(-x)) in
+// f32 opmath as ATen's one-thread kernel, one rounding. Fused bias: inp + bias formed in f32, the
+// activation evaluated in f32, one rounding to the dtype at the end.
 #include "gptmeg/kernels.h"
-#include "model/gpt2_internal.h"
+#include "ops/ops_internal.h"
 
 #include <math.h>
-#include <omp.h>
 #include <stdlib.h>
 
 enum { TORCH_CHUNK = 16384 }; // a multiple of every vector step of ATen's GELU loops (at most 64)
@@ -93,22 +97,26 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
   return gm_fail("unknown activation kind %d", (int)a.kind);
 }
 
-int gm_gpt2_mlp_act(const gpt2_run *r, const float *x, const float *bias, float *y) {
-  const gm_profile *p = r->p;
-  const int I = r->m->cfg.n_inner;
-  size_t n = (size_t)r->N * I;
-  gm_activation a = r->m->cfg.act;
+int gm_op_act_fwd(const gm_op_ctx *c, gm_activation act, float *out, const float *inp, const float *bias, int N, int OC) {
+  const gm_profile *p = c->profile;
+  size_t n = (size_t)N * OC;
   gm_gelu_mode mode = p->gelu_mode;
   if (!p->act_from_config) {
-    a.kind = GM_ACT_GELU_FAMILY;
-    a.gelu = p->act_override.variant;
+    act.kind = GM_ACT_GELU_FAMILY;
+    act.gelu = p->act_override.variant;
     mode = p->act_override.mode;
   }
-  if (!bias) return act_in_dtype(a, mode, r->dt, x, y, n, r->threads);
+  if (!bias) return act_in_dtype(act, mode, c->dtype, inp, out, n, c->threads);
   // Megatron bias_gelu, jit-fused: x + b in f32, the activation in f32, one rounding at the end.
-  for (int i = 0; i < r->N; i++)
-    for (int j = 0; j < I; j++) y[(size_t)i * I + j] = x[(size_t)i * I + j] + bias[j];
-  int rc = act_in_dtype(a, mode, GM_F32, y, y, n, r->threads);
-  if (!rc) gm_round_inplace(r->dt, y, n);
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < OC; j++) out[(size_t)i * OC + j] = inp[(size_t)i * OC + j] + bias[j];
+  int rc = act_in_dtype(act, mode, GM_F32, out, out, n, c->threads);
+  if (!rc) gm_op_round(c, out, n);
   return rc;
+}
+
+int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, const float *dout, const float *inp,
+                  const float *bias, int N, int OC) {
+  (void)c, (void)act, (void)dinp, (void)dout, (void)inp, (void)bias, (void)N, (void)OC;
+  return gm_op_not_yet("activation");
 }

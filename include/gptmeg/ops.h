@@ -1,0 +1,231 @@
+// gptmeg ops: the layer between the kernels and the model (core < io < kernels < tok < ops < model).
+//
+// An op is one step of a transformer as eager PyTorch runs it: linear, layer norm, attention,
+// activation, residual add, embedding, cross-entropy, each a forward and a backward in llm.c's
+// shape (out first, then inputs, then sizes). An op
+//   - takes one gm_op_ctx: the run's dtype, its numerics profile, threads, the CPU target, the probe;
+//   - reads and writes f32 storage holding values of the dtype (widened exactly), and rounds its
+//     own output to the dtype where eager PyTorch writes a dtype tensor, so a caller never rounds;
+//   - picks the kernel itself (the dtype's matmul, a packed weight copy, ATen's layer-norm flavour);
+//   - gives the same bits for any thread count.
+// The GPT-2 forward (src/model/gpt2_forward.c) is a list of these calls. The backward ops exist as
+// slots with their final signatures and fail with "backward of OP: not yet (training lands in
+// issue 25)". Each op's numerics contract is written above it here and at the top of its file
+// (src/ops/ops_*.c); the rules op by op are in docs/numerics.md "GPT-2 numerics profiles".
+// Shapes: N rows (B*T), C input channels, OC output channels, NH heads, hd = C/NH, V vocab.
+#ifndef GPTMEG_OPS_H
+#define GPTMEG_OPS_H
+
+#include "gptmeg/config.h"
+#include "gptmeg/core.h"
+#include "gptmeg/gelu.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- numerics profile (docs/numerics.md, 'GPT-2 numerics profiles': the rules op by op) -------
+// A profile is data: one setting of every knob. The ops ask it where to round. (The built-in
+// profiles and the knob parser are the model's: gm_profile_get in gptmeg/model.h.)
+typedef enum {
+  GM_LN_NATIVE = 0, // torch layer_norm in the activation dtype (hf): f32 inside, one rounding
+  GM_LN_F32,        // layer_norm(x.float(), w.float(), b.float()) cast back (meg; Megatron's fused LN)
+} gm_ln_rule;
+typedef enum {
+  GM_SCORES_MATMUL_DIV = 0, // w = q@k^T rounded, w / sqrt(hd) rounded, then / (layer+1) rounded (hf)
+  GM_SCORES_BADDBMM,        // baddbmm(beta=0, alpha=1/sqrt(hd)[/(layer+1)]): scale before the one rounding
+} gm_scores_rule;
+typedef enum {
+  GM_MASK_FINFO = 0, // masked score = finfo(dtype).min (hf)
+  GM_MASK_NEG_1E4,   // -1e4 (hf-legacy masked_bias, Megatron's -10000.0)
+  GM_MASK_NEG_INF,   // -inf
+} gm_mask_rule;
+typedef enum {
+  GM_SOFTMAX_DTYPE = 0, // softmax of the dtype's scores (f32 inside, one rounding) (hf)
+  GM_SOFTMAX_F32,       // scores widened to f32 (scaled there by the layer coefficient), softmax, cast (megatron)
+} gm_softmax_rule;
+
+typedef struct {
+  char name[64];             // "hf", or the base name plus the changed knobs: "hf+ln=fp32"
+  gm_dtype dtype;            // weights and activations are stored in this dtype (f32, f16, bf16)
+  gm_ln_rule layer_norm;
+  gm_scores_rule scores;
+  bool qk_layer_scaling;     // Megatron: alpha /= L in the scores, then * L in f32 before softmax
+  gm_mask_rule mask;
+  gm_softmax_rule softmax;
+  bool act_from_config;      // config.activation_function evaluated in gelu_mode ...
+  gm_gelu_mode gelu_mode;
+  gm_gelu_spec act_override; // ... else this GELU (variant:mode), whatever the config says
+  bool act_bias_fused;       // Megatron bias_gelu: c_fc without bias, x = y + b in f32 inside the act
+  bool honor_upcast_option;  // config.reorder_and_upcast_attn runs transformers' upcast path
+} gm_profile;
+
+// ---- probe points ----------------------------------------------------------------------------
+// Probe points inside the forward, in execution order (diverge reads and rewrites them); also the
+// index of the model's activation table (gm_acts in gptmeg/model.h).
+typedef enum {
+  GM_PT_EMBED = 0, // wte[tok] + wpe[pos]                         [N, D]   (layer -1)
+  GM_PT_LN1,       // ln_1(h)                                     [N, D]
+  GM_PT_QKV,       // c_attn: q|k|v                               [N, 3D]
+  GM_PT_SCORES,    // scaled scores, masked entries 0             [B, H, T, t0+T]
+  GM_PT_PROBS,     // softmax probabilities (masked entries 0)    [B, H, T, t0+T]
+  GM_PT_ATTN,      // probs @ v, heads merged                     [N, D]
+  GM_PT_ATTN_OUT,  // attn.c_proj                                 [N, D]
+  GM_PT_RESID_ATTN,// h + attention output                        [N, D]
+  GM_PT_LN2,       // ln_2(h)                                     [N, D]
+  GM_PT_FC,        // mlp.c_fc (without its bias when act_bias_fused) [N, I]
+  GM_PT_ACT,       // activation                                  [N, I]
+  GM_PT_MLP,       // mlp.c_proj                                  [N, D]
+  GM_PT_RESID,     // h + mlp output: the block's output          [N, D]
+  GM_PT_LNF,       // ln_f(h)                                     [N, D]   (layer -1)
+  GM_PT_LOGITS,    // h @ wte^T                                   [N, V]   (layer -1)
+  GM_N_POINTS
+} gm_point;
+const char *gm_point_name(gm_point pt); // "embed", "ln_1", "qkv", "scores", ... "logits"
+
+// A probe sees each point's tensor (f32 holding values of the run's dtype, row-major `shape`)
+// right after it is computed and may rewrite it in place with values of the same dtype: the rest
+// of the forward then runs on the rewritten values. Non-zero return aborts the forward.
+typedef struct {
+  int layer;                // 0-based; -1 for embed, ln_f, logits
+  gm_point point;
+  float *data;
+  int ndim;
+  int64_t shape[4];
+  size_t numel;
+} gm_probe_tensor;
+typedef int (*gm_probe_fn)(void *ctx, const gm_probe_tensor *t);
+
+// ---- the context every op takes ----------------------------------------------------------------
+typedef struct {
+  gm_dtype dtype;            // F32, F16 or BF16: the dtype every op's values are in (== profile->dtype)
+  const gm_profile *profile; // the numerics knobs (layer norm, scores, mask, softmax, activation)
+  int threads;               // > 0 (gm_op_ctx_init resolves <= 0 to the default); never changes the bits
+  int cpu_target;            // placeholder for the CPU dispatcher's target: 0 = this host (the kernels
+                             // pick their ISA themselves, GPTMEG_SIMD caps it); nothing reads it yet
+  gm_probe_fn probe;         // NULL: none
+  void *probe_ctx;
+} gm_op_ctx;
+
+// c = {p->dtype, p, threads (<= 0: omp default), 0, probe, probe_ctx}.
+void gm_op_ctx_init(gm_op_ctx *c, const gm_profile *p, int threads, gm_probe_fn probe, void *probe_ctx);
+// Calls c's probe (if any) on data with ndim dims `shape`; its failure becomes an error naming
+// the layer and point. 0 when there is no probe.
+int gm_op_probe(const gm_op_ctx *c, int layer, gm_point pt, float *data, int ndim, const int64_t *shape);
+// x[i] = R(x[i]) for i < n: round to c->dtype in place (RNE; the identity in f32).
+void gm_op_round(const gm_op_ctx *c, float *x, size_t n);
+// C[M, N] (stride ldc) = alpha * A[M, K] (stride lda) @ op(B) (+ bias[N]), f32 accumulation in
+// torch's order for c->dtype (gm_matmul_f32_torch, gm_matmul_f16_torch, gm_matmul_bf16), NOT
+// rounded: the forward's raw product. op(B) = B [K, N] or, with trans_b, B^T for B [N, K]. A and B
+// hold c->dtype values.
+void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                  float alpha, float *Cm, int ldc, int M, int N, int K);
+
+// ---- linear (ops_linear.c) ---------------------------------------------------------------------
+// A weight matrix as the model holds it: f32 storage of dtype values, plus the optional copies the
+// fast kernels read instead (same bits).
+typedef struct {
+  const float *w;        // [C, OC] (Conv1D, as stored) or, with trans, [OC, C] (lm_head, wte)
+  bool trans;
+  const uint32_t *bf16p; // bf16 runs: op(w) as bf16 pairs (gm_bf16_pack layout) or NULL
+  const uint16_t *f16h;  // f16 runs: w as f16 bits, same layout, or NULL (read for one row, or trans)
+} gm_op_weight;
+
+// inp is (N, C) f32 storage holding dtype values; out is (N, OC); bias (OC) or NULL; one rounding,
+// bias included: out = R(inp @ op(w) + bias), f32 accumulation in torch's order for the dtype.
+// out must not alias inp.
+int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_op_weight *w, const float *bias, int N,
+                     int C, int OC);
+// dinp (N, C), dweight (like w->w), dbias (OC) or NULL; dout (N, OC), inp (N, C). Not yet: fails.
+int gm_op_linear_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                     const gm_op_weight *w, int N, int C, int OC);
+
+// ---- layer norm (ops_norm.c) -------------------------------------------------------------------
+// inp is (N, C) f32 storage holding dtype values; out is (N, C); weight, bias (C); mean, rstd (N)
+// f32 or NULL (not computed). out = R(layer_norm_f32(inp) * weight + bias), one rounding, in
+// ATen's order: its reduced-type kernel for f16/bf16 rows under the native rule, its f32 kernel
+// for f32 rows and the fp32 rule. mean and rstd = 1/sqrt(var + (float)eps) are that kernel's f32
+// values (what torch.native_layer_norm saves for the backward). out may alias inp.
+int gm_op_layernorm_fwd(const gm_op_ctx *c, float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                        const float *bias, int N, int C, double eps);
+// dinp (N, C), dweight, dbias (C); dout, inp (N, C); mean, rstd (N) from the forward. Not yet: fails.
+int gm_op_layernorm_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C);
+
+// ---- attention (ops_attention.c) -----------------------------------------------------------------
+// One layer's causal self-attention over the T new positions t0 .. t0+T-1 of B sequences, the
+// keys and values of positions < t0 read from the layer's cache.
+typedef struct {
+  int B, T, t0;                // len = t0 + T keys
+  int C, NH;                   // channels, heads: hd = C / NH
+  int layer;                   // 0-based: the inverse-layer scale and qk-layer-scaling coefficient, the probes' layer
+  bool scale_attn_weights;     // the model config's flags (gm_gpt2_config)
+  bool scale_by_inverse_layer; // scale_attn_by_inverse_layer_idx
+  bool reorder_and_upcast;     // reorder_and_upcast_attn (run only when the profile honours it)
+  float *k_cache, *v_cache;    // this layer's (B, NH, max_t, hd): positions t0..t0+T-1 are written
+  int max_t;
+} gm_op_attn;
+
+// qkv is (N, 3C) f32 storage holding dtype values (q|k|v, heads hd wide); out is (N, C), heads
+// merged; scores and probs are (B, NH, T, len), masked entries 0, and may be the same buffer
+// (softmax in place). Scores per the profile's scores/mask/softmax rules (rounded where eager
+// torch rounds: see ops_attention.c), probs = R(softmax(scores)), out = R(probs @ v), f32
+// accumulation in torch's order. Probes GM_PT_SCORES and GM_PT_PROBS (layer a->layer), which may
+// rewrite them; the caller probes out. Appends k, v of the new positions to the cache.
+int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, float *scores, float *probs,
+                        const float *qkv);
+// dqkv (N, 3C), dscores (B, NH, T, len) scratch; dout (N, C); qkv, probs from the forward. Not yet: fails.
+int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, float *dscores, const float *dout,
+                        const float *qkv, const float *probs);
+
+// ---- activation (ops_act.c) ----------------------------------------------------------------------
+// inp is (N, OC) f32 storage holding dtype values; out is (N, OC); bias (OC) or NULL. The
+// activation is the profile's override, else `act` (the config's) in the profile's GELU mode.
+// Without bias: out = act(inp) in the dtype (GELU family through gm_gelu_fwd: its own rounding
+// contract; relu exact; silu f32 opmath, one rounding). With bias (Megatron's fused bias_gelu):
+// inp + bias in f32, the activation in f32, one rounding at the end. out must not alias inp.
+int gm_op_act_fwd(const gm_op_ctx *c, gm_activation act, float *out, const float *inp, const float *bias, int N, int OC);
+// dinp (N, OC); dout, inp (N, OC). Not yet: fails.
+int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, const float *dout, const float *inp,
+                  const float *bias, int N, int OC);
+
+// ---- residual (ops_residual.c) -------------------------------------------------------------------
+// resid, branch, out are (n) f32 storage holding dtype values; out = R(branch + resid), one
+// rounding (that operand order: x86 keeps the first NaN operand's payload). out may alias either.
+int gm_op_residual_fwd(const gm_op_ctx *c, float *out, const float *resid, const float *branch, size_t n);
+// dresid += dout, dbranch += dout (n). Not yet: fails.
+int gm_op_residual_bwd(const gm_op_ctx *c, float *dresid, float *dbranch, const float *dout, size_t n);
+
+// ---- embedding (ops_embed.c) ---------------------------------------------------------------------
+// tokens (B, T) int32 in [0, V) (checked by the caller); wte (V, C), wpe (P, C) f32 storage of dtype
+// values; out (B*T, C): out[b, t] = R(wte[tok] + wpe[t0 + t]), one rounding.
+int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
+                        int T, int t0, int C);
+// dwte (V, C), dwpe (P, C) accumulated from dout (B*T, C). Not yet: fails.
+int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B,
+                        int T, int t0, int C);
+
+// ---- cross-entropy (ops_loss.c) ------------------------------------------------------------------
+enum { GM_IGNORE_INDEX = -100 }; // a label that is not scored (torch's ignore_index)
+
+// logits (B, T, V) f32 (dtype values widened); labels (B, T) int32 in [0, V) or GM_IGNORE_INDEX.
+// Labels are shifted as transformers' causal-LM loss does: logits[b, t] is scored against
+// labels[b, t + 1]. losses (B, T) double or NULL: losses[b, t+1] = -log_softmax(logits[b, t])[label]
+// (log-softmax in double over the f32 row: max + log(sum exp(x - max)) - x[label]), 0 where not
+// scored; *loss = their sum in (b, t) order / the number scored (double); *n_scored is that number
+// (may be NULL). No label scored: *loss = NaN. A label outside [0, V) that is not the ignore index
+// is an error. Rows in parallel, sum in order: the bits do not depend on threads.
+int gm_op_crossentropy_fwd(const gm_op_ctx *c, double *loss, int64_t *n_scored, double *losses, const float *logits,
+                           const int32_t *labels, int B, int T, int V);
+// dlogits (B, T, V) from dloss (the mean's gradient). Not yet: fails.
+int gm_op_crossentropy_bwd(const gm_op_ctx *c, float *dlogits, double dloss, const float *logits, const int32_t *labels,
+                           int B, int T, int V);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+// The ops' context, probe and the two helpers every op shares: rounding to the run's dtype and
+// the dtype's matmul.
+// Numerics contract: gm_op_round rounds each value once, RNE, to the context's dtype (the identity
+// in f32); gm_op_matmul is the dtype's torch-order product (the kernels' contracts in
+// gptmeg/kernels.h), not rounded, the same bits for any thread count.
+#include "gptmeg/kernels.h"
+#include "ops/ops_internal.h"
+
+#include <omp.h>
+
+void gm_op_ctx_init(gm_op_ctx *c, const gm_profile *p, int threads, gm_probe_fn probe, void *probe_ctx) {
+  c->dtype = p->dtype;
+  c->profile = p;
+  c->threads = threads > 0 ? threads : omp_get_max_threads();
+  c->cpu_target = 0;
+  c->probe = probe;
+  c->probe_ctx = probe_ctx;
+}
+
+const char *gm_point_name(gm_point pt) {
+  static const char *names[GM_N_POINTS] = {"embed", "ln_1", "qkv",  "scores", "probs", "attn",   "attn_out", "resid_attn",
+                                           "ln_2",  "fc",   "act",  "mlp",    "resid", "ln_f",   "logits"};
+  return (unsigned)pt < GM_N_POINTS ? names[pt] : "?";
+}
+
+int gm_op_probe(const gm_op_ctx *c, int layer, gm_point pt, float *data, int ndim, const int64_t *shape) {
+  if (!c->probe) return 0;
+  gm_probe_tensor t = {layer, pt, data, ndim, {0, 0, 0, 0}, 1};
+  for (int i = 0; i < ndim; i++) {
+    t.shape[i] = shape[i];
+    t.numel *= (size_t)shape[i];
+  }
+  if (c->probe(c->probe_ctx, &t)) return gm_fail("%s (layer %d, %s)", gm_errmsg(), layer, gm_point_name(pt));
+  return 0;
+}
+
+void gm_op_round(const gm_op_ctx *c, float *x, size_t n) { gm_round_inplace(c->dtype, x, n); }
+
+void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                  float alpha, float *Cm, int ldc, int M, int N, int K) {
+  if (c->dtype == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+  else if (c->dtype == GM_BF16) gm_matmul_bf16(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+  else gm_matmul_f32_torch(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+}
+
+int gm_op_not_yet(const char *op) { return gm_fail("backward of %s: not yet (training lands in issue 25)", op); }

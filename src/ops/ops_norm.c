@@ -1,0 +1,35 @@
+// Layer norm: out = R(layer_norm(inp) * weight + bias).
+// Numerics contract: ATen's CPU kernel in f32 (Welford moments, rstd = 1/sqrt(var + (float)eps),
+// the affine step fused as ATen's vector code does: gm_layernorm_f32), one rounding to the dtype.
+// The profile's native rule on f16/bf16 rows runs ATen's reduced-type kernel (16-element steps);
+// f32 rows, and the fp32 rule (Megatron's LN on x.float()), its f32 kernel (8-element steps).
+// mean and rstd, when asked, are that kernel's f32 row statistics (gm_layernorm_row_stats),
+// computed before anything is rounded. Rows are independent: any thread count, the same bits.
+#include "gptmeg/kernels.h"
+#include "ops/ops_internal.h"
+
+int gm_op_layernorm_fwd(const gm_op_ctx *c, float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                        const float *bias, int N, int C, double eps) {
+  gm_ln_kernel kernel = GM_LN_KERNEL_F32;
+  if (c->profile->layer_norm == GM_LN_NATIVE && c->dtype == GM_F16) kernel = GM_LN_KERNEL_F16;
+  if (c->profile->layer_norm == GM_LN_NATIVE && c->dtype == GM_BF16) kernel = GM_LN_KERNEL_BF16;
+  if (mean || rstd) { // before the kernel: out may alias inp
+#pragma omp parallel for schedule(static) num_threads(c->threads)
+    for (int i = 0; i < N; i++) {
+      float m_, r_;
+      gm_layernorm_row_stats(inp + (size_t)i * C, C, eps, kernel, &m_, &r_);
+      if (mean) mean[i] = m_;
+      if (rstd) rstd[i] = r_;
+    }
+  }
+  gm_layernorm_f32(inp, weight, bias, out, N, C, eps, kernel, c->threads);
+  gm_op_round(c, out, (size_t)N * C);
+  return 0;
+}
+
+int gm_op_layernorm_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C) {
+  (void)c, (void)dinp, (void)dweight, (void)dbias, (void)dout, (void)inp, (void)weight, (void)mean, (void)rstd, (void)N,
+      (void)C;
+  return gm_op_not_yet("layer norm");
+}
