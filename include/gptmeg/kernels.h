@@ -26,7 +26,7 @@ int gm_matmul_isa_level(void);
 // FMA chain per output and block from zero over a[k] * R(alpha * b[k]) (MKL scales B as it packs
 // it), the blocks added in order onto the bias. The forward's f32 products; bit for bit torch's
 // addmm/linear/mm/bmm/baddbmm on this machine class when A has >= 4 rows and op(B) >= 12 columns
-// (tests/test_matmul_f32.c). One row takes the same order (torch's one-row kernels differ), so a
+// (tests/test_ops.c). One row takes the same order (torch's one-row kernels differ), so a
 // decoded row equals its row of a full forward. Any thread count and any choice of rows give
 // the same bits; without AVX-512 the scalar definition runs (same bits, slower).
 void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""f16 matmul goldens from PyTorch CPU (one thread) for tests/test_matmul_f16.c.
+"""f16 matmul goldens from PyTorch CPU (one thread) for tests/test_ops.c.
 
 For each shape (M, K, N) the file holds random f16 operands and what torch returns for
   addmm(bias, A, B), matmul(A, B)                    B as stored [K, N]
