@@ -76,9 +76,7 @@ const char *gm_errmsg(void);
 const char *gm_version(void);
 int gm_threads_default(void);
 
-// The CPU, its SIMD level and the GPTMEG_SIMD cap: gptmeg/cpu.h (included here until every kernel
-// family includes it itself).
-#include "gptmeg/cpu.h"
+// The CPU, its SIMD level and the GPTMEG_SIMD cap: gptmeg/cpu.h.
 double gm_now_s(void); // monotonic clock
 
 // Splitmix64 / xoshiro-style deterministic RNG.
