@@ -21,12 +21,13 @@
 // libsleef exports its scalar FMA build always; sleef.h declares it only under FP_FAST_FMA (-mfma).
 float Sleef_expf1_u10purecfma(float);
 
-// One exp, SLEEF's scalar build: the FMA one wherever the CPU has FMA, whatever GPTMEG_SIMD says
-// (it caps the vector width; the non-FMA build's bits differ).
-static float exp1(float x) { return gm_cpu_has(GM_CPU_FMA) ? Sleef_expf1_u10purecfma(x) : Sleef_expf1_u10purec(x); }
+// One exp, SLEEF's scalar build: the FMA one wherever the CPU has FMA (fma = gm_cpu_has(GM_CPU_FMA)),
+// whatever GPTMEG_SIMD says (it caps the vector width; the non-FMA build's bits differ).
+static float exp1(bool fma, float x) { return fma ? Sleef_expf1_u10purecfma(x) : Sleef_expf1_u10purec(x); }
 
 static void exp_shift_scalar(float *s, int n, float m) {
-  for (int j = 0; j < n; j++) s[j] = exp1(s[j] - m);
+  const bool fma = gm_cpu_has(GM_CPU_FMA);
+  for (int j = 0; j < n; j++) s[j] = exp1(fma, s[j] - m);
 }
 
 static void div_row_scalar(float *x, int n, float d) {
@@ -81,7 +82,7 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
   int n_vec = n < vec_end ? n : vec_end;
   gm_exp_shift_row(s, n_vec, m);
   for (int j = n_vec; j < n; j++) s[j] = expf(s[j] - m);
-  float rest_vec = n_masked > 0 ? exp1(mask_value - m) : 0.0f, rest_tail = n_masked > 0 ? expf(mask_value - m) : 0.0f;
+  float rest_vec = n_masked > 0 ? exp1(gm_cpu_has(GM_CPU_FMA), mask_value - m) : 0.0f, rest_tail = n_masked > 0 ? expf(mask_value - m) : 0.0f;
   float sum;
   if (!reduced) {
     if (total < 16) {
