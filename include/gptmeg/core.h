@@ -76,12 +76,7 @@ const char *gm_errmsg(void);
 const char *gm_version(void);
 int gm_threads_default(void);
 
-// GPTMEG_SIMD caps the vector instructions the kernels may use, for tests and comparisons:
-// "scalar", "avx2" or "avx512" (the CPU's own support still applies). Unset or empty: no cap. The
-// library treats any other value as no cap; the command line refuses it (gm_simd_cap_check).
-typedef enum { GM_SIMD_SCALAR, GM_SIMD_AVX2, GM_SIMD_AVX512 } gm_simd_level;
-gm_simd_level gm_simd_cap(void);
-int gm_simd_cap_check(void); // 0, or non-zero with gm_fail naming the value
+// The CPU, its SIMD level and the GPTMEG_SIMD cap: gptmeg/cpu.h.
 double gm_now_s(void); // monotonic clock
 
 // Splitmix64 / xoshiro-style deterministic RNG.

@@ -15,9 +15,8 @@ void gm_round_inplace(gm_dtype dt, float *x, size_t n);
 void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n);
 void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
 
-// Highest ISA the matmul kernels may use: the CPU's, capped by GPTMEG_SIMD=avx512|avx2|scalar
-// (as the GELU kernels). 2 = AVX-512 (F, DQ), 1 = AVX2+FMA, 0 = scalar.
-int gm_matmul_isa_level(void);
+// Every kernel here runs the widest code gm_cpu_simd() allows (gptmeg/cpu.h: the CPU's level capped
+// by GPTMEG_SIMD=scalar|avx2|avx512); every level gives the same bits.
 
 // C[M, N] (row stride ldc) = A[M, K] (stride lda) @ op(B) [+ bias[N]], f32 in, f32 out.
 // op(B) = B [K, N] (stride ldb) or, with trans_b, B^T for B [N, K] (stride ldb). alpha scales A@B.

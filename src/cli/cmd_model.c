@@ -3,6 +3,7 @@
 #include "cli/cli_model.h"
 #include "gptmeg/config.h"
 #include "gptmeg/core.h"
+#include "gptmeg/cpu.h"
 #include "gptmeg/model.h"
 #include "gptmeg/npy.h"
 
@@ -70,12 +71,15 @@ int cmd_info(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     printf("usage: gptmeg info --model DIR [--json]\n"
            "       gptmeg info --profile P [--dtype f32|f16|bf16] [KNOB OPTIONS]\n"
-           "  Config, parameter count, dtypes and memory of a checkpoint; or the knobs of a numerics profile.\n%s",
+           "       gptmeg info --cpu\n"
+           "  Config, parameter count, dtypes and memory of a checkpoint; or the knobs of a numerics profile;\n"
+           "  or this CPU (vendor, model, instruction sets, OS register state) and the SIMD level the kernels\n"
+           "  run (the CPU's, capped by GPTMEG_SIMD=scalar|avx2|avx512).\n%s",
            cli_profile_help);
     return CLI_OK;
   }
   const char *dir = NULL, *dts = "f32";
-  bool json = false;
+  bool json = false, cpu = false;
   cli_profile_opts po = {0};
   for (int i = 1; i < argc; i++) {
     int k = cli_profile_option("info", argc, argv, &i, &po);
@@ -84,7 +88,15 @@ int cmd_info(int argc, char **argv) {
     if (strcmp(argv[i], "--dtype") == 0) { if (!(dts = cli_value("info", argc, argv, &i))) return CLI_USAGE; }
     else if (strcmp(argv[i], "--model") == 0) { if (!(dir = cli_value("info", argc, argv, &i))) return CLI_USAGE; }
     else if (strcmp(argv[i], "--json") == 0) json = true;
+    else if (strcmp(argv[i], "--cpu") == 0) cpu = true;
     else return cli_usage_error("info", "unknown option '%s'", argv[i]);
+  }
+  if (cpu) {
+    if (dir || po.profile || po.n_knobs || json) return cli_usage_error("info", "--cpu takes no other option");
+    char buf[1024];
+    gm_cpu_describe(buf, sizeof buf);
+    fputs(buf, stdout);
+    return CLI_OK;
   }
   if (!dir && (po.profile || po.n_knobs)) { // describe a profile
     gm_dtype dt;
@@ -138,6 +150,8 @@ int cmd_info(int argc, char **argv) {
     printf("file:         %s, %lld bytes\n", fdt, fsize);
     printf("memory:       %.1f MiB of f32 weights, KV cache %.1f KiB per token\n", (double)mem / 1048576.0,
            2.0 * c->n_layer * c->n_embd * 4 / 1024.0);
+    printf("kernels:      %s (this cpu %s; gptmeg info --cpu)\n", gm_simd_level_name(gm_cpu_simd()),
+           gm_simd_level_name(gm_cpu_host()->simd));
   }
   gm_gpt2_free(&m);
   return CLI_OK;

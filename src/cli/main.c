@@ -1,6 +1,7 @@
 // gptmeg command line: dispatches to one function per command (cmd_*.c).
 #include "cli/cli.h"
 #include "gptmeg/core.h"
+#include "gptmeg/cpu.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -42,28 +42,6 @@ const char *gm_version(void) { return GPTMEG_VERSION; }
 
 int gm_threads_default(void) { return omp_get_max_threads(); }
 
-// GPTMEG_SIMD as a level, or -1 for a value that names none.
-static int simd_level_of_env(const char **value) {
-  const char *v = getenv("GPTMEG_SIMD");
-  *value = v;
-  if (!v || !*v || !strcmp(v, "avx512")) return GM_SIMD_AVX512;
-  if (!strcmp(v, "avx2")) return GM_SIMD_AVX2;
-  if (!strcmp(v, "scalar")) return GM_SIMD_SCALAR;
-  return -1;
-}
-
-gm_simd_level gm_simd_cap(void) {
-  const char *v;
-  int lvl = simd_level_of_env(&v);
-  return lvl < 0 ? GM_SIMD_AVX512 : (gm_simd_level)lvl;
-}
-
-int gm_simd_cap_check(void) {
-  const char *v;
-  if (simd_level_of_env(&v) >= 0) return 0;
-  return gm_fail("GPTMEG_SIMD='%s' is not one of scalar, avx2, avx512 (or empty for no cap)", v);
-}
-
 double gm_now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -9,6 +9,7 @@
 // the same bits (tests/test_matmul_bf16.c), on any thread count. (torch's one-row products take
 // other kernels; gptmeg keeps this order for one row too, so a decode step equals its row of a
 // longer product.)
+#include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 
 #include <float.h>
@@ -17,10 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { STRIP = 32 }; // columns per work item
+#include "kernels/matmul/matmul_isa.h"
 
-void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
-                              float alpha, const float *bias, float *C, int ldc);
+enum { STRIP = 32 }; // columns per work item
 
 // Pairs per K block: 256 (512 elements) for K <= 1024, else 512 (1024 elements).
 static int block_pairs(int P) { return P <= 512 ? 256 : 512; }
@@ -72,10 +72,8 @@ static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs
     }
 }
 
-static bool have_avx512bf16(void) {
-  if (gm_simd_cap() != GM_SIMD_AVX512) return false;
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bf16");
-}
+// The AVX512-BF16 kernel: the AVX-512 level and the BF16 extension.
+static bool have_avx512bf16(void) { return gm_cpu_simd() == GM_SIMD_AVX512 && gm_cpu_has(GM_CPU_AVX512_BF16); }
 
 // One bf16 pair (element k = 2p in the low half, 2p + 1 in the high half; zero past K).
 static uint32_t pair(float lo, float hi) { return (uint32_t)bf16_daz(lo) | (uint32_t)bf16_daz(hi) << 16; }

@@ -8,8 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
-                              float alpha, const float *bias, float *C, int ldc);
+#include "kernels/matmul/matmul_isa.h"
 
 typedef struct {
   __mmask16 m0, m1;  // valid columns of the two 16-column halves

@@ -13,27 +13,19 @@
 // lane += lane+2, lane0 + lane1. The K % 64 rest runs through one 8-lane register in steps of 16
 // (two FMAs per step), folded the same way and added; the last K % 16 elements add one by one.
 // The result is alpha * dot, plus bias when given (torch's beta * c + alpha * dot, c = bias).
+#include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/matmul/matmul_isa.h"
+
 enum { STRIP = 32 };   // columns per work item of the transposed order
 enum { STRIP_NT = 64 }; // columns per work item of the as-stored order (the AVX-512 strip kernel's width)
 
-void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
-                          const float *bias, float *C, int ldc);
-void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
 enum { ROW_BLOCK = 1024 }; // columns per work item of the one-row (decode) AVX-512 kernel
-float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
-float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
-void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
-                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K);
-void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
-                            float *C);
-void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
-                               int ldc, int i0, int i1, int j0, int j1, int K);
 
 // C[:, strip] for the ncols (<= STRIP) columns at B (row stride ldb).
 static void dot4_strip_scalar(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
@@ -86,22 +78,14 @@ static float dot_f32arith_scalar(const float *x, const float *y, int K) {
   return gm_dot_f32arith_tail(x, y, K, fold8(reg[0]));
 }
 
-int gm_matmul_isa_level(void) {
-  gm_simd_level cap = gm_simd_cap();
-  int lvl = cap == GM_SIMD_SCALAR ? 0 : cap == GM_SIMD_AVX2 ? 1 : 2;
-  if (lvl == 2 && !(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))) lvl = 1;
-  if (lvl >= 1 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) lvl = 0;
-  return lvl;
-}
-
 typedef void (*strip_fn)(const float *, int, const float *, int, int, int, int, float, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                               int ldc, int M, int N, int K, int threads) {
-  int isa = gm_matmul_isa_level();
-  dot_fn dot = isa >= 1 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
-  bool avx512 = isa == 2;
+  gm_simd_level isa = gm_cpu_simd();
+  dot_fn dot = isa >= GM_SIMD_AVX2 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
+  bool avx512 = isa == GM_SIMD_AVX512;
   int n_strips = (N + STRIP - 1) / STRIP;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
@@ -125,7 +109,7 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
-  if (M == 1 && gm_matmul_isa_level() == 2) { // decode: stream B row by row
+  if (M == 1 && gm_cpu_simd() == GM_SIMD_AVX512) { // decode: stream B row by row
     int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
     if (threads > n_blocks) threads = n_blocks;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
@@ -135,7 +119,7 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
     }
     return;
   }
-  bool avx512 = gm_matmul_isa_level() == 2;
+  bool avx512 = gm_cpu_simd() == GM_SIMD_AVX512;
   strip_fn fn = avx512 ? gm_dot4_strip_avx512 : dot4_strip_scalar;
   int n_strips = (N + STRIP_NT - 1) / STRIP_NT;
   if (threads > n_strips) threads = n_strips;
@@ -165,7 +149,8 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
 // gm_matmul_f16_torch's on the widened B; the AVX-512 kernels read the f16 bits directly (half the
 // bytes of the f32 copy), the scalar code widens as it goes.
 
-bool gm_matmul_f16_row_fast(void) { return gm_matmul_isa_level() == 2 && __builtin_cpu_supports("avx512bw"); }
+// The AVX-512 level includes BW (the kernels' f16 loads).
+bool gm_matmul_f16_row_fast(void) { return gm_cpu_simd() == GM_SIMD_AVX512; }
 
 // c[j] for one column j, the as-stored order of dot4_strip_scalar.
 static float dot4_col_f16_scalar(const float *a, const uint16_t *B, int ldb, int K, int j) {

@@ -1,7 +1,7 @@
 // AVX2 body of the transposed-B dot product of gm_matmul_f16_torch (order in matmul_torch_f16.c).
 #include <immintrin.h>
 
-float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
+#include "kernels/matmul/matmul_isa.h"
 
 static float fold8(__m256 v) { // lane += lane+4, lane += lane+2, lane0 + lane1
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -10,8 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
-                          const float *bias, float *C, int ldc);
+#include "kernels/matmul/matmul_isa.h"
 
 enum { ROWS = 6, VECS = 4 };
 
@@ -164,13 +163,10 @@ static inline __attribute__((always_inline)) void dot4_row(const float *a, const
   }
 }
 
-void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
 void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C) {
   dot4_row(a, B, ldb, K, ncols, alpha, bias, C, false);
 }
 
-void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
-                            float *C);
 void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
                             float *C) {
   dot4_row(a, B, ldb, K, ncols, alpha, bias, C, true);
@@ -182,8 +178,6 @@ void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, i
 // rows i0..i1 and columns j0..j1, four rows of A against four rows of B at a time; register q of
 // the block's 16 pairs is summed in its own pass over K (q = 0..3), then the 16 pairs fold
 // together (fold16 below; fold_main one by one at the edges and where K % 64 leaves a rest).
-float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
-
 static float fold_main(__m512 q0, __m512 q1, __m512 q2, __m512 q3) {
   __m512 a = _mm512_add_ps(_mm512_add_ps(q0, q2), _mm512_add_ps(q1, q3)); // (r0+r4)+(r2+r6) | (r1+r5)+(r3+r7)
   __m256 r = _mm256_add_ps(_mm512_castps512_ps256(a), _mm512_extractf32x8_ps(a, 1));  // r0 + r1
@@ -192,9 +186,6 @@ static float fold_main(__m512 q0, __m512 q1, __m512 q2, __m512 q3) {
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
   return _mm_cvtss_f32(s);
 }
-
-void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
-                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K);
 
 // Short K (one or no 64-element block, as the attention scores with head size 64): one row of A
 // against 16 rows of B at a time. Each pair's four registers combine lane-wise as in fold_main;
@@ -392,8 +383,6 @@ void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int l
 // The same with B given as f16 bits (an f16 run's lm_head), for any K (with one or no 64-element
 // block this is also the short kernel's order: its fold16 adds the same lanes as fold_main). B's
 // rows take half the cache, and a decode row streams half the bytes.
-void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
-                               int ldc, int i0, int i1, int j0, int j1, int K);
 void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
                                int ldc, int i0, int i1, int j0, int j1, int K) {
   trans_block(A, lda, B, ldb, bias, alpha, C, ldc, i0, i1, j0, j1, K, true);

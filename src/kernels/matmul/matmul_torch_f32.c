@@ -5,6 +5,7 @@
 // scales B as it packs it); the blocks' sums are added in order onto the bias (or onto the first
 // block when there is none). An output's bits depend only on its row of A, its column of op(B), K,
 // alpha and the bias, so any thread count, work split or choice of rows gives the same bits.
+#include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 
 #include <math.h>
@@ -12,17 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
-                               const float *bias, float *C, int ldc);
-void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
-void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
-                             const float *bias, float *C, int ldc);
-void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
-                                 const float *bias, float *C);
-void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
-                                    const float *bias, float *C, int ldc);
-void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
-                             float *C);
+#include "kernels/matmul/matmul_isa.h"
 
 enum { STRIP = 64 };       // columns per work item (the AVX-512 strip kernel's width)
 enum { ROW_BLOCK = 1024 }; // columns per work item of the one-row kernel (B as stored)
@@ -94,15 +85,15 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
                          float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
-  int isa = K > 0 ? gm_matmul_isa_level() : 0;
-  bool simd = isa == 2;
+  gm_simd_level isa = K > 0 ? gm_cpu_simd() : GM_SIMD_SCALAR;
+  bool simd = isa == GM_SIMD_AVX512;
   if (simd && M == 1 && !trans_b) {
     one_row(A, B, ldb, bias, alpha, C, N, K, threads);
     return;
   }
   int n_strips = (N + STRIP - 1) / STRIP;
   if (threads > n_strips) threads = n_strips;
-  if ((simd && M < FEW_ROWS && trans_b) || (isa == 1 && M == 1 && trans_b)) { // decode's lm_head: no strip copy
+  if ((simd && M < FEW_ROWS && trans_b) || (isa == GM_SIMD_AVX2 && M == 1 && trans_b)) { // decode's lm_head: no strip copy
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads) if (threads > 1)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
@@ -116,20 +107,20 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   // B's strip is copied contiguous ([K, 64], times alpha) when it is transposed (a transpose per
   // 16 x 16 tile), when alpha != 1, or when more than one block of six rows walks it: read in
   // place, a strip of a long K spans K rows of B, one page each for wide B (TLB misses, no prefetch).
-  bool pack = isa > 0 && (trans_b || M > 6 || alpha != 1.0f);
+  bool pack = isa > GM_SIMD_SCALAR && (trans_b || M > 6 || alpha != 1.0f);
 #pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
   {
     float *Bs = pack ? malloc((size_t)K * STRIP * sizeof(float)) : NULL;
 #pragma omp for schedule(dynamic, 2)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-      if (isa == 0 || (pack && !Bs)) { // no SIMD, or no memory for the copy: the definition itself
+      if (isa == GM_SIMD_SCALAR || (pack && !Bs)) { // no SIMD, or no memory for the copy: the definition itself
         matmul_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, j0, j0 + nc, K);
         continue;
       }
       const float *Bst = B + j0;
       int ldbs = ldb;
-      if (Bs && trans_b && isa == 2) gm_f32_torch_pack_trans_avx512(B + (size_t)j0 * ldb, ldb, nc, K, alpha, Bs);
+      if (Bs && trans_b && isa == GM_SIMD_AVX512) gm_f32_torch_pack_trans_avx512(B + (size_t)j0 * ldb, ldb, nc, K, alpha, Bs);
       else if (Bs && (trans_b || alpha != 1.0f)) pack_strip_scalar(B, ldb, trans_b, j0, nc, K, alpha, Bs);
       else if (Bs)
         for (int k = 0; k < K; k++) memcpy(Bs + (size_t)k * STRIP, B + (size_t)k * ldb + j0, (size_t)nc * sizeof(float));
@@ -137,7 +128,7 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
         Bst = Bs;
         ldbs = STRIP;
       }
-      if (isa == 2) gm_f32_torch_strip_avx512(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
+      if (isa == GM_SIMD_AVX512) gm_f32_torch_strip_avx512(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
       else gm_f32_torch_strip_avx2(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
     }
     free(Bs);

@@ -5,6 +5,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/matmul/matmul_isa.h"
+
 enum { ROWS = 6, VECS = 2 }; // six rows of A by 16 columns: 12 accumulators
 
 static __m256i lane_mask(int n) { // lanes 0..n-1 active (n clamped to 0..8)
@@ -54,8 +56,6 @@ static void block_chains_rows(int R, const float *const a[ROWS], const float *B,
 
 // C[:, 0..ncols) (ncols <= 64) from B [K, ncols] (row stride ldb, alpha already applied), 16
 // columns at a time; each block's sums meet C in order (the first onto the bias, or stored).
-void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
-                             const float *bias, float *C, int ldc);
 void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                              const float *bias, float *C, int ldc) {
   for (int j = 0; j < ncols; j += 8 * VECS) {
@@ -113,8 +113,6 @@ static inline __attribute__((always_inline)) void transpose8(const __m256 in[8],
 // C[i, 0..ncols) for one row a of A against B transposed ([ncols, K], row stride ldb), with no copy
 // of B (decode's lm_head): 8 rows of B at a time, each 8 x 8 tile transposed in registers and run
 // through the row's chains; the last ncols % 8 columns one by one (the same chains, scalar).
-void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
-                                 const float *bias, float *C);
 void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
                                  const float *bias, float *C) {
   __m256 va = _mm256_set1_ps(alpha);

@@ -5,6 +5,8 @@
 #include <immintrin.h>
 #include <math.h>
 
+#include "kernels/matmul/matmul_isa.h"
+
 enum { ROWS = 6, VECS = 4, STRIP = 64 };
 
 // acc[r][v] = the chain over k in [k0, k1) of a_r[k] * B[k][16v ..] from zero, for rows r < nr;
@@ -53,8 +55,6 @@ static void block_chains_rows(int R, const float *const a[ROWS], const float *B,
 // six rows of A by four vectors at a time (24 accumulators; 4 loads of B and 6 broadcasts of A per
 // 24 FMAs). Each block's sums meet C in order: the first is stored (onto the bias when there is
 // one), later ones are added to what C holds.
-void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
-                               const float *bias, float *C, int ldc);
 void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                                const float *bias, float *C, int ldc) {
   __mmask16 m[VECS];
@@ -118,7 +118,6 @@ static inline __attribute__((always_inline)) void transpose16(const __m512 in[16
 
 // Bs [K, 64] = alpha times the first ncols (<= 64) rows of B [.., K] (row stride ldb), transposed;
 // columns of Bs past ncols are zero.
-void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
 void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs) {
   __m512 va = _mm512_set1_ps(alpha);
   for (int j = 0; j < STRIP; j += 16)
@@ -179,8 +178,6 @@ static inline __attribute__((always_inline)) void group16(int nr, const float *c
 // C[:, 0..ncols) for a few rows of A (decode, short prompts) against B transposed ([ncols, K],
 // row stride ldb), with no copy of B: 16 rows of B at a time through group16 for up to four rows
 // of A; the last ncols % 16 columns one by one (the same chains, scalar).
-void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
-                                    const float *bias, float *C, int ldc);
 void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
                                     const float *bias, float *C, int ldc) {
   __m512 va = _mm512_set1_ps(alpha);
@@ -250,8 +247,6 @@ static inline __attribute__((always_inline)) void row_block(const float *a, cons
   }
 }
 
-void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
-                             float *C);
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
                              float *C) {
   enum { NV = 1024 / 16 };

@@ -14,27 +14,21 @@
 // rstd = 1 / sqrt(var + (float)eps); y = fma((x - mean) * rstd, w, b) for f32 rows (width 8),
 // y = fma(fma(x, rstd, -rstd * mean), w, b) for f16/bf16 rows (width 16).
 #include "kernels/norm/layernorm_row.h"
+#include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
+#include "kernels/norm/layernorm_isa.h"
 
 #include <omp.h>
 
-void gm_layernorm_row_avx2(const float *x, const float *w, const float *b, float *y, int D, float eps, gm_ln_kernel kernel);
-
-static bool have_fma(void) {
-  static int cached = -1;
-  if (cached < 0) cached = __builtin_cpu_supports("fma") && __builtin_cpu_supports("avx2");
-  return cached;
-}
+typedef void (*row_fn)(const float *x, const float *w, const float *b, float *y, int D, float eps, gm_ln_kernel kernel);
 
 void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, int R, int D, double eps, gm_ln_kernel kernel,
                       int threads) {
   if (threads <= 0) threads = omp_get_max_threads();
-  const bool fma = have_fma();
+  // The AVX2 level (and AVX-512's) runs the row built with FMA; below it, the baseline build here.
+  const row_fn row = gm_cpu_simd() >= GM_SIMD_AVX2 ? gm_layernorm_row_avx2 : layernorm_row;
 #pragma omp parallel for schedule(static) num_threads(threads) if (R > 16)
-  for (int r = 0; r < R; r++) {
-    if (fma) gm_layernorm_row_avx2(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, kernel);
-    else layernorm_row(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, kernel);
-  }
+  for (int r = 0; r < R; r++) row(x + (size_t)r * D, w, b, y + (size_t)r * D, D, (float)eps, kernel);
 }
 
 void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kernel, float *mean, float *rstd) {

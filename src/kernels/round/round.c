@@ -1,39 +1,68 @@
 // Rounding of f32 buffers to a storage dtype, and f32 <-> f16/bf16 buffer conversion (contract in
-// nn.h). bf16 rounding runs in AVX2 integer lanes; f16 goes through F16C (vcvtps2ph with round-to-nearest-even, which gives the bits of
-// gm_f32_to_f16: tests/test_dtype.c checks them against each other) when the CPU has it.
+// nn.h). At the AVX2 level f16 goes through F16C (vcvtps2ph with round-to-nearest-even, which gives
+// the bits of gm_f32_to_f16: tests/test_dtype.c checks them against each other) and bf16 runs in
+// AVX2 integer lanes (round_avx2.c); below it, the scalar loops here (same bits).
+#include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
+#include "kernels/round/round_isa.h"
 
-
-void gm_f32_to_f16_buf_f16c(const float *x, uint16_t *y, size_t n);
-void gm_f16_to_f32_buf_f16c(const uint16_t *x, float *y, size_t n);
-void gm_round_f16_buf_f16c(float *x, size_t n);
-void gm_round_bf16_buf_avx2(float *x, size_t n);
-void gm_bf16_to_f32_buf_avx2(const uint16_t *x, float *y, size_t n);
-
-static bool have_f16c(void) {
-  static int cached = -1;
-  if (cached < 0) cached = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx2");
-  return cached;
+static void round_f16_scalar(float *x, size_t n) {
+  for (size_t i = 0; i < n; i++) x[i] = gm_f16_to_f32(gm_f32_to_f16(x[i]));
 }
 
-void gm_round_inplace(gm_dtype dt, float *x, size_t n) {
-  if (dt == GM_F32) return;
-  if (dt == GM_F16) {
-    if (have_f16c()) { gm_round_f16_buf_f16c(x, n); return; }
-    for (size_t i = 0; i < n; i++) x[i] = gm_f16_to_f32(gm_f32_to_f16(x[i]));
-    return;
-  }
-  if (have_f16c()) { gm_round_bf16_buf_avx2(x, n); return; } // (AVX2 present)
+static void round_bf16_scalar(float *x, size_t n) {
   for (size_t i = 0; i < n; i++) x[i] = gm_bf16_to_f32(gm_f32_to_bf16(x[i]));
 }
 
+static void f32_to_f16_scalar(const float *x, uint16_t *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = gm_f32_to_f16(x[i]);
+}
+
+static void f32_to_bf16_scalar(const float *x, uint16_t *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = gm_f32_to_bf16(x[i]);
+}
+
+static void f16_to_f32_scalar(const uint16_t *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = gm_f16_to_f32(x[i]);
+}
+
+static void bf16_to_f32_scalar(const uint16_t *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i++) y[i] = gm_bf16_to_f32(x[i]);
+}
+
+// The bodies of one SIMD level (round_isa.h), chosen per call from gm_cpu_simd().
+typedef struct {
+  void (*round_f16)(float *x, size_t n);
+  void (*round_bf16)(float *x, size_t n);
+  void (*f32_to_f16)(const float *x, uint16_t *y, size_t n);
+  void (*f32_to_bf16)(const float *x, uint16_t *y, size_t n);
+  void (*f16_to_f32)(const uint16_t *x, float *y, size_t n);
+  void (*bf16_to_f32)(const uint16_t *x, float *y, size_t n);
+} round_isa;
+
+static const round_isa isa_scalar = {round_f16_scalar,   round_bf16_scalar, f32_to_f16_scalar,
+                                     f32_to_bf16_scalar, f16_to_f32_scalar, bf16_to_f32_scalar};
+// The AVX-512 level runs these too. f32 -> bf16 has no vector body.
+static const round_isa isa_avx2 = {gm_round_f16_buf_f16c, gm_round_bf16_buf_avx2,  gm_f32_to_f16_buf_f16c,
+                                   f32_to_bf16_scalar,    gm_f16_to_f32_buf_f16c, gm_bf16_to_f32_buf_avx2};
+
+static const round_isa *isa_now(void) { return gm_cpu_simd() >= GM_SIMD_AVX2 ? &isa_avx2 : &isa_scalar; }
+
+void gm_round_inplace(gm_dtype dt, float *x, size_t n) {
+  if (dt == GM_F32) return;
+  const round_isa *isa = isa_now();
+  if (dt == GM_F16) isa->round_f16(x, n);
+  else isa->round_bf16(x, n);
+}
+
 void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n) {
-  if (dt == GM_F16 && have_f16c()) { gm_f32_to_f16_buf_f16c(x, y, n); return; }
-  for (size_t i = 0; i < n; i++) y[i] = dt == GM_F16 ? gm_f32_to_f16(x[i]) : gm_f32_to_bf16(x[i]);
+  const round_isa *isa = isa_now();
+  if (dt == GM_F16) isa->f32_to_f16(x, y, n);
+  else isa->f32_to_bf16(x, y, n);
 }
 
 void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n) {
-  if (dt == GM_F16 && have_f16c()) { gm_f16_to_f32_buf_f16c(x, y, n); return; }
-  if (dt == GM_BF16 && have_f16c()) { gm_bf16_to_f32_buf_avx2(x, y, n); return; } // (AVX2 present)
-  for (size_t i = 0; i < n; i++) y[i] = dt == GM_F16 ? gm_f16_to_f32(x[i]) : gm_bf16_to_f32(x[i]);
+  const round_isa *isa = isa_now();
+  if (dt == GM_F16) isa->f16_to_f32(x, y, n);
+  else isa->bf16_to_f32(x, y, n);
 }

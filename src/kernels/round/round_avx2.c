@@ -1,11 +1,9 @@
-// F16C bodies of the f16 buffer conversions in round.c (vcvtps2ph imm 0 = round to nearest even).
+// F16C and AVX2 bodies of round.c's buffer conversions (vcvtps2ph imm 0 = round to nearest even).
 #include <immintrin.h>
 #include <stddef.h>
 #include <stdint.h>
 
-void gm_f32_to_f16_buf_f16c(const float *x, uint16_t *y, size_t n);
-void gm_f16_to_f32_buf_f16c(const uint16_t *x, float *y, size_t n);
-void gm_round_f16_buf_f16c(float *x, size_t n);
+#include "kernels/round/round_isa.h"
 
 void gm_f32_to_f16_buf_f16c(const float *x, uint16_t *y, size_t n) {
   size_t i = 0;
@@ -29,7 +27,6 @@ void gm_round_f16_buf_f16c(float *x, size_t n) {
 
 // bf16 rounding of f32 values in place (RNE on the bit pattern; NaN stays a quiet NaN with its
 // sign, as gm_f32_to_bf16), 8 lanes of integer arithmetic.
-void gm_round_bf16_buf_avx2(float *x, size_t n);
 void gm_round_bf16_buf_avx2(float *x, size_t n) {
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
   const __m256i half = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), hi = _mm256_set1_epi32((int)0xffff0000u);
@@ -52,7 +49,6 @@ void gm_round_bf16_buf_avx2(float *x, size_t n) {
 }
 
 // bf16 -> f32 widening (exact: the bits shifted into the top half), 8 lanes at a time.
-void gm_bf16_to_f32_buf_avx2(const uint16_t *x, float *y, size_t n);
 void gm_bf16_to_f32_buf_avx2(const uint16_t *x, float *y, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {

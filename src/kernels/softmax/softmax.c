@@ -8,9 +8,12 @@
 //        (vec_reduce_all); f32 rows: below 16 elements one by one, else the tail goes into its
 //        lanes; f16/bf16 rows: the last total % 16 elements are added one by one after the fold
 //   out  e * (1 / sum)
-// The exp's SLEEF builds (AVX-512, AVX2, scalar with FMA) give the same bits; a CPU without FMA
-// runs SLEEF's non-FMA scalar build, whose bits differ in the last place for some inputs.
+// The exp's SLEEF builds (AVX-512, AVX2, scalar with FMA) give the same bits, so GPTMEG_SIMD
+// changes nothing; a CPU without FMA runs SLEEF's non-FMA scalar build, whose bits differ in the
+// last place for some inputs.
+#include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
+#include "kernels/softmax/softmax_isa.h"
 
 #include <math.h>
 #include <sleef.h>
@@ -18,26 +21,38 @@
 // libsleef exports its scalar FMA build always; sleef.h declares it only under FP_FAST_FMA (-mfma).
 float Sleef_expf1_u10purecfma(float);
 
-void gm_exp_shift_avx512(float *s, int n, float m);
-void gm_exp_shift_avx2(float *s, int n, float m);
-void gm_div_row_avx2(float *x, int n, float d);
+// One exp, SLEEF's scalar build: the FMA one wherever the CPU has FMA (fma = gm_cpu_has(GM_CPU_FMA)),
+// whatever GPTMEG_SIMD says (it caps the vector width; the non-FMA build's bits differ).
+static float exp1(bool fma, float x) { return fma ? Sleef_expf1_u10purecfma(x) : Sleef_expf1_u10purec(x); }
 
-// 2: AVX-512, 1: AVX2 + FMA, 0: FMA only, -1: none (libgcc's start-up CPU facts: cheap per row).
-static int exp_isa(void) {
-  if (__builtin_cpu_supports("avx512f")) return 2;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
-  return __builtin_cpu_supports("fma") ? 0 : -1;
+static void exp_shift_scalar(float *s, int n, float m) {
+  const bool fma = gm_cpu_has(GM_CPU_FMA);
+  for (int j = 0; j < n; j++) s[j] = exp1(fma, s[j] - m);
 }
 
-static float exp1(float x) { return exp_isa() >= 0 ? Sleef_expf1_u10purecfma(x) : Sleef_expf1_u10purec(x); }
-
-void gm_exp_shift_row(float *s, int n, float m) {
-  int isa = exp_isa();
-  if (isa == 2) gm_exp_shift_avx512(s, n, m);
-  else if (isa == 1) gm_exp_shift_avx2(s, n, m);
-  else
-    for (int j = 0; j < n; j++) s[j] = exp1(s[j] - m);
+static void div_row_scalar(float *x, int n, float d) {
+  for (int j = 0; j < n; j++) x[j] = x[j] / d;
 }
+
+// The bodies of one SIMD level (softmax_isa.h), chosen per call from gm_cpu_simd().
+typedef struct {
+  void (*exp_shift)(float *s, int n, float m);
+  void (*div_row)(float *x, int n, float d);
+} softmax_isa;
+
+static const softmax_isa isa_scalar = {exp_shift_scalar, div_row_scalar};
+static const softmax_isa isa_avx2 = {gm_exp_shift_avx2, gm_div_row_avx2};
+static const softmax_isa isa_avx512 = {gm_exp_shift_avx512, gm_div_row_avx2};
+
+static const softmax_isa *isa_now(void) {
+  switch (gm_cpu_simd()) {
+  case GM_SIMD_AVX512: return &isa_avx512;
+  case GM_SIMD_AVX2: return &isa_avx2;
+  default: return &isa_scalar;
+  }
+}
+
+void gm_exp_shift_row(float *s, int n, float m) { isa_now()->exp_shift(s, n, m); }
 
 // e_j of the row: the stored exps below n, then the masked entries' exp (rest_vec below vec_end,
 // rest_tail from there).
@@ -67,7 +82,7 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
   int n_vec = n < vec_end ? n : vec_end;
   gm_exp_shift_row(s, n_vec, m);
   for (int j = n_vec; j < n; j++) s[j] = expf(s[j] - m);
-  float rest_vec = n_masked > 0 ? exp1(mask_value - m) : 0.0f, rest_tail = n_masked > 0 ? expf(mask_value - m) : 0.0f;
+  float rest_vec = n_masked > 0 ? exp1(gm_cpu_has(GM_CPU_FMA), mask_value - m) : 0.0f, rest_tail = n_masked > 0 ? expf(mask_value - m) : 0.0f;
   float sum;
   if (!reduced) {
     if (total < 16) {
@@ -84,9 +99,4 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
   for (int j = 0; j < n; j++) s[j] = s[j] * inv;
 }
 
-static bool have_avx2(void) { return __builtin_cpu_supports("avx2"); }
-
-void gm_div_row_f32(float *x, int n, float d) {
-  if (have_avx2()) { gm_div_row_avx2(x, n, d); return; }
-  for (int j = 0; j < n; j++) x[j] = x[j] / d;
-}
+void gm_div_row_f32(float *x, int n, float d) { isa_now()->div_row(x, n, d); }

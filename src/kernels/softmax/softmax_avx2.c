@@ -3,8 +3,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
-void gm_exp_shift_avx2(float *s, int n, float m);
-void gm_div_row_avx2(float *x, int n, float d);
+#include "kernels/softmax/softmax_isa.h"
 
 // s[j] = exp(s[j] - m) for j < n with SLEEF's expf_u10 (AVX2 + FMA build: the bits of its AVX-512 build).
 void gm_exp_shift_avx2(float *s, int n, float m) {

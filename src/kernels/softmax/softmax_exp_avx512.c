@@ -4,7 +4,7 @@
 #include <immintrin.h>
 #include <sleef.h>
 
-void gm_exp_shift_avx512(float *s, int n, float m);
+#include "kernels/softmax/softmax_isa.h"
 
 // s[j] = exp(s[j] - m) for j < n, the subtraction in f32.
 void gm_exp_shift_avx512(float *s, int n, float m) {

@@ -15,7 +15,8 @@
 //   (docs/numerics.md 6.2); f16/bf16 exhaustively in tests/test_gelu_accurate.c.
 //   f64: scalar long double evaluation of the same forms (gelu_exact_ld.c), rounded once.
 // Elementwise with a fixed block split: identical bits for any thread count.
-// GPTMEG_SIMD=scalar|avx2|avx512 in the environment caps the ISA (for tests and benchmarks).
+// The ISA is gm_cpu_simd()'s (the CPU's level, capped by GPTMEG_SIMD=scalar|avx2|avx512 for tests).
+#include "gptmeg/cpu.h"
 #include "kernels/gelu/gelu_math.h"
 
 #include <stdlib.h>
@@ -175,19 +176,24 @@ bool gm_gelu_acc_bwd16_by_table_scalar(gm_dtype dt, const gelu_acc_bwd16 *t, con
   return any;
 }
 
-static acc_isa pick_isa(void) {
-  gm_simd_level cap = gm_simd_cap();
-  bool allow512 = cap == GM_SIMD_AVX512;
-  if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return (acc_isa){gm_gelu_acc_kernel_avx512, gm_gelu_acc32_fwd_avx512, gm_gelu_acc32_erf_fwd_avx512, gm_gelu_acc32_bwd_avx512, gm_gelu_acc_widen_avx512,
-                     gm_gelu_acc_narrow_avx512, gm_gelu_acc_bwd16_by_table_avx512};
-  bool allow2 = cap >= GM_SIMD_AVX2;
-  if (allow2 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c"))
-    return (acc_isa){gm_gelu_acc_kernel_avx2, gm_gelu_acc32_fwd_avx2, gm_gelu_acc32_erf_fwd_avx2, gm_gelu_acc32_bwd_avx2, gm_gelu_acc_widen_scalar,
-                     gm_gelu_acc_narrow_scalar, gm_gelu_acc_bwd16_by_table_avx2};
-  return (acc_isa){gm_gelu_acc_kernel_scalar, gm_gelu_acc32_fwd_scalar, gm_gelu_acc32_erf_fwd_scalar, gm_gelu_acc32_bwd_scalar, gm_gelu_acc_widen_scalar,
-                   gm_gelu_acc_narrow_scalar, gm_gelu_acc_bwd16_by_table_scalar};
+// The kernels of each SIMD level, chosen per call from gm_cpu_simd(). AVX2 has no widen/narrow of
+// its own (the scalar ones, same bits).
+static const acc_isa isa_avx512 = {gm_gelu_acc_kernel_avx512, gm_gelu_acc32_fwd_avx512, gm_gelu_acc32_erf_fwd_avx512,
+                                   gm_gelu_acc32_bwd_avx512,  gm_gelu_acc_widen_avx512, gm_gelu_acc_narrow_avx512,
+                                   gm_gelu_acc_bwd16_by_table_avx512};
+static const acc_isa isa_avx2 = {gm_gelu_acc_kernel_avx2, gm_gelu_acc32_fwd_avx2,   gm_gelu_acc32_erf_fwd_avx2,
+                                 gm_gelu_acc32_bwd_avx2,  gm_gelu_acc_widen_scalar, gm_gelu_acc_narrow_scalar,
+                                 gm_gelu_acc_bwd16_by_table_avx2};
+static const acc_isa isa_scalar = {gm_gelu_acc_kernel_scalar, gm_gelu_acc32_fwd_scalar, gm_gelu_acc32_erf_fwd_scalar,
+                                   gm_gelu_acc32_bwd_scalar,  gm_gelu_acc_widen_scalar, gm_gelu_acc_narrow_scalar,
+                                   gm_gelu_acc_bwd16_by_table_scalar};
+
+static const acc_isa *isa_now(void) {
+  switch (gm_cpu_simd()) {
+  case GM_SIMD_AVX512: return &isa_avx512;
+  case GM_SIMD_AVX2: return &isa_avx2;
+  default: return &isa_scalar;
+  }
 }
 
 enum { BLOCK = 2048 };
@@ -205,14 +211,14 @@ static void block16(const acc_isa *isa, const gelu_acc_params *p, int deriv, gm_
 
 void gm_gelu_acc_fwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, uint16_t *y, size_t n) {
   gelu_acc_params p = params_of(v);
-  acc_isa isa = pick_isa();
-  for (size_t i0 = 0; i0 < n; i0 += BLOCK) block16(&isa, &p, 0, dt, x + i0, NULL, y + i0, n - i0 < BLOCK ? n - i0 : BLOCK);
+  const acc_isa *isa = isa_now();
+  for (size_t i0 = 0; i0 < n; i0 += BLOCK) block16(isa, &p, 0, dt, x + i0, NULL, y + i0, n - i0 < BLOCK ? n - i0 : BLOCK);
 }
 
 void gm_gelu_acc_bwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x, const uint16_t *dy, uint16_t *dx, size_t n) {
   gelu_acc_params p = params_of(v);
-  acc_isa isa = pick_isa();
-  for (size_t i0 = 0; i0 < n; i0 += BLOCK) block16(&isa, &p, 1, dt, x + i0, dy + i0, dx + i0, n - i0 < BLOCK ? n - i0 : BLOCK);
+  const acc_isa *isa = isa_now();
+  for (size_t i0 = 0; i0 < n; i0 += BLOCK) block16(isa, &p, 1, dt, x + i0, dy + i0, dx + i0, n - i0 < BLOCK ? n - i0 : BLOCK);
 }
 
 // The backward kernel returns dy * d(x) in f64 (then one rounding), except for NaN x (x itself)
@@ -220,15 +226,15 @@ void gm_gelu_acc_bwd16_direct(gm_gelu_variant v, gm_dtype dt, const uint16_t *x,
 // dy = 1, exact); where the result does not depend on dy, d[i] = NaN and fixed[i] = that result.
 void gm_gelu_acc_bwd16_parts(gm_gelu_variant v, gm_dtype dt, double *d, uint16_t *fixed) {
   gelu_acc_params p = params_of(v);
-  acc_isa isa = pick_isa();
+  const acc_isa *isa = isa_now();
   float xb[BLOCK], ones[BLOCK];
   for (int i = 0; i < BLOCK; i++) ones[i] = 1.0f;
   for (uint32_t i0 = 0; i0 < 65536; i0 += BLOCK) {
     uint16_t pat[BLOCK];
     for (int i = 0; i < BLOCK; i++) pat[i] = (uint16_t)(i0 + (uint32_t)i);
-    isa.widen(dt, pat, xb, BLOCK);
-    isa.k(&p, 1, xb, ones, NULL, d + i0, BLOCK);
-    isa.narrow(dt, d + i0, fixed + i0, BLOCK);
+    isa->widen(dt, pat, xb, BLOCK);
+    isa->k(&p, 1, xb, ones, NULL, d + i0, BLOCK);
+    isa->narrow(dt, d + i0, fixed + i0, BLOCK);
     for (int i = 0; i < BLOCK; i++)
       if (isnan(xb[i]) || (p.clip10 && xb[i] > 10)) d[i0 + i] = NAN;
   }
@@ -237,13 +243,13 @@ void gm_gelu_acc_bwd16_parts(gm_gelu_variant v, gm_dtype dt, double *d, uint16_t
 static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, const void *dy, void *out,
                       size_t n, int threads) {
   gelu_acc_params p = params_of(v);
-  acc_isa isa = pick_isa();
+  const acc_isa *isa = isa_now();
   const uint16_t *table = dt != GM_F32 && !deriv ? gm_gelu_acc_fwd16_table(v, dt) : NULL;
   const gelu_acc_bwd16 *dtable = dt != GM_F32 && deriv ? gm_gelu_acc_bwd16_table(v, dt) : NULL;
-  acc_kernel k = isa.k;
+  acc_kernel k = isa->k;
   bool lanes32 = dt == GM_F32 && !deriv;
   bool lanes32_bwd = dt == GM_F32 && deriv && p.fam != GELU_FAM_SIGMOID;
-  acc32_kernel k32 = p.fam == GELU_FAM_ERF ? isa.fwd32_erf : isa.fwd32;
+  acc32_kernel k32 = p.fam == GELU_FAM_ERF ? isa->fwd32_erf : isa->fwd32;
   size_t nb = (n + BLOCK - 1) / BLOCK;
   // Guided: blocks are independent (the same bits under any split), and a thread that wakes late
   // from gptmeg's passive OpenMP wait (src/cli/main.c) takes fewer of them; with a static split it
@@ -256,7 +262,7 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
       continue;
     }
     if (lanes32_bwd) {
-      isa.bwd32(&p, (const float *)x + i0, (const float *)dy + i0, (float *)out + i0, m);
+      isa->bwd32(&p, (const float *)x + i0, (const float *)dy + i0, (float *)out + i0, m);
       continue;
     }
     if (dt == GM_F32) {
@@ -270,12 +276,12 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
     if (dtable) {
       const uint16_t *xs = (const uint16_t *)x + i0;
       uint16_t *os = (uint16_t *)out + i0;
-      bool some_fixed = isa.bwd16_by_table(dt, dtable, xs, (const uint16_t *)dy + i0, os, m);
+      bool some_fixed = isa->bwd16_by_table(dt, dtable, xs, (const uint16_t *)dy + i0, os, m);
       for (size_t i = 0; some_fixed && i < m; i++) // d(x) NaN marks a result that does not use dy
         if (isnan(dtable->d[xs[i]])) os[i] = dtable->fixed[xs[i]];
       continue;
     }
-    block16(&isa, &p, deriv, dt, (const uint16_t *)x + i0, deriv ? (const uint16_t *)dy + i0 : NULL, (uint16_t *)out + i0, m);
+    block16(isa, &p, deriv, dt, (const uint16_t *)x + i0, deriv ? (const uint16_t *)dy + i0 : NULL, (uint16_t *)out + i0, m);
   }
   return 0;
 }

@@ -30,23 +30,11 @@
 #include <string.h>
 
 #include "gptmeg/core.h"
+#include "gptmeg/cpu.h"
+#include "gptmeg/kernels.h"
 #include "kernels/gelu/gelu_impl.h"
 #include "kernels/gelu/gelu_math.h"
-#include "gptmeg/kernels.h"
-
-// gelu_torch_aten_avx512.c
-void gm_aten_vec_tanh_fwd(const float *x, float *y, size_t n);
-void gm_aten_vec_erf_fwd(const float *x, float *y, size_t n);
-void gm_aten_vec_tanh_bwd(const float *x, const float *dy, float *dx, size_t n);
-void gm_aten_vec_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
-void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
-void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
-void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, double *out, size_t n);
-void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
-void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
-void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n, int have_avx512bf16);
-void gm_gelu16_bwd_by_factor(int is_f16, int onednn, const float *d, const uint16_t *x, const uint16_t *dy, uint16_t *dx,
-                             size_t n);
+#include "kernels/gelu/torch/gelu_torch_aten_isa.h"
 
 #define BLOCK 4096 // elements widened at a time (a multiple of every vector step)
 
@@ -321,7 +309,7 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
     }
   }
   // Without the table: GPTMEG_SIMD below avx512 takes the integer rounding (same bits; for tests).
-  int have_bf16_insn = __builtin_cpu_supports("avx512bf16") && gm_simd_cap() == GM_SIMD_AVX512;
+  int have_bf16_insn = gm_cpu_simd() == GM_SIMD_AVX512 && gm_cpu_has(GM_CPU_AVX512_BF16);
   int failed = 0;
 #pragma omp parallel num_threads(gelu_threads_for(n, threads)) reduction(| : failed)
   {
@@ -367,7 +355,8 @@ static int check_args(gm_gelu_variant v, gm_dtype dt, const char *dir) {
                    "differs from libsleef 3.5.1); f64 works for gelu_pytorch_tanh", dir);
   if (dt != GM_F64 && dt != GM_F32 && dt != GM_F16 && dt != GM_BF16)
     return gm_fail("torch-cpu gelu %s: dtype %s is not a float type", dir, gm_dtype_name(dt));
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq"))
+  // What torch ran, not a choice of ours: GPTMEG_SIMD does not apply.
+  if (!gm_cpu_has(GM_CPU_AVX512F | GM_CPU_AVX512DQ))
     return gm_fail("torch-cpu gelu %s: this CPU lacks AVX-512 (the pinned torch ran its AVX512 kernels)", dir);
   return 0;
 }
@@ -378,8 +367,9 @@ static int gelu_kernel(gm_gelu_variant v, const aten_job *j, size_t n, int threa
   aten_job k = *j;
   k.tanh = tanh;
   // use_mkldnn: f32 and bf16 always; f16 only where the CPU has AVX512-FP16 (torch's
-  // mkldnn_fp16_device_check), otherwise f16 takes ATen's kernel like the tanh form.
-  bool dnn_dtype = k.dt == GM_F32 || k.dt == GM_BF16 || (k.dt == GM_F16 && __builtin_cpu_supports("avx512fp16"));
+  // mkldnn_fp16_device_check), otherwise f16 takes ATen's kernel like the tanh form. A fact of the
+  // torch CPU target (gptmeg/cpu.h), so not capped by GPTMEG_SIMD.
+  bool dnn_dtype = k.dt == GM_F32 || k.dt == GM_BF16 || (k.dt == GM_F16 && gm_cpu_has(GM_CPU_AVX512_FP16));
   if (!tanh && n >= 2 && dnn_dtype) return run_onednn(&k, n, threads);
   return run_aten(&k, n, threads);
 }

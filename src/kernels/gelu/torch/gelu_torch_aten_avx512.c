@@ -17,18 +17,7 @@
 #include <stdint.h>
 #include <sleef.h>
 
-// Declared again in gelu_torch_aten.c (the only caller).
-void gm_aten_vec_tanh_fwd(const float *x, float *y, size_t n);
-void gm_aten_vec_erf_fwd(const float *x, float *y, size_t n);
-void gm_aten_vec_tanh_bwd(const float *x, const float *dy, float *dx, size_t n);
-void gm_aten_vec_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
-void gm_onednn_gelu_erf_fwd(const float *x, float *y, size_t n);
-void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n);
-void gm_aten_store_bf16(const float *x, uint16_t *y, size_t n, int onednn);
-void gm_aten_widen(int is_f16, const uint16_t *x, float *y, size_t n);
-void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *out, size_t n, int have_avx512bf16);
-void gm_gelu16_bwd_by_factor(int is_f16, int onednn, const float *d, const uint16_t *x, const uint16_t *dy, uint16_t *dx,
-                             size_t n);
+#include "kernels/gelu/torch/gelu_torch_aten_isa.h"
 
 static __m512 splat_bits(uint32_t u) { return _mm512_castsi512_ps(_mm512_set1_epi32((int)u)); }
 static __m512 splat(float f) { return _mm512_set1_ps(f); }
@@ -223,8 +212,6 @@ void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n
 // ---- ATen Vectorized<double> (AVX-512, 8 lanes) ----------------------------------------------
 // The same lambdas in double: SLEEF Sleef_tanhd8_u10 / Sleef_erfd8_u10 / Sleef_expd8_u10 and the
 // same fused sites as the float vector code. n a multiple of 8.
-void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, double *out, size_t n);
-
 void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, double *out, size_t n) {
   const __m512d one = _mm512_set1_pd(1.0), half = _mm512_set1_pd(0.5);
   const __m512d beta = _mm512_set1_pd(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = _mm512_set1_pd(0.044715);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gptmeg/cpu.h"
 #include "kernels/gelu/gelu_math.h"
 #include "kernels/gelu/gelu_ops.h"
 #include "kernels/gelu/torch/gelu_torch_fast.h"
@@ -155,11 +156,7 @@ static gelu_fast_params params_of(gm_gelu_variant v, gm_dtype dt) {
 }
 
 gelu_fast_isa gm_gelu_fast_pick_isa(void) {
-  bool allow512 = gm_simd_cap() == GM_SIMD_AVX512;
-  if (allow512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return GELU_FAST_ISA_AVX512;
-  return GELU_FAST_ISA_SCALAR;
+  return gm_cpu_simd() == GM_SIMD_AVX512 ? GELU_FAST_ISA_AVX512 : GELU_FAST_ISA_SCALAR;
 }
 
 // One block [off, off+m) of a call through the stages.

@@ -83,8 +83,8 @@ typedef enum { GELU_FAST_ISA_SCALAR, GELU_FAST_ISA_AVX512 } gelu_fast_isa;
 void gm_gelu_fast_bwd16_saved_avx512(gelu_fast_form f, const gelu_fast_params *p, const float *saved, const uint16_t *x,
                                   const uint16_t *dy, uint16_t *dx, size_t n);
 
-// The ISA the fast path uses: AVX-512 (F/DQ/BW/VL) when the CPU has it, capped by GPTMEG_SIMD
-// (scalar or avx2 select the scalar stages; there is no AVX2 version).
+// The stages gm_cpu_simd() selects: AVX-512 at that level; below it (GPTMEG_SIMD=scalar or avx2,
+// or a CPU without AVX-512) the scalar stages (there is no AVX2 version).
 gelu_fast_isa gm_gelu_fast_pick_isa(void);
 
 // Runs variant v (a graph variant) over n elements of dt on `threads` (torch's thread count, which

@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "gptmeg/cpu.h"
 #include "kernels/gelu/gelu_ops.h"
 #include "kernels/gelu/torch/gelu_torch_fast.h"
 #include "kernels/gelu/torch/gelu_torch_ops_simd.h"
@@ -298,8 +299,7 @@ static int torch_op_set(gm_gelu_variant v, gm_dtype dt, size_t n, int threads, g
   if (dt != GM_F32 && dt != GM_F16 && dt != GM_BF16)
     return gm_fail("torch-cpu mode of %s: dtype %s is not emulated (f32, f16, bf16)",
                    gm_gelu_variant_info(v)->name, gm_dtype_name(dt));
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq"))
+  if (!gm_cpu_has(GM_CPU_AVX512F | GM_CPU_AVX512DQ)) // what torch ran: GPTMEG_SIMD does not apply
     return gm_fail("torch-cpu mode of %s emulates torch's AVX-512 kernels; this CPU lacks AVX-512",
                    gm_gelu_variant_info(v)->name);
   *o = (gelu_op_set){

@@ -1,0 +1,49 @@
+// The matmul family's per-ISA bodies, declared once for the dispatchers (matmul_torch_f32.c,
+// matmul_torch_f16.c, matmul_bf16.c) and the files that define them. Each gives, output by output,
+// the bits of its dispatcher's scalar definition; the dispatchers choose from gm_cpu_simd().
+#ifndef GPTMEG_KERNELS_MATMUL_ISA_H
+#define GPTMEG_KERNELS_MATMUL_ISA_H
+
+#include <stdint.h>
+
+// ---- f32, PyTorch's MKL order (matmul_torch_f32.c) ---------------------------------------------
+// matmul_torch_f32_avx512.c: a strip of up to 64 columns of B [K, ldb] (already times alpha) for M
+// rows; B^T's strip copied contiguous times alpha; a few rows against B^T in place; one row against
+// B as stored.
+void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
+                               const float *bias, float *C, int ldc);
+void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
+void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
+                                    const float *bias, float *C, int ldc);
+void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                             float *C);
+// matmul_torch_f32_avx2.c: the strip kernel, and one row against B^T in place.
+void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
+                             const float *bias, float *C, int ldc);
+void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
+                                 const float *bias, float *C);
+
+// ---- f16 values, PyTorch's reduced-type orders (matmul_torch_f16.c) -----------------------------
+// matmul_torch_f16_avx512.c: B as stored, a strip for M rows and one row (B f32 or f16 bits);
+// B transposed, a block of rows [i0, i1) by columns [j0, j1) (B f32 or f16 bits).
+void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
+                          const float *bias, float *C, int ldc);
+void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
+void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                            float *C);
+void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,
+                                  float *C, int ldc, int i0, int i1, int j0, int j1, int K);
+void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
+                               int ldc, int i0, int i1, int j0, int j1, int K);
+// matmul_torch_f16_avx2.c: one B-transposed dot product, ATen's fp16_dot_with_fp32_arith order.
+float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
+// matmul_torch_f16.c (scalar, shared with the AVX-512 file): that order's part after the 64-element
+// blocks, main_sum the blocks' folded sum.
+float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
+
+// ---- bf16, oneDNN's order (matmul_bf16.c) ---------------------------------------------------------
+// matmul_bf16_avx512.c (AVX512-BF16): a strip of pre-paired B for M rows of pre-paired A.
+void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
+                              float alpha, const float *bias, float *C, int ldc);
+
+#endif
