@@ -12,6 +12,7 @@
 // scalar definition of the kernel's order, and for bf16 also the f64 product within OP.f64_atol).
 // Layer norm and softmax fit the same rows (in[] x, w, b; dims rows, N; golden mean/rstd/y).
 #include "gptmeg/core.h"
+#include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/safetensors.h"
 #include "harness.h"
@@ -298,7 +299,7 @@ int main(void) {
     snprintf(what, sizeof what, "%s backward", OPS[o].name);
     if (!OPS[o].backward) test_skip(what, "no backward yet");
   }
-  printf("  AVX512-BF16 %s; matmul ISA level %d\n", __builtin_cpu_supports("avx512bf16") ? "present" : "absent (bf16: scalar path only)",
-         gm_matmul_isa_level());
+  printf("  AVX512-BF16 %s; kernel level %s\n", gm_cpu_has(GM_CPU_AVX512_BF16) ? "present" : "absent (bf16: scalar path only)",
+         gm_simd_level_name(gm_cpu_simd()));
   return test_done("test_ops");
 }
