@@ -1,5 +1,9 @@
 #include "harness.h"
 
+#include "gptmeg/target.h"
+
+#include <unistd.h>
+
 #include "gptmeg/safetensors.h"
 
 #include <math.h>
@@ -97,4 +101,15 @@ int test_count_diff(const float *a, const float *b, size_t n) {
   int bad = 0;
   for (size_t i = 0; i < n; i++) bad += memcmp(&a[i], &b[i], sizeof(float)) != 0;
   return bad;
+}
+
+__attribute__((constructor)) static void test_pin_target(void) { gm_torch_target_set(GM_TT_ZEN4); }
+
+const char *test_golden_for(int target, const char *rel, char *buf, size_t n) {
+  if (target != GM_TT_ZEN4) {
+    snprintf(buf, n, "%s/tests/golden/targets/%s/%s", GPTMEG_SOURCE_DIR, gm_torch_target_name((gm_torch_target)target), rel);
+    if (access(buf, R_OK) == 0) return buf;
+  }
+  snprintf(buf, n, "%s/tests/golden/%s", GPTMEG_SOURCE_DIR, rel);
+  return buf;
 }

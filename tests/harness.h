@@ -3,6 +3,7 @@
 #define GPTMEG_TEST_HARNESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -41,6 +42,11 @@ float *test_st_f32(const void *st, const char *name, int64_t *d0, int64_t *d1);
 float *test_matmul_golden_f32(const void *st, int s, const char *what, int64_t *d0, int64_t *d1);
 // Number of positions where a and b differ bit for bit.
 int test_count_diff(const float *a, const float *b, size_t n);
+// The golden file at tests/golden/<rel> as torch made it on target t: tests/golden/targets/<t>/<rel>
+// where the target's bits differ from zen4's, else tests/golden/<rel> (zen4's). Into buf.
+const char *test_golden_for(int target, const char *rel, char *buf, size_t n);
+// Every test process starts under the zen4 torch CPU target (the base goldens' target), whatever
+// the host or GPTMEG_TORCH_TARGET; a test of another target sets it (gm_torch_target_set).
 // Prints the summary and returns the process exit code.
 int test_done(const char *name);
 

@@ -11,6 +11,8 @@
 #   npy_header DESCR SHAPE       prints a v1 .npy header (64-byte aligned) for DESCR ('<f4', '<i8',
 #                                ...) and SHAPE (a Python tuple, e.g. '(2, 3)'); the data follows it
 set -u
+# The CLI tests compare with the zen4 goldens (tests/golden): pin that torch CPU target.
+export GPTMEG_TORCH_TARGET=zen4
 G=${1:?usage: bash tests/cli_X.sh path/to/gptmeg}
 T=$(mktemp -d /tmp/gptmeg_cli.XXXXXX)
 trap 'rm -rf "$T"' EXIT

@@ -5,6 +5,7 @@
 #define GPTMEG_KERNELS_H
 
 #include "gptmeg/core.h"
+#include "gptmeg/target.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -93,5 +94,16 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
 void gm_exp_shift_row(float *s, int n, float m);
 // x[j] = x[j] / d for j < n (IEEE f32 division; vectorised where the CPU allows, same bits).
 void gm_div_row_f32(float *x, int n, float d);
+
+
+// ---- torch CPU targets (gptmeg/target.h) ------------------------------------------------------
+// The ops whose PyTorch kernel depends on the target, and whether gptmeg reproduces it there.
+typedef enum { GM_KOP_MATMUL = 0, GM_KOP_LAYERNORM, GM_KOP_SOFTMAX, GM_KOP_GELU_ATEN, GM_KOP_GELU_OPS, GM_KOP_N } gm_kernel_op;
+const char *gm_kernel_op_name(gm_kernel_op op); // "matmul", "layer_norm", "softmax", "F.gelu", "gelu ops"
+typedef struct {
+  bool exact;         // gptmeg gives this target's bits (its goldens pass); else zen4's order runs
+  const char *family; // the PyTorch kernel behind the op on this target, in words
+} gm_target_support;
+gm_target_support gm_target_support_get(gm_torch_target t, gm_kernel_op op, gm_dtype dt);
 
 #endif
