@@ -87,4 +87,22 @@ expect 2 "generate without arguments" "$G" generate
 expect 2 "eval without arguments" "$G" eval
 expect 0 "logits --help" "$G" logits --help
 
+# torch CPU targets: named, detected, chosen by flag or environment; a bad name lists the known ones.
+expect 0 "info --cpu" "$G" info --cpu
+grep -q '^torch target: zen4 (GPTMEG_TORCH_TARGET)' "$T/out" && ok "info names the target and its source" || bad "info target: $(grep target "$T/out")"
+grep -q '^  this cpu: ' "$T/out" && ok "info names this CPU's target" || bad "info this cpu"
+expect 0 "info --cpu --torch-target avx2" "$G" info --cpu --torch-target avx2
+grep -q '^torch target: avx2 (--torch-target)' "$T/out" && grep -q '^  softmax    f32   NOT ' "$T/out" &&
+  grep -q '^  layer_norm f32   exact ' "$T/out" && ok "the flag wins; ops not exact are named" || bad "info avx2: $(cat "$T/out")"
+expect 0 "--torch-target=NAME, after other options" "$G" info --profile meg --dtype bf16 --torch-target=intel-amx
+grep -q '^torch target intel-amx; not exact there: .*matmul' "$T/out" && ok "info --profile names the target" || bad "profile target: $(tail -1 "$T/out")"
+expect 2 "unknown target" "$G" info --cpu --torch-target nehalem
+grep -q "unknown torch CPU target 'nehalem' (known: zen4, intel-amx, intel-avx512-bf16, intel-avx512, avx2)" "$T/err" &&
+  ok "unknown target lists the known ones" || bad "unknown target message: $(cat "$T/err")"
+expect 2 "--torch-target without a value" "$G" info --cpu --torch-target
+GPTMEG_TORCH_TARGET=bogus "$G" info --cpu >"$T/out" 2>"$T/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "GPTMEG_TORCH_TARGET: unknown torch CPU target 'bogus'" "$T/err" && ok "bad GPTMEG_TORCH_TARGET refused" || bad "bad env: $rc $(cat "$T/err")"
+expect 0 "diverge names the target" "$G" diverge --model "$M" --a hf:f16 --b meg:f16 --tokens-npy "$M/tokens.npy" --torch-target intel-avx512
+grep -q '^torch target: intel-avx512; not reproduced there: f32 matmul' "$T/out" && ok "diverge prints the target" || bad "diverge target: $(head -3 "$T/out")"
+
 finish cli_model

@@ -129,6 +129,10 @@ void gm_report_print_summary(const gm_report *r, FILE *f);
 typedef int (*gm_report_section_fn)(const gm_report *r, void *html_file, void *json_obj, void *user);
 int gm_report_add_section(gm_report *r, const char *title, gm_report_section_fn fn, void *user);
 
+// The torch CPU target in force (gptmeg/target.h), in one line: "intel-amx; not reproduced there:
+// f32 matmul, ..." (the ops gptmeg runs in zen4's order under it). The report and diverge print it.
+void gm_lab_target_text(char *buf, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

@@ -71,10 +71,12 @@ int cmd_info(int argc, char **argv) {
   if (cli_wants_help(argc, argv)) {
     printf("usage: gptmeg info --model DIR [--json]\n"
            "       gptmeg info --profile P [--dtype f32|f16|bf16] [KNOB OPTIONS]\n"
-           "       gptmeg info --cpu\n"
+           "       gptmeg info --cpu [--torch-target NAME]\n"
            "  Config, parameter count, dtypes and memory of a checkpoint; or the knobs of a numerics profile;\n"
            "  or this CPU (vendor, model, instruction sets, OS register state) and the SIMD level the kernels\n"
-           "  run (the CPU's, capped by GPTMEG_SIMD=scalar|avx2|avx512).\n%s",
+           "  run (the CPU's, capped by GPTMEG_SIMD=scalar|avx2|avx512), then the torch CPU target (this CPU's,\n"
+           "  GPTMEG_TORCH_TARGET's or --torch-target's): the kernel PyTorch runs for each op and dtype there,\n"
+           "  and whether gptmeg reproduces its bits.\n%s",
            cli_profile_help);
     return CLI_OK;
   }
@@ -96,6 +98,7 @@ int cmd_info(int argc, char **argv) {
     char buf[1024];
     gm_cpu_describe(buf, sizeof buf);
     fputs(buf, stdout);
+    cli_print_target(stdout);
     return CLI_OK;
   }
   if (!dir && (po.profile || po.n_knobs)) { // describe a profile
@@ -106,6 +109,9 @@ int cmd_info(int argc, char **argv) {
     if (cli_profile_build(&po, dt, &p)) return cli_fail("%s", gm_errmsg());
     gm_profile_describe(&p, buf, sizeof buf);
     fputs(buf, stdout);
+    char tl[256];
+    cli_target_line(NULL, dt, tl, sizeof tl);
+    printf("%s\n", tl);
     return CLI_OK;
   }
   if (!dir) return cli_usage_error("info", "--model DIR or --profile P is required");
@@ -152,6 +158,9 @@ int cmd_info(int argc, char **argv) {
            2.0 * c->n_layer * c->n_embd * 4 / 1024.0);
     printf("kernels:      %s (this cpu %s; gptmeg info --cpu)\n", gm_simd_level_name(gm_cpu_simd()),
            gm_simd_level_name(gm_cpu_host()->simd));
+    char tl[256];
+    cli_target_line(NULL, m.dtype, tl, sizeof tl);
+    printf("target:       %s (%s)\n", tl, gm_dtype_name(m.dtype));
   }
   gm_gpt2_free(&m);
   return CLI_OK;

@@ -1,5 +1,6 @@
 // gptmeg command line: dispatches to one function per command (cmd_*.c).
 #include "cli/cli.h"
+#include "gptmeg/target.h"
 #include "gptmeg/core.h"
 #include "gptmeg/cpu.h"
 
@@ -30,7 +31,12 @@ enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 static void usage(FILE *f) {
   fprintf(f, "usage: gptmeg COMMAND [OPTIONS]   (gptmeg COMMAND --help for details)\n\ncommands:\n");
   for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(f, "\n  --version  print the version\n  --help     this text\n");
+  fprintf(f, "\n  --version  print the version\n  --help     this text\n"
+             "\nafter any command:\n"
+             "  --torch-target NAME  the torch CPU target whose bits to reproduce (zen4, intel-amx,\n"
+             "                       intel-avx512-bf16, intel-avx512, avx2; default: this CPU's, or\n"
+             "                       GPTMEG_TORCH_TARGET); `gptmeg info --cpu` shows it op by op\n"
+             "  --quiet              no notes on stderr\n");
 }
 
 int main(int argc, char **argv) {
@@ -50,8 +56,15 @@ int main(int argc, char **argv) {
     return CLI_OK;
   }
   if (strcmp(argv[1], "--version") == 0) { printf("gptmeg %s\n", gm_version()); return CLI_OK; }
+  if (gm_torch_target_check()) {
+    fprintf(stderr, "gptmeg: %s\n", gm_errmsg());
+    return CLI_USAGE;
+  }
   for (int i = 0; i < N_COMMANDS; i++)
-    if (strcmp(argv[1], commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+    if (strcmp(argv[1], commands[i].name) == 0) {
+      int n = cli_take_global_options(argc - 1, argv + 1);
+      return n < 0 ? CLI_USAGE : commands[i].run(n, argv + 1);
+    }
   fprintf(stderr, "gptmeg: unknown command '%s'\n", argv[1]);
   usage(stderr);
   return CLI_USAGE;

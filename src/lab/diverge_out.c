@@ -27,6 +27,9 @@ void gm_dv_print(const gm_dv_result *r, FILE *f) {
   tol_text(r, tol, sizeof tol);
   fprintf(f, "A: %s   B: %s   compared in %s, tolerance %s   tokens [%d, %d]\n", r->a_name, r->b_name,
           gm_dtype_name(r->cmp_dtype), tol, r->B, r->T);
+  char tt[512];
+  gm_lab_target_text(tt, sizeof tt);
+  fprintf(f, "torch target: %s\n", tt);
   fprintf(f, "%-16s %11s %11s %9s %9s", "point", "max_abs", "rms_rel", "max_ulp", "outside");
   if (r->have_added) fprintf(f, " | %11s %11s | %11s %11s", "added abs", "added rms", "inher abs", "inher rms");
   fprintf(f, "\n");
@@ -63,6 +66,9 @@ void *gm_dv_json_obj(const gm_dv_result *r) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "a", r->a_name);
   cJSON_AddStringToObject(o, "b", r->b_name);
+  char tt[512];
+  gm_lab_target_text(tt, sizeof tt);
+  cJSON_AddStringToObject(o, "torch_target", tt);
   cJSON_AddBoolToObject(o, "against", r->against);
   cJSON_AddStringToObject(o, "compare_dtype", gm_dtype_name(r->cmp_dtype));
   cJSON *t = cJSON_AddObjectToObject(o, "tolerance");

@@ -255,6 +255,11 @@ int gm_rpt_write_html(const gm_report *r, FILE *f) {
              "<title>gptmeg GELU compatibility report</title>\n<style>%s</style></head><body>\n", css);
   fprintf(f, "<header><h1>GELU compatibility report</h1><p>gptmeg %s &middot; %s &middot; %d variants &times; %d modes in f32, f16 and bf16 &middot; computed in %.1f s</p></header>\n<main>\n",
           gm_version(), r->when, GM_GELU_N_VARIANTS, GM_GELU_N_MODES, r->seconds);
+  char tt[512];
+  gm_lab_target_text(tt, sizeof tt);
+  fprintf(f, "<p>torch CPU target (whose torch-cpu bits these are): ");
+  esc(f, tt);
+  fprintf(f, "</p>\n");
   fprintf(f, "<nav><a href=\"#verdict\">Verdict</a><a href=\"#tensors\">3&times;3 experiment</a><a href=\"#accuracy\">Accuracy</a><a href=\"#plots\">Plots</a>"
              "<a href=\"#matrix\">Matrix</a>");
   for (int s = 0; s < r->n_sections; s++) { fprintf(f, "<a href=\"#extra%d\">", s); esc(f, r->sections[s].title); fprintf(f, "</a>"); }

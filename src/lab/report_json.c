@@ -81,6 +81,9 @@ cJSON *gm_rpt_json(const gm_report *r) {
   cJSON_AddStringToObject(root, "version", gm_version());
   cJSON_AddStringToObject(root, "generated", r->when);
   cJSON_AddNumberToObject(root, "seconds", r->seconds);
+  char tt[512];
+  gm_lab_target_text(tt, sizeof tt);
+  cJSON_AddStringToObject(root, "torch_target", tt);
   cJSON *cfg = cJSON_AddObjectToObject(root, "config");
   cJSON_AddNumberToObject(cfg, "n_f32", (double)r->opts.n_f32);
   cJSON_AddNumberToObject(cfg, "seed", (double)r->opts.seed);
