@@ -104,5 +104,19 @@ GPTMEG_TORCH_TARGET=bogus "$G" info --cpu >"$T/out" 2>"$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "GPTMEG_TORCH_TARGET: unknown torch CPU target 'bogus'" "$T/err" && ok "bad GPTMEG_TORCH_TARGET refused" || bad "bad env: $rc $(cat "$T/err")"
 expect 0 "diverge names the target" "$G" diverge --model "$M" --a hf:f16 --b meg:f16 --tokens-npy "$M/tokens.npy" --torch-target intel-avx512
 grep -q '^torch target: intel-avx512; not reproduced there: f32 matmul' "$T/out" && ok "diverge prints the target" || bad "diverge target: $(head -3 "$T/out")"
+# torch's library (MKL VML for the f32 op-by-op GELUs) is found without GPTMEG_TORCH_MKL.
+mkdir -p "$T/venv/lib/python3.11/site-packages/torch/lib" "$T/py/bin" "$T/py/lib/python3.12/site-packages/torch/lib"
+: >"$T/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so"
+: >"$T/py/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so"
+printf '#!/bin/sh\n' >"$T/py/bin/python3"; chmod +x "$T/py/bin/python3"
+env -u GPTMEG_TORCH_MKL VIRTUAL_ENV="$T/venv" "$G" info --cpu >"$T/out" 2>&1
+grep -q "from $T/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so (\$VIRTUAL_ENV)" "$T/out" &&
+  grep -q "has no MKL VML" "$T/out" && ok "torch found through VIRTUAL_ENV (an empty stand-in: no VML)" || bad "venv search: $(grep -A1 tanh "$T/out")"
+env -u GPTMEG_TORCH_MKL -u VIRTUAL_ENV -u CONDA_PREFIX PATH="$T/py/bin:$PATH" "$G" info --cpu >"$T/out" 2>&1
+grep -q "from $T/py/bin/../lib/python3.12/site-packages/torch/lib/libtorch_cpu.so (python3 on PATH)" "$T/out" &&
+  ok "torch found beside a python3 on PATH" || bad "PATH search: $(grep -A1 tanh "$T/out")"
+GPTMEG_TORCH_MKL=none VIRTUAL_ENV="$T/venv" "$G" info --cpu >"$T/out" 2>&1
+grep -q "no torch installation found" "$T/out" && grep -q '^  gelu ops   f32   NOT ' "$T/out" &&
+  ok "GPTMEG_TORCH_MKL=none turns the search off; f32 gelu ops then not exact" || bad "none: $(grep -A1 tanh "$T/out")"
 
 finish cli_model

@@ -71,6 +71,12 @@ void gm_torch_target_set(gm_torch_target t);
 void gm_torch_target_unset(void); // back to GPTMEG_TORCH_TARGET or the host's
 int gm_torch_target_check(void);  // 0, or non-zero with gm_fail naming a bad GPTMEG_TORCH_TARGET
 
+// The pinned torch's libtorch_cpu.so (its MKL VML gives the op-by-op GELUs' f32 tanh/erf/exp), found
+// once: GPTMEG_TORCH_MKL (a path; "none" turns it off), $VIRTUAL_ENV, $CONDA_PREFIX, each python3
+// on PATH (its prefix's site-packages), ~/.local. NULL when none; how names where it was found
+// or why not.
+const char *gm_torch_lib_path(const char **how);
+
 #ifdef __cplusplus
 }
 #endif

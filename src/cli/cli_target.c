@@ -1,6 +1,7 @@
 // The torch CPU target on the command line: the global --torch-target NAME (or
 // GPTMEG_TORCH_TARGET) and what `gptmeg info` prints of it.
 #include "cli/cli.h"
+#include "gptmeg/gelu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
 
@@ -68,6 +69,11 @@ void cli_print_target(FILE *f) {
       fprintf(f, "  %-10s %-5s %-6s %s\n", gm_kernel_op_name((gm_kernel_op)op), gm_dtype_name(dts[d]),
               s.exact ? "exact" : "NOT", s.family);
     }
+  const char *how, *lib = gm_torch_lib_path(&how);
+  fprintf(f, "  f32 gelu ops' tanh/erf/exp: %s\n",
+          !lib ? "no torch installation found (GPTMEG_TORCH_MKL): computed in double and rounded, close to torch's, not bit for bit"
+          : gm_gelu_torch_mkl_loaded() ? "torch's MKL VML, bit for bit" : "the torch library found has no MKL VML: computed in double");
+  if (lib) fprintf(f, "    from %s (%s)\n", lib, how);
   int n_not = 0;
   for (int op = 0; op < GM_KOP_N; op++)
     for (int d = 0; d < 3; d++) n_not += !gm_target_support_get(t, (gm_kernel_op)op, dts[d]).exact;

@@ -52,6 +52,8 @@ gm_target_support gm_target_support_get(gm_torch_target t, gm_kernel_op op, gm_d
   if (!ti || (unsigned)op >= GM_KOP_N) return s;
   unsigned bit = dt == GM_F32 ? F32 : dt == GM_F16 ? F16 : dt == GM_BF16 ? BF16 : 0;
   s.exact = bit && !(NOT_EXACT[t][op] & bit);
+  // f32 tanh/erf/exp of the op-by-op GELUs are MKL VML's, reachable only through torch's own library.
+  if (op == GM_KOP_GELU_OPS && dt == GM_F32 && !gm_torch_lib_path(NULL)) s.exact = false;
   s.family = family(ti, op, dt);
   return s;
 }

@@ -238,8 +238,8 @@ static void section_method(const gm_report *r, FILE *f) {
   fprintf(f, "<dt>Modes</dt><dd><b>exact</b>: the formula over the reals, correctly rounded; <b>eager</b>: op by op, each op rounded to the dtype; "
              "<b>fused</b>: the whole formula in f32 opmath, rounded once; <b>torch-cpu</b>: bit for bit the pinned PyTorch on CPU (run as one tensor, 1 thread: "
              "its bits depend on length and threads; f32 tanh/erf/exp of the op-by-op variants %s); <b>accurate</b>: gptmeg's kernels.</dd>\n",
-          gm_gelu_torch_mkl_loaded() ? "through MKL VML loaded from GPTMEG_TORCH_MKL, bit for bit"
-                                     : "computed in double and rounded, since GPTMEG_TORCH_MKL did not load MKL VML: close to torch's, not promised bit for bit");
+          gm_gelu_torch_mkl_loaded() ? "through MKL VML loaded from torch's libtorch_cpu.so (GPTMEG_TORCH_MKL, or a torch installation found), bit for bit"
+                                     : "computed in double and rounded, since no torch installation with MKL VML was found (GPTMEG_TORCH_MKL): close to torch's, not promised bit for bit");
   fprintf(f, "<dt>ULP</dt><dd>distance in the compared dtype between ordered bit patterns; +0 and &minus;0 are 0 apart, NaN against a number counts as a failure "
              "and is shown separately.</dd>\n");
   fprintf(f, "<dt>assert_close</dt><dd><code>|a&minus;b| &le; atol + rtol&middot;|b|</code> with torch.testing defaults: f32 (1.3e-6, 1e-5), f16 (1e-3, 1e-5), "

@@ -11,8 +11,8 @@
 //    (bf16(bf16(x*x)*x)); f16 x*x*x in f32 rounded once. pow(x, 2) is x*x.
 //  - tanh, erf, exp on contiguous f32: MKL VML in high-accuracy mode (vmsTanh/vmsErf/vmsExp, mode
 //    VML_HA), for every length and thread count. gptmeg cannot carry MKL, so it calls MKL's VML
-//    entry points VMSTANH_/VMSERF_/VMSEXP_ from the library named by GPTMEG_TORCH_MKL (e.g.
-//    torch's own libtorch_cpu.so, which exports them); without it, these three are computed in
+//    entry points VMSTANH_/VMSERF_/VMSEXP_ from torch's own libtorch_cpu.so, which exports them
+//    (GPTMEG_TORCH_MKL names it, else gm_torch_lib_path finds a torch installation); without it, these three are computed in
 //    double and rounded to f32 (close to VML_HA, not bit exact; gm_gelu_torch_ops_have_mkl()).
 //  - tanh, erf, exp on f16/bf16 and sigmoid on every dtype: ATen's cpu_kernel_vec. Each thread's
 //    chunk (at::parallel_for, grain 32768, chunk ceil(n / min(threads, ceil(n/32768)))) runs
@@ -29,6 +29,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "gptmeg/target.h"
 #include "gptmeg/cpu.h"
 #include "kernels/gelu/gelu_ops.h"
 #include "kernels/gelu/torch/gelu_torch_fast.h"
@@ -48,8 +49,8 @@ static pthread_once_t vml_once = PTHREAD_ONCE_INIT;
 enum { VML_HA = 2 };
 
 static void vml_load(void) {
-  const char *path = getenv("GPTMEG_TORCH_MKL");
-  if (!path || !*path) return;
+  const char *path = gm_torch_lib_path(NULL); // GPTMEG_TORCH_MKL, else a torch installation found
+  if (!path) return;
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) return;
   vml_fn t = (vml_fn)dlsym(h, "VMSTANH_"), e = (vml_fn)dlsym(h, "VMSERF_"),
