@@ -104,6 +104,15 @@ GPTMEG_TORCH_TARGET=bogus "$G" info --cpu >"$T/out" 2>"$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "GPTMEG_TORCH_TARGET: unknown torch CPU target 'bogus'" "$T/err" && ok "bad GPTMEG_TORCH_TARGET refused" || bad "bad env: $rc $(cat "$T/err")"
 expect 0 "diverge names the target" "$G" diverge --model "$M" --a hf:f16 --b meg:f16 --tokens-npy "$M/tokens.npy" --torch-target intel-avx512
 grep -q '^torch target: intel-avx512; not reproduced there: f32 matmul' "$T/out" && ok "diverge prints the target" || bad "diverge target: $(head -3 "$T/out")"
+# A target whose fast kernels this CPU (or the GPTMEG_SIMD cap) lacks: one note on stderr, --quiet silences it.
+GPTMEG_QUIET= GPTMEG_SIMD=avx2 "$G" act list --torch-target intel-amx >"$T/out" 2>"$T/err"
+[ "$(grep -c '^note: torch target intel-amx: this CPU (or GPTMEG_SIMD) lacks avx512f.*amx-bf16.*scalar twins run' "$T/err")" -eq 1 ] &&
+  ok "one note when the fast kernels cannot run" || bad "note: $(cat "$T/err")"
+GPTMEG_QUIET= GPTMEG_SIMD=avx2 "$G" act list --torch-target intel-amx --quiet >"$T/out" 2>"$T/err"
+[ ! -s "$T/err" ] && ok "--quiet silences the note" || bad "--quiet: $(cat "$T/err")"
+GPTMEG_QUIET= GPTMEG_SIMD=avx2 "$G" act list --torch-target avx2 >"$T/out" 2>"$T/err"
+[ ! -s "$T/err" ] && ok "no note when the fast kernels run" || bad "avx2 note: $(cat "$T/err")"
+
 # torch's library (MKL VML for the f32 op-by-op GELUs) is found without GPTMEG_TORCH_MKL.
 mkdir -p "$T/venv/lib/python3.11/site-packages/torch/lib" "$T/py/bin" "$T/py/lib/python3.12/site-packages/torch/lib"
 : >"$T/venv/lib/python3.11/site-packages/torch/lib/libtorch_cpu.so"

@@ -13,6 +13,8 @@
 set -u
 # The CLI tests compare with the zen4 goldens (tests/golden): pin that torch CPU target.
 export GPTMEG_TORCH_TARGET=zen4
+# No notes on stderr (a CPU without the target's fast instructions would print one): exit-1 checks want one line.
+export GPTMEG_QUIET=1
 G=${1:?usage: bash tests/cli_X.sh path/to/gptmeg}
 T=$(mktemp -d /tmp/gptmeg_cli.XXXXXX)
 trap 'rm -rf "$T"' EXIT

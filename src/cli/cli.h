@@ -38,6 +38,7 @@ int cmd_diverge(int argc, char **argv);  // diverge
 extern bool cli_quiet;
 int cli_take_global_options(int argc, char **argv);
 void cli_print_target(FILE *f);
+void cli_target_note(const char *cmd);
 void cli_target_line(FILE *f, gm_dtype dt, char *buf, size_t n);
 
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -39,6 +39,29 @@ int cli_take_global_options(int argc, char **argv) {
   return out;
 }
 
+// Once per run, before a command computes: a target whose fast kernels need instructions this CPU
+// lacks runs their scalar twins (same bits, slower); say so on stderr unless --quiet.
+void cli_target_note(const char *cmd) {
+  const char *q = getenv("GPTMEG_QUIET");
+  if (q && *q && strcmp(q, "0") != 0) cli_quiet = true;
+  if (cli_quiet || strcmp(cmd, "info") == 0) return;
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  gm_cpu_features usable = gm_cpu_host()->features; // as far as GPTMEG_SIMD lets the kernels use them
+  if (gm_cpu_simd() < GM_SIMD_AVX512) usable &= GM_CPU_LEVEL_AVX2;
+  if (gm_cpu_simd() < GM_SIMD_AVX2) usable = 0;
+  gm_cpu_features missing = ti->fast & ~usable;
+  if (!missing) return;
+  char names[256] = "";
+  for (int b = 0; b < GM_CPU_N_FEATURES; b++)
+    if (missing & (1u << b)) {
+      const char *n = gm_cpu_feature_name(1u << b);
+      if (*names) strncat(names, " ", sizeof names - strlen(names) - 1);
+      strncat(names, n ? n : "?", sizeof names - strlen(names) - 1);
+    }
+  fprintf(stderr, "note: torch target %s: this CPU (or GPTMEG_SIMD) lacks %s, so the target's scalar twins run (same bits, slower; --quiet)\n",
+          ti->name, names);
+}
+
 // Where the active target came from, in words.
 static const char *target_source(void) {
   const char *env = getenv("GPTMEG_TORCH_TARGET");

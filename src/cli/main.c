@@ -63,7 +63,9 @@ int main(int argc, char **argv) {
   for (int i = 0; i < N_COMMANDS; i++)
     if (strcmp(argv[1], commands[i].name) == 0) {
       int n = cli_take_global_options(argc - 1, argv + 1);
-      return n < 0 ? CLI_USAGE : commands[i].run(n, argv + 1);
+      if (n < 0) return CLI_USAGE;
+      cli_target_note(argv[1]);
+      return commands[i].run(n, argv + 1);
     }
   fprintf(stderr, "gptmeg: unknown command '%s'\n", argv[1]);
   usage(stderr);
