@@ -31,12 +31,31 @@ void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
 // the same bits; without AVX-512 the scalar definition runs (same bits, slower).
 void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads);
-// The scalar definition of the same order (the tests' reference).
+// The scalar definition of the same order, the active target's (the tests' reference).
 void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                                 float alpha, float *C, int ldc, int M, int N, int K);
 // End of the K block that starts at k0: K <= 192 one block; K below 384 two halves (odd K: halves
 // of K - 1, then the last element alone); from 384 on blocks of 192, then the rest.
 int gm_f32_torch_block_end(int K, int k0);
+// The torch CPU target decides the order (gm_torch_target_active(), its mkl row). Under MKL's Intel
+// AVX-512 sgemm (intel-amx, intel-avx512-bf16, intel-avx512 targets; tools/ref/probe_f32_intel.py):
+// K in blocks of 384: a rest of at most 384 is one block; a rest below 768 two blocks, the first
+// ceil(rest / 2) long, and alpha multiplies each block's sum (MKL's small-matrix path,
+// GM_F32_BLOCKS_INTEL_HALVES): one FMA chain from zero per block over a[k] * b[k]; C = bias
+// (beta * C), then C = C + R(alpha * block) block by block (no bias: C starts as the first
+// R(alpha * block)). Its packed path (B as stored: M >= 192 and N >= 192; B transposed: M >= 16 and
+// N >= 192, or K <= 64 and N >= 64) cuts the rest into blocks of 384 then the remainder and folds
+// alpha into B as on zen4 (GM_F32_BLOCKS_INTEL_384). Exact against torch (one thread) for every M >= 2 with B
+// as stored and for M >= 16 with B transposed; torch's one-row kernels and its kernel for B
+// transposed with 2..15 rows (and K beyond ~100) sum in other orders not reproduced here (the same
+// schedule runs there). The schedule depends on M and N: under Intel targets the rows of a big
+// product computed alone may differ from the product's rows (never for K a multiple of 384 or
+// K <= 768, GPT-2's shapes). MKL's Intel AVX2 kernels (avx2 target) are not reproduced: the zen4
+// order runs.
+typedef enum { GM_F32_BLOCKS_ZEN4 = 0, GM_F32_BLOCKS_INTEL_HALVES, GM_F32_BLOCKS_INTEL_384 } gm_f32_blocks;
+int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0);
+// The schedule gm_matmul_f32_torch runs for this shape under mkl.
+gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
 // count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm

@@ -6,22 +6,27 @@
 
 #include <stdint.h>
 
+#include "gptmeg/kernels.h"
+
 // ---- f32, PyTorch's MKL order (matmul_torch_f32.c) ---------------------------------------------
+// Every f32 body takes the K block schedule (gm_f32_blocks, gptmeg/kernels.h) and post: each
+// block's sum is multiplied by post before it meets C (MKL's Intel kernels apply alpha there; 1,
+// no multiplication, for the AMD kernel, which folds alpha into B).
 // matmul_torch_f32_avx512.c: a strip of up to 64 columns of B [K, ldb] (already times alpha) for M
 // rows; B^T's strip copied contiguous times alpha; a few rows against B^T in place; one row against
 // B as stored.
 void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
-                               const float *bias, float *C, int ldc);
+                               const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
 void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
-                                    const float *bias, float *C, int ldc);
+                                    const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
-                             float *C);
+                             float *C, gm_f32_blocks blocks, float post);
 // matmul_torch_f32_avx2.c: the strip kernel, and one row against B^T in place.
 void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
-                             const float *bias, float *C, int ldc);
+                             const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
-                                 const float *bias, float *C);
+                                 const float *bias, float *C, gm_f32_blocks blocks, float post);
 
 // ---- f16 values, PyTorch's reduced-type orders (matmul_torch_f16.c) -----------------------------
 // matmul_torch_f16_avx512.c: B as stored, a strip for M rows and one row (B f32 or f16 bits);

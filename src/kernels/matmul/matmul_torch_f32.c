@@ -5,6 +5,11 @@
 // scales B as it packs it); the blocks' sums are added in order onto the bias (or onto the first
 // block when there is none). An output's bits depend only on its row of A, its column of op(B), K,
 // alpha and the bias, so any thread count, work split or choice of rows gives the same bits.
+// That is MKL's AMD kernel (zen4 target). Under MKL's Intel AVX-512 kernel (gm_torch_target_active()
+// with mkl GM_MKL_SGEMM_INTEL_AVX512) the K blocks are of 384 (gm_f32_torch_block_end_for); on its
+// small-matrix path B is not scaled and each block's sum is multiplied by alpha before it is added,
+// on its packed path (big products) alpha is folded into B as here (gptmeg/kernels.h). The
+// same kernels run both: they take the block schedule and that per-block factor (post).
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 
@@ -30,6 +35,38 @@ int gm_f32_torch_block_end(int K, int k0) {
   return K - k0 > 192 ? k0 + 192 : K;
 }
 
+int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
+  if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
+  int rest = K - k0;
+  if (rest <= 384) return K;
+  if (blocks == GM_F32_BLOCKS_INTEL_HALVES && rest < 768) return k0 + (rest + 1) / 2;
+  return k0 + 384;
+}
+
+gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b) {
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order (and, not reproduced, Intel AVX2)
+  bool packed = trans_b ? (M >= 16 && N >= 192) || (K <= 64 && N >= 64) : M >= 192 && N >= 192;
+  return packed ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
+}
+
+// The order of one call: the block schedule, the factor on B (the AMD kernel's alpha) and the
+// factor on each block's sum (the Intel kernels' alpha).
+typedef struct {
+  gm_f32_blocks blocks;
+  float b_scale, post;
+} f32_order;
+
+static f32_order order_for(int M, int N, int K, bool trans_b, float alpha) {
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
+  f32_order o = {gm_f32_torch_blocks(mkl, M, N, K, trans_b), alpha, 1.0f};
+  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES) { // MKL's small-matrix path: alpha on each block's sum
+    o.b_scale = 1.0f;
+    o.post = alpha;
+  }
+  return o;
+}
+
 // Bs [K, 64] = alpha * the nc columns of op(B) from column j0, element by element (AVX2, or alpha
 // != 1 with B as stored).
 static void pack_strip_scalar(const float *B, int ldb, bool trans_b, int j0, int nc, int K, float alpha, float *Bs) {
@@ -43,17 +80,18 @@ static void pack_strip_scalar(const float *B, int ldb, bool trans_b, int j0, int
 
 // The element-by-element definition: the fallback without SIMD and the tests' reference.
 // Columns j0..j1 of rows 0..M-1.
-static void matmul_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+static void matmul_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, f32_order o,
                           float *C, int ldc, int M, int j0, int j1, int K) {
   for (int i = 0; i < M; i++)
     for (int j = j0; j < j1; j++) {
       const float *a = A + (size_t)i * lda;
       float c = bias ? bias[j] : 0.0f;
       for (int k0 = 0, k1; k0 < K; k0 = k1) {
-        k1 = gm_f32_torch_block_end(K, k0);
+        k1 = gm_f32_torch_block_end_for(o.blocks, K, k0);
         float acc = 0.0f;
         for (int k = k0; k < k1; k++)
-          acc = fmaf(a[k], alpha * (trans_b ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]), acc);
+          acc = fmaf(a[k], o.b_scale * (trans_b ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]), acc);
+        if (o.post != 1.0f) acc = o.post * acc;
         c = k0 == 0 && !bias ? acc : c + acc;
       }
       C[(size_t)i * ldc + j] = c;
@@ -62,12 +100,12 @@ static void matmul_scalar(const float *A, int lda, const float *B, int ldb, bool
 
 void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                                 float alpha, float *C, int ldc, int M, int N, int K) {
-  if (M > 0 && N > 0) matmul_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, 0, N, K);
+  if (M > 0 && N > 0) matmul_scalar(A, lda, B, ldb, trans_b, bias, order_for(M, N, K, trans_b, alpha), C, ldc, M, 0, N, K);
 }
 
 // One row, B as stored (decode): B streams row by row through column blocks of at most ROW_BLOCK,
 // as many per thread (each element's bits do not depend on the cut).
-static void one_row(const float *A, const float *B, int ldb, const float *bias, float alpha, float *C, int N, int K,
+static void one_row(const float *A, const float *B, int ldb, const float *bias, f32_order o, float *C, int N, int K,
                     int threads) {
   int per_thread = (N + threads * ROW_BLOCK - 1) / (threads * ROW_BLOCK);
   int n_blocks = threads * per_thread;
@@ -77,7 +115,7 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int s = 0; s < n_blocks; s++) {
     int j0 = s * width, nc = N - j0 < width ? N - j0 : width;
-    gm_f32_torch_row_avx512(A, B + j0, ldb, K, nc, alpha, bias ? bias + j0 : NULL, C + j0);
+    gm_f32_torch_row_avx512(A, B + j0, ldb, K, nc, o.b_scale, bias ? bias + j0 : NULL, C + j0, o.blocks, o.post);
   }
 }
 
@@ -86,9 +124,11 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   gm_simd_level isa = K > 0 ? gm_cpu_simd() : GM_SIMD_SCALAR;
+  const f32_order o = order_for(M, N, K, trans_b, alpha);
+  alpha = o.b_scale; // what B is scaled by (1 under the Intel kernels: o.post scales each block)
   bool simd = isa == GM_SIMD_AVX512;
   if (simd && M == 1 && !trans_b) {
-    one_row(A, B, ldb, bias, alpha, C, N, K, threads);
+    one_row(A, B, ldb, bias, o, C, N, K, threads);
     return;
   }
   int n_strips = (N + STRIP - 1) / STRIP;
@@ -99,8 +139,10 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
       if (simd)
         gm_f32_torch_rows_trans_avx512(A, lda, B + (size_t)j0 * ldb, ldb, M, nc, K, alpha, bias ? bias + j0 : NULL,
-                                       C + j0, ldc);
-      else gm_f32_torch_row_trans_avx2(A, B + (size_t)j0 * ldb, ldb, nc, K, alpha, bias ? bias + j0 : NULL, C + j0);
+                                       C + j0, ldc, o.blocks, o.post);
+      else
+        gm_f32_torch_row_trans_avx2(A, B + (size_t)j0 * ldb, ldb, nc, K, alpha, bias ? bias + j0 : NULL, C + j0, o.blocks,
+                                    o.post);
     }
     return;
   }
@@ -115,7 +157,7 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
       if (isa == GM_SIMD_SCALAR || (pack && !Bs)) { // no SIMD, or no memory for the copy: the definition itself
-        matmul_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, j0, j0 + nc, K);
+        matmul_scalar(A, lda, B, ldb, trans_b, bias, o, C, ldc, M, j0, j0 + nc, K);
         continue;
       }
       const float *Bst = B + j0;
@@ -128,8 +170,9 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
         Bst = Bs;
         ldbs = STRIP;
       }
-      if (isa == GM_SIMD_AVX512) gm_f32_torch_strip_avx512(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
-      else gm_f32_torch_strip_avx2(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc);
+      if (isa == GM_SIMD_AVX512)
+        gm_f32_torch_strip_avx512(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc, o.blocks, o.post);
+      else gm_f32_torch_strip_avx2(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc, o.blocks, o.post);
     }
     free(Bs);
   }

@@ -57,7 +57,8 @@ static void block_chains_rows(int R, const float *const a[ROWS], const float *B,
 // C[:, 0..ncols) (ncols <= 64) from B [K, ncols] (row stride ldb, alpha already applied), 16
 // columns at a time; each block's sums meet C in order (the first onto the bias, or stored).
 void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
-                             const float *bias, float *C, int ldc) {
+                             const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post) {
+  __m256 vpost = _mm256_set1_ps(post);
   for (int j = 0; j < ncols; j += 8 * VECS) {
     __m256i m[VECS];
     __m256 vb[VECS];
@@ -70,13 +71,14 @@ void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, i
       const float *a[ROWS];
       for (int r = 0; r < ROWS; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
       for (int k0 = 0, k1; k0 < K; k0 = k1) {
-        k1 = gm_f32_torch_block_end(K, k0);
+        k1 = gm_f32_torch_block_end_for(blocks, K, k0);
         __m256 acc[ROWS][VECS];
         block_chains_rows(R, a, B + j, ldb, k0, k1, m, acc);
         for (int r = 0; r < R; r++) {
           float *c = C + (size_t)(i + r) * ldc + j;
           for (int v = 0; v < VECS; v++) {
             __m256 s = acc[r][v];
+            if (post != 1.0f) s = _mm256_mul_ps(vpost, s);
             if (k0 > 0) s = _mm256_add_ps(_mm256_maskload_ps(c + 8 * v, m[v]), s);
             else if (bias) s = _mm256_add_ps(vb[v], s);
             _mm256_maskstore_ps(c + 8 * v, m[v], s);
@@ -114,14 +116,15 @@ static inline __attribute__((always_inline)) void transpose8(const __m256 in[8],
 // of B (decode's lm_head): 8 rows of B at a time, each 8 x 8 tile transposed in registers and run
 // through the row's chains; the last ncols % 8 columns one by one (the same chains, scalar).
 void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
-                                 const float *bias, float *C) {
+                                 const float *bias, float *C, gm_f32_blocks blocks, float post) {
+  __m256 vpost = _mm256_set1_ps(post);
   __m256 va = _mm256_set1_ps(alpha);
   int j = 0;
   for (; j + 8 <= ncols; j += 8) {
     const float *b0 = B + (size_t)j * ldb;
     __m256 c = bias ? _mm256_loadu_ps(bias + j) : _mm256_setzero_ps();
     for (int k0 = 0, k1; k0 < K; k0 = k1) {
-      k1 = gm_f32_torch_block_end(K, k0);
+      k1 = gm_f32_torch_block_end_for(blocks, K, k0);
       __m256 acc = _mm256_setzero_ps();
       for (int k = k0; k < k1; k += 8) {
         int nk = k1 - k < 8 ? k1 - k : 8;
@@ -132,6 +135,7 @@ void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int nc
         transpose8(r, T);
         for (int t = 0; t < nk; t++) acc = _mm256_fmadd_ps(_mm256_broadcast_ss(a + k + t), T[t], acc);
       }
+      if (post != 1.0f) acc = _mm256_mul_ps(vpost, acc);
       c = k0 > 0 || bias ? _mm256_add_ps(c, acc) : acc;
     }
     _mm256_storeu_ps(C + j, c);
@@ -140,9 +144,10 @@ void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int nc
     const float *b = B + (size_t)j * ldb;
     float c = bias ? bias[j] : 0.0f;
     for (int k0 = 0, k1; k0 < K; k0 = k1) {
-      k1 = gm_f32_torch_block_end(K, k0);
+      k1 = gm_f32_torch_block_end_for(blocks, K, k0);
       float acc = 0.0f;
       for (int k = k0; k < k1; k++) acc = fmaf(a[k], alpha * b[k], acc);
+      if (post != 1.0f) acc = post * acc;
       c = k0 == 0 && !bias ? acc : c + acc;
     }
     C[j] = c;

@@ -56,7 +56,8 @@ static void block_chains_rows(int R, const float *const a[ROWS], const float *B,
 // 24 FMAs). Each block's sums meet C in order: the first is stored (onto the bias when there is
 // one), later ones are added to what C holds.
 void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
-                               const float *bias, float *C, int ldc) {
+                               const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post) {
+  __m512 vpost = _mm512_set1_ps(post);
   __mmask16 m[VECS];
   for (int v = 0; v < VECS; v++) {
     int n = ncols - 16 * v;
@@ -69,7 +70,7 @@ void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb,
     const float *a[ROWS];
     for (int r = 0; r < ROWS; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
     for (int k0 = 0, k1; k0 < K; k0 = k1) {
-      k1 = gm_f32_torch_block_end(K, k0);
+      k1 = gm_f32_torch_block_end_for(blocks, K, k0);
       __m512 acc[ROWS][VECS];
       block_chains_rows(R, a, B, ldb, k0, k1, m, acc);
       for (int r = 0; r < R; r++) {
@@ -77,6 +78,7 @@ void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb,
         for (int v = 0; v < VECS; v++) {
           if (!m[v]) continue;
           __m512 s = acc[r][v];
+          if (post != 1.0f) s = _mm512_mul_ps(vpost, s);
           if (k0 > 0) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
           else if (bias) s = _mm512_add_ps(vb[v], s);
           _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
@@ -153,9 +155,11 @@ static inline __attribute__((always_inline)) void tile_chains(int nr, const floa
 // each 16 x 16 tile of B is loaded (times alpha when scale), transposed in registers and run
 // through the chains. nr and scale are constants at each call.
 static inline __attribute__((always_inline)) void group16(int nr, const float *const a[4], const float *b0, size_t ldb,
-                                                         int K, bool scale, __m512 va, const float *bias, __m512 c[4]) {
+                                                         int K, bool scale, __m512 va, const float *bias, __m512 c[4],
+                                                         gm_f32_blocks blocks, float post) {
+  __m512 vpost = _mm512_set1_ps(post);
   for (int k0 = 0, k1; k0 < K; k0 = k1) {
-    k1 = gm_f32_torch_block_end(K, k0);
+    k1 = gm_f32_torch_block_end_for(blocks, K, k0);
     __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int k = k0; k < k1; k += 16) {
       int nk = k1 - k < 16 ? k1 - k : 16;
@@ -170,8 +174,10 @@ static inline __attribute__((always_inline)) void group16(int nr, const float *c
       tile_chains(nr, a, k, nk, T, acc);
     }
 #pragma GCC unroll 4
-    for (int r = 0; r < nr; r++)
+    for (int r = 0; r < nr; r++) {
+      if (post != 1.0f) acc[r] = _mm512_mul_ps(vpost, acc[r]);
       c[r] = k0 > 0 ? _mm512_add_ps(c[r], acc[r]) : bias ? _mm512_add_ps(_mm512_loadu_ps(bias), acc[r]) : acc[r];
+    }
   }
 }
 
@@ -179,7 +185,7 @@ static inline __attribute__((always_inline)) void group16(int nr, const float *c
 // row stride ldb), with no copy of B: 16 rows of B at a time through group16 for up to four rows
 // of A; the last ncols % 16 columns one by one (the same chains, scalar).
 void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
-                                    const float *bias, float *C, int ldc) {
+                                    const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post) {
   __m512 va = _mm512_set1_ps(alpha);
   bool sc = alpha != 1.0f;
   int j = 0;
@@ -191,11 +197,11 @@ void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int
       const float *a[4];
       for (int r = 0; r < 4; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
       __m512 c[4];
-      if (R == 1 && !sc) group16(1, a, b0, (size_t)ldb, K, false, va, bj, c); // decode's lm_head
-      else if (R == 1) group16(1, a, b0, (size_t)ldb, K, true, va, bj, c);
-      else if (R == 2) group16(2, a, b0, (size_t)ldb, K, sc, va, bj, c);
-      else if (R == 3) group16(3, a, b0, (size_t)ldb, K, sc, va, bj, c);
-      else group16(4, a, b0, (size_t)ldb, K, sc, va, bj, c);
+      if (R == 1 && !sc) group16(1, a, b0, (size_t)ldb, K, false, va, bj, c, blocks, post); // decode's lm_head
+      else if (R == 1) group16(1, a, b0, (size_t)ldb, K, true, va, bj, c, blocks, post);
+      else if (R == 2) group16(2, a, b0, (size_t)ldb, K, sc, va, bj, c, blocks, post);
+      else if (R == 3) group16(3, a, b0, (size_t)ldb, K, sc, va, bj, c, blocks, post);
+      else group16(4, a, b0, (size_t)ldb, K, sc, va, bj, c, blocks, post);
       for (int r = 0; r < R; r++) _mm512_storeu_ps(C + (size_t)(i + r) * ldc + j, c[r]);
     }
   }
@@ -204,9 +210,10 @@ void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int
       const float *a = A + (size_t)i * lda, *b = B + (size_t)j * ldb;
       float c = bias ? bias[j] : 0.0f;
       for (int k0 = 0, k1; k0 < K; k0 = k1) {
-        k1 = gm_f32_torch_block_end(K, k0);
+        k1 = gm_f32_torch_block_end_for(blocks, K, k0);
         float acc = 0.0f;
         for (int k = k0; k < k1; k++) acc = fmaf(a[k], alpha * b[k], acc);
+        if (post != 1.0f) acc = post * acc;
         c = k0 == 0 && !bias ? acc : c + acc;
       }
       C[(size_t)i * ldc + j] = c;
@@ -248,17 +255,19 @@ static inline __attribute__((always_inline)) void row_block(const float *a, cons
 }
 
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
-                             float *C) {
+                             float *C, gm_f32_blocks blocks, float post) {
+  __m512 vpost = _mm512_set1_ps(post);
   enum { NV = 1024 / 16 };
   __m512 c[NV], p[NV];
   int nv = (ncols + 15) / 16;
   __mmask16 last = (__mmask16)(ncols % 16 ? (1u << (ncols % 16)) - 1u : 0xffffu);
   __m512 va = _mm512_set1_ps(alpha);
   for (int k0 = 0, k1; k0 < K; k0 = k1) {
-    k1 = gm_f32_torch_block_end(K, k0);
+    k1 = gm_f32_torch_block_end_for(blocks, K, k0);
     if (alpha == 1.0f) row_block(a, B, (size_t)ldb, k0, k1, nv, last, false, va, p);
     else row_block(a, B, (size_t)ldb, k0, k1, nv, last, true, va, p);
     for (int v = 0; v < nv; v++) {
+      if (post != 1.0f) p[v] = _mm512_mul_ps(vpost, p[v]);
       if (k0 > 0) c[v] = _mm512_add_ps(c[v], p[v]);
       else if (bias) c[v] = _mm512_add_ps(_mm512_maskz_loadu_ps(v + 1 < nv ? 0xffff : last, bias + 16 * v), p[v]);
       else c[v] = p[v];

@@ -1,0 +1,132 @@
+// The f32 matmul under every torch CPU target whose f32 goldens differ from zen4's
+// (tests/golden/targets/<target>/matmul/f32.safetensors: tools/ref/gen_matmul_goldens.py run by
+// the real torch on that class of CPU). For each target, each golden shape and product (addmm,
+// addmm with alpha, linear, matmul, matmul with B transposed, bmm, baddbmm with alpha) and each
+// path (1 and 2 threads at the CPU's level, AVX2 cap, scalar definition):
+//   - every path gives the scalar definition's bits (the ISA is never a numerics choice);
+//   - where gm_target_support_get says the target's f32 matmul is exact, every output matches;
+//   - where it says not exact, the products whose order gptmeg knows for that target's MKL kernel
+//     (gm_f32_torch_known) must match, and the whole file must NOT match (else the table is stale);
+//     the share of identical outputs is printed.
+#include "harness.h"
+
+#include "gptmeg/kernels.h"
+#include "gptmeg/safetensors.h"
+#include "gptmeg/target.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ALPHA 0.35355339059327373f // the goldens' alpha (1/sqrt(8))
+
+typedef struct {
+  const char *name;
+  bool trans, bias;
+  float alpha;
+} product;
+
+static const product PRODUCTS[] = {{"addmm", false, true, 1.0f},   {"addmm_alpha", false, true, ALPHA},
+                                   {"linear", true, true, 1.0f},   {"matmul", false, false, 1.0f},
+                                   {"matmul_t", true, false, 1.0f}, {"bmm_t", true, false, 1.0f},
+                                   {"baddbmm_t", true, false, ALPHA}};
+
+typedef struct {
+  const char *name;
+  const char *simd; // GPTMEG_SIMD, NULL: the CPU's own level
+  int threads;      // 0: the scalar definition
+} path;
+
+static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"AVX2 cap, 2 threads", "avx2", 2},
+                             {"scalar definition", NULL, 0}};
+
+// Whether gptmeg knows torch's order for this product under MKL kernel mkl (kernels.h): the AMD
+// kernel for every golden shape; Intel AVX-512 with B as stored from two rows on, with B
+// transposed from 16 rows on or while K fits one block of the small-row kernel's pattern; Intel
+// AVX2 none.
+static bool known(gm_mkl_sgemm mkl, int M, int K, bool trans) {
+  if (mkl == GM_MKL_SGEMM_AMD_AVX512) return true;
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return false;
+  return M >= 2 && (!trans || M >= 16 || K <= 64);
+}
+
+static void run_path(const path *p, const float *A, const float *B, const product *pr, const float *bias, float *C, int M,
+                     int N, int K) {
+  int ldb = pr->trans ? K : N;
+  if (p->simd) setenv("GPTMEG_SIMD", p->simd, 1);
+  if (p->threads == 0)
+    gm_matmul_f32_torch_scalar(A, K, B, ldb, pr->trans, pr->bias ? bias : NULL, pr->alpha, C, N, M, N, K);
+  else gm_matmul_f32_torch(A, K, B, ldb, pr->trans, pr->bias ? bias : NULL, pr->alpha, C, N, M, N, K, p->threads);
+  unsetenv("GPTMEG_SIMD");
+}
+
+static void run_target(gm_torch_target t) {
+  char buf[1024];
+  const char *file = test_golden_for(t, "matmul/f32.safetensors", buf, sizeof buf);
+  if (t != GM_TT_ZEN4 && !strstr(file, "/targets/")) return; // the same goldens as zen4 (test_ops)
+  gm_torch_target_set(t);
+  const gm_torch_target_info *ti = gm_torch_target_get_info(t);
+  gm_target_support sup = gm_target_support_get(t, GM_KOP_MATMUL, GM_F32);
+  gm_safetensors st;
+  if (gm_st_open(&st, file)) {
+    CHECK(0, "%s", gm_errmsg());
+    return;
+  }
+  long same = 0, total = 0, known_same = 0, known_total = 0;
+  int shapes = 0;
+  for (int s = 0;; s++) {
+    int64_t M, K, k2, N;
+    float *A = test_matmul_golden_f32(&st, s, "A", &M, &K);
+    if (!A) break;
+    shapes++;
+    float *B = test_matmul_golden_f32(&st, s, "B", &k2, &N), *Bt = test_matmul_golden_f32(&st, s, "Bt", NULL, NULL);
+    float *bias = test_matmul_golden_f32(&st, s, "bias", NULL, NULL);
+    size_t n = (size_t)M * N;
+    float *C = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
+    CHECK(B && Bt && bias && C && ref, "%s: shape %d incomplete", file, s);
+    for (size_t o = 0; B && Bt && bias && C && ref && o < sizeof PRODUCTS / sizeof PRODUCTS[0]; o++) {
+      const product *pr = &PRODUCTS[o];
+      float *g = test_matmul_golden_f32(&st, s, pr->name, NULL, NULL);
+      CHECK(g != NULL, "%s: shape %d lacks %s", file, s, pr->name);
+      if (!g) continue;
+      bool kn = known(ti->mkl, (int)M, (int)K, pr->trans);
+      run_path(&PATHS[3], A, pr->trans ? Bt : B, pr, bias, ref, (int)M, (int)N, (int)K);
+      for (size_t p = 0; p < sizeof PATHS / sizeof PATHS[0]; p++) {
+        run_path(&PATHS[p], A, pr->trans ? Bt : B, pr, bias, C, (int)M, (int)N, (int)K);
+        int d_ref = test_count_diff(C, ref, n), d_torch = test_count_diff(C, g, n);
+        CHECK(d_ref == 0, "%s s%d %s (M %d K %d N %d), %s: %d of %zu outputs differ from the scalar definition",
+              ti->name, s, pr->name, (int)M, (int)K, (int)N, PATHS[p].name, d_ref, n);
+        if (sup.exact || kn)
+          CHECK(d_torch == 0, "%s s%d %s (M %d K %d N %d), %s: %d of %zu outputs differ from torch", ti->name, s,
+                pr->name, (int)M, (int)K, (int)N, PATHS[p].name, d_torch, n);
+        same += (long)(n - (size_t)d_torch);
+        total += (long)n;
+        if (kn) {
+          known_same += (long)(n - (size_t)d_torch);
+          known_total += (long)n;
+        }
+      }
+      free(g);
+    }
+    free(A);
+    free(B);
+    free(Bt);
+    free(bias);
+    free(C);
+    free(ref);
+  }
+  gm_st_close(&st);
+  CHECK(shapes >= 10, "only %d shapes in %s", shapes, file);
+  printf("  %-18s %s: %s; %ld of %ld outputs bit-identical to torch (%.1f%%); the known orders %ld of %ld\n", ti->name,
+         sup.family, sup.exact ? "exact" : "not exact", same, total, total ? 100.0 * same / total : 0.0, known_same,
+         known_total);
+  if (!sup.exact)
+    CHECK(same < total, "%s: every f32 golden output matches, but target_support.c says not exact (stale table)",
+          ti->name);
+  gm_torch_target_unset();
+}
+
+int main(void) {
+  printf("f32 matmul per torch CPU target (kernel level %s)\n", gm_simd_level_name(gm_cpu_simd()));
+  for (int t = 0; t < GM_TT_N; t++) run_target((gm_torch_target)t);
+  return test_done("test_target_matmul_f32");
+}
