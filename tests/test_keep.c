@@ -6,6 +6,7 @@
 // one-row kernels, which in f16 read the weights' f16 copy) gives bit for bit the row the all-logits
 // forward gives at that position.
 #include "gptmeg/model.h"
+#include "gptmeg/target.h"
 #include "harness.h"
 
 #include <stdlib.h>
@@ -174,6 +175,37 @@ static void test_decode_rows(gm_dtype dt) {
   gm_gpt2_free(&m);
 }
 
+// Under every torch CPU target: a sequence's logits are the same bits alone (1 thread) and beside
+// another sequence in a batch of 2 (2 threads), and each cached one-token step gives its row.
+static void test_target_invariance(gm_torch_target tt, gm_dtype dt) {
+  gm_torch_target_set(tt);
+  gm_gpt2 m;
+  if (make_model(&m, dt)) { CHECK(0, "%s: model: %s", gm_dtype_name(dt), gm_errmsg()); gm_torch_target_set(GM_TT_ZEN4); return; }
+  gm_profile p;
+  gm_profile_get("hf", dt, &p);
+  const int V = m.cfg.vocab_size, T = 9;
+  int32_t tok[18] = {50256, 11, 3, 40000, 7, 812, 1, 99, 5, 17, 2, 30000, 4, 4, 900, 12, 8, 50000};
+  float *one = malloc((size_t)T * V * sizeof(float)), *two = malloc((size_t)2 * T * V * sizeof(float));
+  float *step = malloc((size_t)V * sizeof(float));
+  const char *tn = gm_torch_target_name(tt), *dn = gm_dtype_name(dt);
+  CHECK(fwd(&m, &p, tok, 1, T, 0, one, 1) == 0 && fwd(&m, &p, tok, 2, T, 0, two, 2) == 0, "%s %s: forward: %s", tn, dn, gm_errmsg());
+  CHECK(memcmp(one, two, (size_t)T * V * sizeof(float)) == 0, "%s %s: a sequence alone != in a batch of 2 on 2 threads", tn, dn);
+  gm_kv_cache kv;
+  gm_kv_init(&kv, &m, 1, T);
+  int bad = -1;
+  for (int t = 0; t < T && bad < 0; t++) {
+    if (gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = &tok[t], .B = 1, .T = 1, .kv = &kv, .logits = step, .threads = 2})) bad = t;
+    else if (memcmp(step, one + (size_t)t * V, (size_t)V * sizeof(float))) bad = t;
+  }
+  gm_kv_free(&kv);
+  CHECK(bad < 0, "%s %s: the cached step at position %d differs from the full forward's row", tn, dn, bad);
+  free(one);
+  free(two);
+  free(step);
+  gm_gpt2_free(&m);
+  gm_torch_target_set(GM_TT_ZEN4);
+}
+
 int main(void) {
   const gm_dtype dts[] = {GM_F32, GM_F16, GM_BF16};
   for (int i = 0; i < 3; i++) {
@@ -181,5 +213,7 @@ int main(void) {
     test_generate_unchanged(dts[i]);
     if (dts[i] != GM_F32) test_decode_rows(dts[i]);
   }
+  for (int t = 0; t < GM_TT_N; t++)
+    for (int i = 0; i < 3; i++) test_target_invariance((gm_torch_target)t, dts[i]);
   return test_done("test_keep");
 }
