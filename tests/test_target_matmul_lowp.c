@@ -2,7 +2,7 @@
 // (tests/golden/targets/<target>/matmul/{bf16,f16}.safetensors, torch 2.15 on that class of CPU).
 // Per target and dtype, gm_target_support_get says whether gptmeg is exact there: an exact row must
 // match every golden product bit for bit on every path (1 and 2 threads, the scalar cap, pre-packed
-// B, the unpacked fallback); a row that is not exact must NOT match everything (else the table is
+// B or, for f16, B as f16 bits, the unpacked fallback); a row that is not exact must NOT match everything (else the table is
 // stale), and the share that matches is printed. Then, under intel-amx, the AMX tile kernel against
 // the scalar twin on random shapes (row, column and K tails, odd K, one row).
 #include "gptmeg/core.h"
@@ -45,7 +45,12 @@ static void mm(gm_dtype dt, const path *p, const float *A, const float *B, bool 
                float *C, int M, int N, int K) {
   int ldb = trans ? K : N;
   if (p->simd) setenv("GPTMEG_SIMD", p->simd, 1);
-  if (dt == GM_F16) gm_matmul_f16_torch(A, K, B, ldb, trans, bias, alpha, C, N, M, N, K, p->threads);
+  if (dt == GM_F16 && p->kind == P_PACKED) { // "pre-packed" for f16: B as f16 bits
+    uint16_t *Bh = malloc(sizeof(uint16_t) * ((size_t)K * N + 1));
+    gm_f32_to_dtype_buf(GM_F16, B, Bh, (size_t)K * N);
+    gm_matmul_f16_torch_h(A, K, Bh, ldb, trans, bias, alpha, C, N, M, N, K, p->threads);
+    free(Bh);
+  } else if (dt == GM_F16) gm_matmul_f16_torch(A, K, B, ldb, trans, bias, alpha, C, N, M, N, K, p->threads);
   else if (p->kind == P_DEFAULT) gm_matmul_bf16(A, K, B, ldb, trans, bias, alpha, C, N, M, N, K, p->threads);
   else if (p->kind == P_UNPACKED) gm_matmul_bf16_unpacked(A, K, B, ldb, trans, NULL, bias, alpha, C, N, M, N, K);
   else {
@@ -68,7 +73,7 @@ static bool run_target(gm_torch_target t, gm_dtype dt) {
   gm_safetensors st;
   if (gm_st_open(&st, file)) { CHECK(0, "%s", gm_errmsg()); return true; }
   const golden_out *outs = dt == GM_F16 ? F16_OUTS : BF16_OUTS;
-  int n_outs = dt == GM_F16 ? 5 : 3, n_paths = dt == GM_F16 ? 3 : 5;
+  int n_outs = dt == GM_F16 ? 5 : 3, n_paths = dt == GM_F16 ? 4 : 5; // f16: the fourth is B as f16 bits
   size_t same[8] = {0}, total = 0;
   int shapes = 0, products = 0;
   for (int s = 0;; s++) {
