@@ -240,7 +240,7 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   if (!Ap) { gm_matmul_bf16_unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K); return; }
   bf16_order ord = order_for(M);
   int Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K) : 0;
-  bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : false;
+  bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : gm_cpu_simd() == GM_SIMD_AVX512;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -259,7 +259,8 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
       if (ord == ORDER_VDP) {
         if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
         else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-      } else if (simd) gm_bf16_strip_amx(Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      } else if (simd && ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      else if (simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
       else strip_scalar_order(ord, Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
     }
     free(Bs);
