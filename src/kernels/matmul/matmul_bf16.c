@@ -9,8 +9,24 @@
 // the same bits (tests/test_matmul_bf16.c), on any thread count. (torch's one-row products take
 // other kernels; gptmeg keeps this order for one row too, so a decode step equals its row of a
 // longer product.)
+//
+// Under a torch CPU target whose oneDNN ISA is AMX (intel-amx), torch 2.15 runs oneDNN's brgemm on
+// AMX tiles, another order (found with tools/ref/probe_bf16_amx_order.py, _blocks.py, _live.py on
+// the goldens of tests/golden/targets/intel-amx/ and live): for M >= 2, K is cut into tiles of 16
+// pairs (32 elements; the last tile holds the P % 16 pairs left); within a tile the products of the
+// even elements (2p) and of the odd elements (2p + 1) each run in one f32 chain from zero in order
+// of p, and the tile adds E + O to the accumulator: acc = acc + (E + O), bf16 subnormal inputs read
+// as zero and every product and sum flushed to zero when subnormal (TDPBF16PS, measured on the
+// hardware). The accumulator runs over the tiles of a K chunk; the chunks' sums are added in order
+// (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N and K (with one thread:
+// one chunk for K <= 768 at M < 32, 384 elements at M 32-64 and K 768, ...; see
+// docs in amx_chunk_pairs); gptmeg uses one chunk, the golden shapes' and small M's choice. For
+// M = 1 torch runs another kernel: one f32 chain over k in order (k = 0, 1, ..., no flushing;
+// measured for addmm and matmul, B as stored). With AMX tiles on the host (and the AVX-512 level)
+// the tile kernel matmul_bf16_amx.c runs; elsewhere the scalar twin here, same bits.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 
 #include <float.h>
 #include <math.h>
@@ -72,6 +88,73 @@ static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs
     }
 }
 
+// ---- the intel-amx orders ---------------------------------------------------------------------
+typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ } bf16_order;
+
+// The order of an M-row product under the active torch CPU target.
+static bf16_order order_for(int M) {
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  if (!ti || ti->onednn != GM_ONEDNN_AMX) return ORDER_VDP;
+  return M == 1 ? ORDER_SEQ : ORDER_AMX;
+}
+
+// Pairs per K chunk of the AMX order (a multiple of 16; 0: one chunk). oneDNN's brgemm matmul picks
+// the chunk from M, N, K and the cache sizes; measured with one thread (probe_bf16_amx_blocks.py,
+// addmm, N 768-3072): one chunk for M <= 2, and for M = 7 at K 768, 1536 elements at M = 7 and
+// K = 3072; 384 at M 32-130 and K 768 (N >= 2304 for M = 130); at K = 3072 and M >= 32 448-1024 by
+// N. Only the one-chunk shapes are reproduced (every golden shape, N = 16); the rest is future work.
+static int amx_chunk_pairs(int M, int N, int K) {
+  (void)M, (void)N, (void)K;
+  return 0;
+}
+
+// One output's state in the AMX order.
+typedef struct {
+  float e, o, acc, sum;
+} amx_state;
+
+// Pair p of P (chunks of Pc pairs): the even product into E, the odd into O; at the end of a tile
+// acc += E + O; at the end of a chunk the chunk's acc joins the sum.
+static void amx_step(amx_state *s, uint32_t a, uint32_t b, int p, int P, int Pc) {
+  s->e = ftz(s->e + ftz(from_bf16(a & 0xffff) * from_bf16(b & 0xffff)));
+  s->o = ftz(s->o + ftz(from_bf16(a >> 16) * from_bf16(b >> 16)));
+  bool chunk_end = p + 1 == P || (p + 1) % Pc == 0;
+  if (!chunk_end && (p + 1) % 16 != 0) return;
+  s->acc = ftz(s->acc + ftz(s->e + s->o));
+  s->e = s->o = 0.0f;
+  if (!chunk_end) return;
+  s->sum = p < Pc ? s->acc : s->sum + s->acc;
+  s->acc = 0.0f;
+}
+
+// One f32 chain over k (the M = 1 order): element 2p, then 2p + 1.
+static float seq_step(float acc, uint32_t a, uint32_t b) {
+  acc = acc + from_bf16(a & 0xffff) * from_bf16(b & 0xffff);
+  return acc + from_bf16(a >> 16) * from_bf16(b >> 16);
+}
+
+static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M,
+                               int ncols, float alpha, const float *bias, float *C, int ldc) {
+  if (Pc <= 0) Pc = P > 0 ? P : 1;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < ncols; j++) {
+      amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
+      float acc = 0.0f;
+      for (int p = 0; p < P; p++) {
+        uint32_t a = Ap[(size_t)i * P + p], b = Bs[(size_t)p * ldbs + j];
+        if (ord == ORDER_SEQ) acc = seq_step(acc, a, b);
+        else amx_step(&st, a, b, p, P, Pc);
+      }
+      float v = alpha * (ord == ORDER_SEQ ? acc : st.sum);
+      C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+    }
+}
+
+static bool have_amx(void) {
+  return gm_cpu_simd() == GM_SIMD_AVX512 && gm_cpu_has(GM_CPU_AMX_TILE) && gm_cpu_has(GM_CPU_AMX_BF16) &&
+         gm_bf16_amx_ready();
+}
+
 // The AVX512-BF16 kernel: the AVX-512 level and the BF16 extension.
 static bool have_avx512bf16(void) { return gm_cpu_simd() == GM_SIMD_AVX512 && gm_cpu_has(GM_CPU_AVX512_BF16); }
 
@@ -119,9 +202,13 @@ static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
 void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
                          const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
+  bf16_order ord = order_for(M);
+  int Pc = amx_chunk_pairs(M, N, K);
+  if (Pc <= 0) Pc = P > 0 ? P : 1;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       float acc = 0.0f, sum = 0.0f;
+      amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
       for (int p = 0; p < P; p++) {
         const float *a = A + (size_t)i * lda + 2 * p;
         uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f), bp;
@@ -131,10 +218,14 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
           float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
           bp = pair(lo, hi);
         }
-        acc = pair_step(acc, ap, bp);
-        end_of_pair(p, P, Pb, &acc, &sum);
+        if (ord == ORDER_AMX) amx_step(&st, ap, bp, p, P, Pc);
+        else if (ord == ORDER_SEQ) acc = seq_step(acc, ap, bp);
+        else {
+          acc = pair_step(acc, ap, bp);
+          end_of_pair(p, P, Pb, &acc, &sum);
+        }
       }
-      float v = alpha * sum;
+      float v = alpha * (ord == ORDER_AMX ? st.sum : ord == ORDER_SEQ ? acc : sum);
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
     }
 }
@@ -147,7 +238,9 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
   uint32_t *Ap = pack_rows(A, lda, M, K);
   if (!Ap) { gm_matmul_bf16_unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K); return; }
-  bool simd = have_avx512bf16();
+  bf16_order ord = order_for(M);
+  int Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K) : 0;
+  bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : gm_cpu_simd() == GM_SIMD_AVX512;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -162,8 +255,13 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
       }
       const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
       if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
-      if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
-      else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bias ? bias + j0 : NULL, C + j0, ldc);
+      const float *bj = bias ? bias + j0 : NULL;
+      if (ord == ORDER_VDP) {
+        if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+        else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      } else if (simd && ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      else if (simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      else strip_scalar_order(ord, Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
     }
     free(Bs);
   }

@@ -111,3 +111,38 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t 
     if (o.last) break;
   }
 }
+
+// The intel-amx one-row order (matmul_bf16.c, ORDER_SEQ): per output one f32 chain over k, element
+// 2p then 2p + 1, each product rounded and then added (no fusing, no flushing), 32 columns at once.
+void gm_bf16_seq_strip_avx512(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                              const float *bias, float *C, int ldc) {
+  int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
+  const __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);
+  const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
+  for (int i = 0; i < M; i++) {
+    const uint32_t *a = Ap + (size_t)i * P;
+    __m512 c0 = _mm512_setzero_ps(), c1 = _mm512_setzero_ps();
+    for (int p = 0; p < P; p++) {
+      const uint32_t *row = Bs + (size_t)p * ldbs;
+      __m512i b0 = _mm512_maskz_loadu_epi32(m0, row), b1 = _mm512_maskz_loadu_epi32(m1, row + 16);
+      uint32_t lo = a[p] << 16, hi = a[p] & 0xffff0000u;
+      float flo, fhi;
+      __builtin_memcpy(&flo, &lo, 4);
+      __builtin_memcpy(&fhi, &hi, 4);
+      const __m512 alo = _mm512_set1_ps(flo), ahi = _mm512_set1_ps(fhi);
+      c0 = _mm512_add_ps(c0, _mm512_mul_ps(alo, _mm512_castsi512_ps(_mm512_slli_epi32(b0, 16))));
+      c1 = _mm512_add_ps(c1, _mm512_mul_ps(alo, _mm512_castsi512_ps(_mm512_slli_epi32(b1, 16))));
+      c0 = _mm512_add_ps(c0, _mm512_mul_ps(ahi, _mm512_castsi512_ps(_mm512_and_si512(b0, hi_mask))));
+      c1 = _mm512_add_ps(c1, _mm512_mul_ps(ahi, _mm512_castsi512_ps(_mm512_and_si512(b1, hi_mask))));
+    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    c0 = _mm512_mul_ps(va, c0);
+    c1 = _mm512_mul_ps(va, c1);
+    if (bias) {
+      c0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, bias), c0);
+      c1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, bias + 16), c1);
+    }
+    _mm512_mask_storeu_ps(C + (size_t)i * ldc, m0, c0);
+    if (m1) _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16, m1, c1);
+  }
+}

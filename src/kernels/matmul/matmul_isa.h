@@ -4,6 +4,7 @@
 #ifndef GPTMEG_KERNELS_MATMUL_ISA_H
 #define GPTMEG_KERNELS_MATMUL_ISA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "gptmeg/kernels.h"
@@ -49,6 +50,16 @@ float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum
 // ---- bf16, oneDNN's order (matmul_bf16.c) ---------------------------------------------------------
 // matmul_bf16_avx512.c (AVX512-BF16): a strip of pre-paired B for M rows of pre-paired A.
 void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
-                              float alpha, const float *bias, float *C, int ldc);
+                              float alpha, const float *bias, float *C, int ldc);// The intel-amx one-row order (one f32 chain over k), same arguments less the block size.
+void gm_bf16_seq_strip_avx512(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                              const float *bias, float *C, int ldc);
+
+// matmul_bf16_amx.c (AMX-BF16 tiles, the intel-amx order): a strip of pre-paired B (row stride
+// ldbs pairs, 32 columns, ncols of them kept) for M rows of pre-paired A (rows of P pairs); K chunks
+// of Pc pairs (a multiple of 16; 0: one chunk). gm_bf16_amx_ready asks Linux for the tile state
+// once per process (false when refused: then the scalar twin runs).
+bool gm_bf16_amx_ready(void);
+void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                       const float *bias, float *C, int ldc);
 
 #endif

@@ -13,8 +13,13 @@
 // lane += lane+2, lane0 + lane1. The K % 64 rest runs through one 8-lane register in steps of 16
 // (two FMAs per step), folded the same way and added; the last K % 16 elements add one by one.
 // The result is alpha * dot, plus bias when given (torch's beta * c + alpha * dot, c = bias).
+// Under a target whose oneDNN ISA is AMX (intel-amx: AVX512-FP16 there), torch runs B transposed
+// through oneDNN instead: one f32 chain over k in order, acc = acc + x[k] * y[k] (products exact),
+// then alpha * acc (+ bias) (tools/ref/probe_f16_amx_order.py on tests/golden/targets/intel-amx/:
+// every output of the 7 shapes). B as stored keeps ATen's four partial sums there.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 
 #include <omp.h>
 #include <stdlib.h>
@@ -78,14 +83,33 @@ static float dot_f32arith_scalar(const float *x, const float *y, int K) {
   return gm_dot_f32arith_tail(x, y, K, fold8(reg[0]));
 }
 
+// The intel-amx order for B transposed: one chain over k.
+static bool trans_is_chain(void) {
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  return ti && ti->onednn == GM_ONEDNN_AMX;
+}
+
+static float dot_chain(const float *x, const float *y, int K) {
+  float acc = 0.0f;
+  for (int k = 0; k < K; k++) acc = acc + x[k] * y[k];
+  return acc;
+}
+
+static float dot_chain_f16(const float *x, const uint16_t *y, int K) {
+  float acc = 0.0f;
+  for (int k = 0; k < K; k++) acc = acc + x[k] * gm_f16_to_f32(y[k]);
+  return acc;
+}
+
 typedef void (*strip_fn)(const float *, int, const float *, int, int, int, int, float, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                               int ldc, int M, int N, int K, int threads) {
   gm_simd_level isa = gm_cpu_simd();
-  dot_fn dot = isa >= GM_SIMD_AVX2 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
-  bool avx512 = isa == GM_SIMD_AVX512;
+  bool chain = trans_is_chain();
+  dot_fn dot = chain ? dot_chain : isa >= GM_SIMD_AVX2 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
+  bool avx512 = isa == GM_SIMD_AVX512 && !chain;
   int n_strips = (N + STRIP - 1) / STRIP;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
@@ -182,6 +206,14 @@ static float dot_f32arith_f16_scalar(const float *x, const uint16_t *y, int K) {
 // Columns j0..j1 of rows 0..M-1 (one work item).
 static void f16h_piece(bool fast, const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
                        float alpha, float *C, int ldc, int M, int j0, int j1, int K) {
+  if (trans_b && trans_is_chain()) { // intel-amx: one chain over k per output
+    for (int i = 0; i < M; i++)
+      for (int j = j0; j < j1; j++) {
+        float v = alpha * dot_chain_f16(A + (size_t)i * lda, B + (size_t)j * ldb, K);
+        C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+      }
+    return;
+  }
   if (fast && trans_b) { // rows in blocks of 64 so the strip of B stays in L1
     for (int i = 0; i < M; i += 64)
       gm_trans_block_f16_avx512(A, lda, B, ldb, bias, alpha, C, ldc, i, i + 64 < M ? i + 64 : M, j0, j1, K);
