@@ -121,7 +121,9 @@ typedef enum { GM_KOP_MATMUL = 0, GM_KOP_LAYERNORM, GM_KOP_SOFTMAX, GM_KOP_GELU_
 const char *gm_kernel_op_name(gm_kernel_op op); // "matmul", "layer_norm", "softmax", "F.gelu", "gelu ops"
 typedef struct {
   bool exact;         // gptmeg gives this target's bits (its goldens pass); else zen4's order runs
+  bool partial;       // not exact, but the target's order runs and gives its bits on the goldens' shapes
   const char *family; // the PyTorch kernel behind the op on this target, in words
+  const char *limits; // when partial: what is not reproduced
 } gm_target_support;
 gm_target_support gm_target_support_get(gm_torch_target t, gm_kernel_op op, gm_dtype dt);
 

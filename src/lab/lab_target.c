@@ -14,7 +14,8 @@ void gm_lab_target_text(char *buf, size_t n) {
   for (int op = 0; op < GM_KOP_N && k < n; op++)
     for (int d = 0; d < 3 && k < n; d++)
       if (!gm_target_support_get(t, (gm_kernel_op)op, dts[d]).exact) {
-        k += (size_t)snprintf(buf + k, n - k, "%s%s %s", sep, gm_dtype_name(dts[d]), gm_kernel_op_name((gm_kernel_op)op));
+        k += (size_t)snprintf(buf + k, n - k, "%s%s %s%s", sep, gm_dtype_name(dts[d]), gm_kernel_op_name((gm_kernel_op)op),
+                              gm_target_support_get(t, (gm_kernel_op)op, dts[d]).partial ? " (in part)" : "");
         sep = ", ";
       }
 }
