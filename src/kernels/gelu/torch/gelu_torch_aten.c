@@ -6,14 +6,16 @@
 // paths and most others; differ for some tanh NaNs and for bf16 gelu_10, whose clamp re-rounds).
 //
 // Which code runs (measured against torch, see tools/ref/gen_gelu_aten_goldens.py):
-//  - approximate='none' with n >= 2 on f32 and bf16, and on f16 where the CPU has AVX512-FP16
-//    (measured: an AMD EPYC without it runs f16 through ATen's kernel below): oneDNN's JIT
-//    gelu_erf (forward and backward). Independent of threads. f32 in/out; f16 via vcvtph2ps/vcvtps2ph (RNE); bf16 by
+//  - approximate='none' with n >= 2 on f32, on bf16 where the torch CPU target's oneDNN ISA is
+//    avx512_core or above, and on f16 where it is avx512_core_fp16 or above (measured: an AMD EPYC
+//    without AVX512-FP16 runs f16 through ATen's kernel below; per target: gelu_plan below):
+//    oneDNN's JIT gelu_erf (forward and backward). Independent of threads. f32 in/out; f16 via vcvtph2ps/vcvtps2ph (RNE); bf16 by
 //    widening and vcvtneps2bf16 (RNE, flushes results below 2^-126 to zero, NaN keeps payload).
 //  - everything else (tanh; erf with n == 1): ATen's GELU kernel. TensorIterator splits [0, n) into
 //    per-thread chunks (forward: when n > 16384 with grain n/threads; backward: when n > 32768 with
 //    grain 32768; chunk = ceil(n / used threads)). In each chunk the first floor(len/V)*V elements
-//    take the Vectorized lambda (V = 32 for f32, 64 for f16/bf16), the rest the scalar lambda with
+//    take the Vectorized lambda (V = 32 for f32, 64 for f16/bf16; half under ATen's AVX2
+//    capability), the rest the scalar lambda with
 //    glibc tanhf/erff/expf. f16/bf16 are widened to f32, computed in f32 and rounded once
 //    (RNE; bf16 NaN becomes 0xffff on the vector path, 0x7fc0 on the scalar path).
 //  - f16/bf16 through ATen's vector lambda or oneDNN's bf16 kernel: looked up in tables of that
