@@ -104,10 +104,11 @@ void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, 
 void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kernel, float *mean, float *rstd);
 
 // In place softmax of s[0..n) followed by n_masked entries holding mask_value (not stored), as
-// PyTorch 2.15's CPU softmax computes it on AVX-512 machines (softmax.c): m = max (masked entries
-// included), e = SLEEF's expf_u10(s - m), the sum in 16 lanes folded as a tree, s = e * (1/sum),
-// all in f32. reduced: the row is an f16/bf16 tensor's (ATen's reduced-type kernel: the last
-// total % 16 elements take libm's expf and are added one by one after the fold).
+// PyTorch 2.15's CPU softmax computes it under the active torch CPU target (softmax.c): m = max
+// (masked entries included), e = SLEEF's expf_u10(s - m), the sum in W lanes folded as a tree
+// (W = 16 under ATen's AVX512 capability, 8 under AVX2), s = e * (1/sum), all in f32. reduced:
+// the row is an f16/bf16 tensor's (ATen's reduced-type kernel: the last total % W elements take
+// libm's expf and are added one by one after the fold).
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool reduced);
 // s[j] = expf_u10(s[j] - m) for j < n (SLEEF, the FMA builds: the same bits on AVX-512, AVX2 and scalar).
 void gm_exp_shift_row(float *s, int n, float m);

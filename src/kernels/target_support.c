@@ -2,8 +2,12 @@
 // the PyTorch kernel family each op runs there. A row says "exact" only where the target's
 // goldens (tests/golden/targets/) are matched by the tests; elsewhere the kernels run zen4's
 // order and `gptmeg info`, the report and diverge say so (never a silent fallback).
-// tests/test_targets.c holds this table to the goldens both ways: an exact row must match, and a
-// row that is not exact must not match everything (then the table is stale).
+// tests/test_target_matmul_f32.c, test_target_matmul_lowp.c (the matmuls) and tests/test_target_aten.c (softmax, F.gelu, the op-by-op
+// GELUs) hold this table to the goldens both ways: an exact row must match, and a row that is not
+// exact must not match everything (then the table is stale). Layer norm's goldens hold the same
+// values under every target (the files differ only in the order of their metadata keys).
+// The op-by-op GELUs' f32 tanh/erf/exp are MKL VML's (GPTMEG_TORCH_MKL): exact where that MKL runs
+// on a CPU of the target's class (an Intel AVX-512 CPU; capped to AVX2 for the avx2 target).
 #include "gptmeg/kernels.h"
 
 const char *gm_kernel_op_name(gm_kernel_op op) {
@@ -25,8 +29,12 @@ static const char *family(const gm_torch_target_info *ti, gm_kernel_op op, gm_dt
     return ti->onednn == GM_ONEDNN_AMX ? "oneDNN, AVX512_CORE_FP16 / AMX-FP16 (f16)" : "ATen cpublas f16 gemm";
   case GM_KOP_LAYERNORM: return ti->aten == GM_ATEN_AVX512 ? "ATen layer_norm, AVX512 Vectorized" : "ATen layer_norm, AVX2 Vectorized";
   case GM_KOP_SOFTMAX: return ti->aten == GM_ATEN_AVX512 ? "ATen softmax, AVX512 (SLEEF exp)" : "ATen softmax, AVX2 (SLEEF exp)";
-  case GM_KOP_GELU_ATEN:
-    if (dt != GM_F32 && ti->onednn >= GM_ONEDNN_AVX512_CORE) return "oneDNN eltwise GELU";
+  case GM_KOP_GELU_ATEN: // approximate='none' (n >= 2) in oneDNN where it takes the dtype; tanh always ATen
+    if (dt == GM_F32) return ti->onednn >= GM_ONEDNN_AVX512_CORE ? "oneDNN eltwise gelu_erf (minimax), ATen GELU (tanh), AVX512"
+                                                                 : "oneDNN eltwise gelu_erf (AVX2, Abramowitz-Stegun), ATen GELU (tanh), AVX2";
+    if (dt == GM_BF16 && ti->onednn >= GM_ONEDNN_AVX512_CORE_BF16) return "oneDNN eltwise gelu_erf (vcvtneps2bf16), ATen GELU (tanh)";
+    if (dt == GM_BF16 && ti->onednn >= GM_ONEDNN_AVX512_CORE) return "oneDNN eltwise gelu_erf (emulated bf16 rounding), ATen GELU (tanh)";
+    if (dt == GM_F16 && ti->onednn >= GM_ONEDNN_AVX512_CORE_FP16) return "oneDNN eltwise gelu_erf (f16), ATen GELU (tanh)";
     return ti->aten == GM_ATEN_AVX512 ? "ATen GELU, AVX512 Vectorized" : "ATen GELU, AVX2 Vectorized";
   case GM_KOP_GELU_OPS:
     return ti->aten == GM_ATEN_AVX512 ? "ATen elementwise ops, AVX512 (MKL VML tanh/erf in f32)"
@@ -36,14 +44,14 @@ static const char *family(const gm_torch_target_info *ti, gm_kernel_op op, gm_dt
 }
 
 // Not reproduced yet: one bit per dtype (f32, f16, bf16) per op, per target. From the targets'
-// goldens (tests/golden/targets/, tests/test_targets.c).
+// goldens (tests/golden/targets/, tests/test_target_*.c).
 enum { F32 = 1, F16 = 2, BF16 = 4, ALL = 7 };
 static const unsigned NOT_EXACT[GM_TT_N][GM_KOP_N] = {
     [GM_TT_ZEN4] = {0, 0, 0, 0, 0},
     [GM_TT_INTEL_AMX] = {[GM_KOP_MATMUL] = F32}, // bf16, f16: PARTIAL below
-    [GM_TT_INTEL_AVX512_BF16] = {[GM_KOP_MATMUL] = F32, [GM_KOP_GELU_ATEN] = F16 | BF16},
-    [GM_TT_INTEL_AVX512] = {[GM_KOP_MATMUL] = F32 | BF16, [GM_KOP_GELU_ATEN] = F16 | BF16},
-    [GM_TT_AVX2] = {[GM_KOP_MATMUL] = F32 | BF16, [GM_KOP_SOFTMAX] = ALL, [GM_KOP_GELU_ATEN] = ALL, [GM_KOP_GELU_OPS] = ALL},
+    [GM_TT_INTEL_AVX512_BF16] = {[GM_KOP_MATMUL] = F32},
+    [GM_TT_INTEL_AVX512] = {[GM_KOP_MATMUL] = F32 | BF16},
+    [GM_TT_AVX2] = {[GM_KOP_MATMUL] = F32 | BF16},
 };
 
 // Reproduced on the goldens' shapes but known to part from torch elsewhere: bits per dtype, and what
@@ -69,7 +77,16 @@ gm_target_support gm_target_support_get(gm_torch_target t, gm_kernel_op op, gm_d
   s.exact = bit && !(NOT_EXACT[t][op] & bit) && !s.partial;
   if (s.partial) s.limits = partial_limits(t, op, dt);
   // f32 tanh/erf/exp of the op-by-op GELUs are MKL VML's, reachable only through torch's own library.
-  if (op == GM_KOP_GELU_OPS && dt == GM_F32 && !gm_torch_lib_path(NULL)) s.exact = false;
+  // And MKL picks its VML code by CPU: the target's results need MKL running on a CPU of its vendor
+  // and ISA (zen4's on an AMD CPU, the Intel targets' on an Intel one with their ISA).
+  if (op == GM_KOP_GELU_OPS && dt == GM_F32) {
+    const gm_cpu *h = gm_cpu_host();
+    const bool intel = h->vendor_id == GM_CPU_VENDOR_INTEL;
+    const bool ok = ti->mkl == GM_MKL_SGEMM_AMD_AVX512 ? h->vendor_id == GM_CPU_VENDOR_AMD && h->simd == GM_SIMD_AVX512
+                    : ti->mkl == GM_MKL_SGEMM_INTEL_AVX512 ? intel && h->simd == GM_SIMD_AVX512
+                                                            : intel && h->simd >= GM_SIMD_AVX2;
+    if (!gm_torch_lib_path(NULL) || !ok) s.exact = false;
+  }
   s.family = family(ti, op, dt);
   return s;
 }

@@ -70,6 +70,8 @@ double gm_gelu_ops_round_f32(gm_dtype dt, float f);
 // torch-cpu: true when MKL's VML (GPTMEG_TORCH_MKL) is loaded, so that f32 tanh/erf/exp are
 // bit exact; false: they are computed in double and rounded (gelu_torch_ops.c).
 bool gm_gelu_torch_ops_have_mkl(void);
+// True when the loaded MKL was capped to AVX2 (the avx2 torch CPU target was active at its load).
+bool gm_gelu_torch_ops_mkl_avx2(void);
 
 // torch-cpu f32 torch.tanh / torch.erf / torch.exp on a contiguous array (the fast path's):
 // out[i] = f(in[i]) through MKL VML_HA when loaded (lane-independent: the same bits for any n and

@@ -1,18 +1,22 @@
-// Softmax of one score row with a masked tail, in PyTorch 2.15's CPU order on AVX-512 machines
-// (ATen's last-dimension softmax as dispatched there; contract in nn.h), measured against torch's
-// own f32, f16 and bf16 softmax (tests/test_softmax.c, the profile goldens):
+// Softmax of one score row with a masked tail, in PyTorch 2.15's CPU order (ATen's last-dimension
+// softmax; contract in nn.h), measured against torch's own f32, f16 and bf16 softmax
+// (tests/test_softmax.c, the profile goldens, tests/test_target_aten.c per torch CPU target).
+// W is the lanes of ATen's Vectorized<float> under the active torch CPU target's capability: 16
+// (AVX512), 8 (AVX2: the avx2 target, measured under ATEN_CPU_CAPABILITY=avx2):
 //   m    the row's maximum, masked entries included (exact in any order)
 //   exp  SLEEF's expf_u10 of s - m (ATen's Vectorized<float>::exp()); the reduced-type kernel
-//        (f16/bf16 rows) takes libm's expf for the last total % 16 elements instead
-//   sum  16 lanes, element j into lane j % 16 in increasing j, folded lane += lane+8, +4, +2, +1
-//        (vec_reduce_all); f32 rows: below 16 elements one by one, else the tail goes into its
-//        lanes; f16/bf16 rows: the last total % 16 elements are added one by one after the fold
+//        (f16/bf16 rows) takes libm's expf for the last total % W elements instead
+//   sum  W lanes, element j into lane j % W in increasing j, folded lane += lane+W/2, ..., +1
+//        (vec_reduce_all; AVX2's three shuffles fold in the same order); f32 rows: below W
+//        elements one by one, else the tail goes into its lanes; f16/bf16 rows: the last
+//        total % W elements are added one by one after the fold
 //   out  e * (1 / sum)
 // The exp's SLEEF builds (AVX-512, AVX2, scalar with FMA) give the same bits, so GPTMEG_SIMD
 // changes nothing; a CPU without FMA runs SLEEF's non-FMA scalar build, whose bits differ in the
 // last place for some inputs.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 #include "kernels/softmax/softmax_isa.h"
 
 #include <math.h>
@@ -60,17 +64,22 @@ static inline float elem(const float *e, int n, int vec_end, float rest_vec, flo
   return j < n ? e[j] : (j < vec_end ? rest_vec : rest_tail);
 }
 
-// Lanes j % 16 over j < end, folded as vec_reduce_all.
-static float lane_sum16(const float *e, int n, int end, float rest_vec, float rest_tail) {
+// Lanes j % w over j < end (w = 16 or 8, end >= w), folded as vec_reduce_all.
+static float lane_sum(int w, const float *e, int n, int end, float rest_vec, float rest_tail) {
   float lane[16];
-  for (int k = 0; k < 16; k++) lane[k] = elem(e, n, end, rest_vec, rest_tail, k);
-  int j = 16;
-  for (; j + 16 <= n && j + 16 <= end; j += 16)
-    for (int k = 0; k < 16; k++) lane[k] = lane[k] + e[j + k];
-  for (; j < end; j++) lane[j % 16] = lane[j % 16] + elem(e, n, end, rest_vec, rest_tail, j);
-  for (int h = 8; h >= 1; h /= 2)
+  for (int k = 0; k < w; k++) lane[k] = elem(e, n, end, rest_vec, rest_tail, k);
+  int j = w;
+  for (; j + w <= n && j + w <= end; j += w)
+    for (int k = 0; k < w; k++) lane[k] = lane[k] + e[j + k];
+  for (; j < end; j++) lane[j % w] = lane[j % w] + elem(e, n, end, rest_vec, rest_tail, j);
+  for (int h = w / 2; h >= 1; h /= 2)
     for (int k = 0; k < h; k++) lane[k] = lane[k] + lane[k + h];
   return lane[0];
+}
+
+// The lanes of ATen's Vectorized<float> under the active torch CPU target.
+static int aten_lanes(void) {
+  return gm_torch_target_get_info(gm_torch_target_active())->aten == GM_ATEN_AVX512 ? 16 : 8;
 }
 
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool reduced) {
@@ -78,21 +87,22 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
   for (int j = 0; j < n; j++)
     if (s[j] > m) m = s[j];
   if (n_masked > 0 && mask_value > m) m = mask_value;
-  const int total = n + n_masked, vec_end = reduced ? total - total % 16 : total;
+  const int w = aten_lanes();
+  const int total = n + n_masked, vec_end = reduced ? total - total % w : total;
   int n_vec = n < vec_end ? n : vec_end;
   gm_exp_shift_row(s, n_vec, m);
   for (int j = n_vec; j < n; j++) s[j] = expf(s[j] - m);
   float rest_vec = n_masked > 0 ? exp1(gm_cpu_has(GM_CPU_FMA), mask_value - m) : 0.0f, rest_tail = n_masked > 0 ? expf(mask_value - m) : 0.0f;
   float sum;
   if (!reduced) {
-    if (total < 16) {
+    if (total < w) {
       sum = elem(s, n, total, rest_vec, rest_vec, 0);
       for (int j = 1; j < total; j++) sum = sum + elem(s, n, total, rest_vec, rest_vec, j);
     } else {
-      sum = lane_sum16(s, n, total, rest_vec, rest_vec);
+      sum = lane_sum(w, s, n, total, rest_vec, rest_vec);
     }
   } else {
-    sum = vec_end > 0 ? lane_sum16(s, n, vec_end, rest_vec, rest_tail) : 0.0f;
+    sum = vec_end > 0 ? lane_sum(w, s, n, vec_end, rest_vec, rest_tail) : 0.0f;
     for (int j = vec_end; j < total; j++) sum = sum + elem(s, n, vec_end, rest_vec, rest_tail, j);
   }
   float inv = 1.0f / sum;

@@ -6,14 +6,16 @@
 // paths and most others; differ for some tanh NaNs and for bf16 gelu_10, whose clamp re-rounds).
 //
 // Which code runs (measured against torch, see tools/ref/gen_gelu_aten_goldens.py):
-//  - approximate='none' with n >= 2 on f32 and bf16, and on f16 where the CPU has AVX512-FP16
-//    (measured: an AMD EPYC without it runs f16 through ATen's kernel below): oneDNN's JIT
-//    gelu_erf (forward and backward). Independent of threads. f32 in/out; f16 via vcvtph2ps/vcvtps2ph (RNE); bf16 by
+//  - approximate='none' with n >= 2 on f32, on bf16 where the torch CPU target's oneDNN ISA is
+//    avx512_core or above, and on f16 where it is avx512_core_fp16 or above (measured: an AMD EPYC
+//    without AVX512-FP16 runs f16 through ATen's kernel below; per target: gelu_plan below):
+//    oneDNN's JIT gelu_erf (forward and backward). Independent of threads. f32 in/out; f16 via vcvtph2ps/vcvtps2ph (RNE); bf16 by
 //    widening and vcvtneps2bf16 (RNE, flushes results below 2^-126 to zero, NaN keeps payload).
 //  - everything else (tanh; erf with n == 1): ATen's GELU kernel. TensorIterator splits [0, n) into
 //    per-thread chunks (forward: when n > 16384 with grain n/threads; backward: when n > 32768 with
 //    grain 32768; chunk = ceil(n / used threads)). In each chunk the first floor(len/V)*V elements
-//    take the Vectorized lambda (V = 32 for f32, 64 for f16/bf16), the rest the scalar lambda with
+//    take the Vectorized lambda (V = 32 for f32, 64 for f16/bf16; half under ATen's AVX2
+//    capability), the rest the scalar lambda with
 //    glibc tanhf/erff/expf. f16/bf16 are widened to f32, computed in f32 and rounded once
 //    (RNE; bf16 NaN becomes 0xffff on the vector path, 0x7fc0 on the scalar path).
 //  - f16/bf16 through ATen's vector lambda or oneDNN's bf16 kernel: looked up in tables of that
@@ -89,7 +91,9 @@ static double scalar_f64(bool tanh_variant, bool backward, double x, double dy) 
 }
 
 // ---- storage conversions --------------------------------------------------------------------
-typedef enum { ROUND_ATEN_VEC, ROUND_ATEN_SCALAR, ROUND_ONEDNN } round_kind;
+// ROUND_ONEDNN: vcvtneps2bf16 (avx512_core_bf16 and up); ROUND_ONEDNN_EMU: oneDNN's emulation of it
+// on avx512_core, which does not flush tiny results.
+typedef enum { ROUND_ATEN_VEC, ROUND_ATEN_SCALAR, ROUND_ONEDNN, ROUND_ONEDNN_EMU } round_kind;
 
 static float widen(gm_dtype dt, const void *p, size_t i) {
   if (dt == GM_F32) return ((const float *)p)[i];
@@ -106,6 +110,7 @@ static uint16_t bf16_round(float f, round_kind k) {
     return (uint16_t)((u >> 16) | 0x40);
   }
   if (k == ROUND_ONEDNN && fabsf(f) < 0x1p-126f) return signbit(f) ? 0x8000 : 0x0000;
+  if (k == ROUND_ONEDNN_EMU) return gm_f32_to_bf16(f);
   return gm_f32_to_bf16(f);
 }
 
@@ -124,7 +129,7 @@ static void widen_block(gm_dtype dt, const void *p, size_t s, float *dst, size_t
 
 static void store_block(gm_dtype dt, void *p, size_t s, const float *src, size_t m, round_kind k) {
   if (dt == GM_F16) gm_f32_to_dtype_buf(GM_F16, src, (uint16_t *)p + s, m);
-  else if (k != ROUND_ATEN_SCALAR) gm_aten_store_bf16(src, (uint16_t *)p + s, m, k == ROUND_ONEDNN);
+  else if (k != ROUND_ATEN_SCALAR) gm_aten_store_bf16(src, (uint16_t *)p + s, m, k == ROUND_ONEDNN ? 1 : k == ROUND_ONEDNN_EMU ? 2 : 0);
   else for (size_t i = 0; i < m; i++) store(dt, p, s + i, src[i], k);
 }
 
@@ -135,7 +140,36 @@ typedef struct {
   gm_dtype dt;
   const void *x, *dy;
   void *out;
+  const struct gelu_plan *plan; // the torch CPU target's kernels (gelu_plan_now)
 } aten_job;
+
+// What the active torch CPU target (gptmeg/target.h) runs, measured with torch under each target's
+// dispatch caps (tests/golden/targets/, tests/test_target_aten.c):
+//  - ATen's capability sets the vector step of cpu_kernel_vec (two Vectorized per step): AVX512
+//    32 f32 / 64 f16,bf16 / 16 f64 elements, AVX2 16 / 32 / 8. The vector lambdas give the same
+//    bits per element under both (SLEEF's AVX2 and AVX-512 builds agree), so only the
+//    vector-body / scalar-tail split moves.
+//  - oneDNN takes F.gelu(approximate='none') (n >= 2) in f32 always, in bf16 where its ISA is
+//    avx512_core or above (ideep's bf16 support check), in f16 where it is avx512_core_fp16 or
+//    above; elsewhere ATen's kernel runs. Its f32 forward is the minimax pieces from avx512_core up,
+//    Abramowitz-Stegun below (the AVX2 JIT); its bf16 store is vcvtneps2bf16 (tiny results
+//    flushed) from avx512_core_bf16 up, an integer emulation that does not flush on avx512_core.
+typedef struct gelu_plan {
+  size_t step_f32, step_16, step_f64;
+  bool dnn_f16, dnn_bf16;
+  bool dnn_minimax;    // else the Abramowitz-Stegun forward
+  round_kind dnn_bf16_round;
+} gelu_plan;
+
+static gelu_plan gelu_plan_now(void) {
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  bool avx2 = ti->aten != GM_ATEN_AVX512;
+  gelu_plan p = {avx2 ? 16 : 32, avx2 ? 32 : 64, avx2 ? 8 : 16,
+                 ti->onednn >= GM_ONEDNN_AVX512_CORE_FP16, ti->onednn >= GM_ONEDNN_AVX512_CORE,
+                 ti->onednn >= GM_ONEDNN_AVX512_CORE,
+                 ti->onednn >= GM_ONEDNN_AVX512_CORE_BF16 ? ROUND_ONEDNN : ROUND_ONEDNN_EMU};
+  return p;
+}
 
 // ---- f16/bf16 by table ------------------------------------------------------------------------
 // A 16-bit input has 65536 patterns, so a vector kernel (ATen's lambda for one form, or oneDNN's
@@ -148,7 +182,7 @@ typedef struct {
   float factor[65536];
 } gelu16_table;
 
-typedef enum { TABLE_ATEN_ERF, TABLE_ATEN_TANH, TABLE_ONEDNN_ERF, N_TABLE_KERNELS } table_kernel;
+typedef enum { TABLE_ATEN_ERF, TABLE_ATEN_TANH, TABLE_ONEDNN_ERF, TABLE_ONEDNN_ERF_EMU, N_TABLE_KERNELS } table_kernel;
 static _Atomic(void *) gelu16_tables[N_TABLE_KERNELS][2]; // [kernel][bf16]
 
 static void store_block(gm_dtype dt, void *p, size_t s, const float *src, size_t m, round_kind k);
@@ -170,8 +204,8 @@ static void *gelu16_build(const void *ctx) {
       one[i] = 1.0f;
     }
     gm_aten_widen(key->dt == GM_F16, pat, x, N);
-    if (key->kern == TABLE_ONEDNN_ERF) { // bf16 only: oneDNN's one-pass kernel, its own rounding
-      gm_onednn_gelu_erf_bf16(pat, NULL, t->fwd, N, 0);
+    if (key->kern == TABLE_ONEDNN_ERF || key->kern == TABLE_ONEDNN_ERF_EMU) { // bf16 only: oneDNN's one-pass kernel, its own rounding
+      gm_onednn_gelu_erf_bf16(pat, NULL, t->fwd, N, key->kern == TABLE_ONEDNN_ERF_EMU ? 2 : 0);
       gm_onednn_gelu_erf_bwd(x, one, t->factor, N);
     } else {
       bool tanh = key->kern == TABLE_ATEN_TANH;
@@ -199,7 +233,7 @@ static const gelu16_table *gelu16_get(table_kernel kern, gm_dtype dt) {
 }
 
 // out[0, n) of a job on 16-bit storage from table T.
-static void gelu16_lookup(const gelu16_table *T, const aten_job *j, bool onednn, size_t b, size_t n) {
+static void gelu16_lookup(const gelu16_table *T, const aten_job *j, int onednn, size_t b, size_t n) {
   const uint16_t *x = (const uint16_t *)j->x + b;
   uint16_t *out = (uint16_t *)j->out + b;
   if (j->backward) gm_gelu16_bwd_by_factor(j->dt == GM_F16, onednn, T->factor, x, (const uint16_t *)j->dy + b, out, n);
@@ -211,12 +245,12 @@ static void aten_chunk(const aten_job *j, size_t b, size_t e, float *xb, float *
   if (j->dt == GM_F64) { // no widening: the vector lambda works on the arrays in place
     const double *x = j->x, *dy = j->dy;
     double *out = j->out;
-    size_t vec_end = b + (e - b) / 16 * 16;
+    size_t vec_end = b + (e - b) / j->plan->step_f64 * j->plan->step_f64;
     gm_aten_vec_f64(j->tanh, j->backward, x + b, dy ? dy + b : NULL, out + b, vec_end - b);
     for (size_t i = vec_end; i < e; i++) out[i] = scalar_f64(j->tanh, j->backward, x[i], dy ? dy[i] : 0.0);
     return;
   }
-  size_t step = j->dt == GM_F32 ? 32 : 64;
+  size_t step = j->dt == GM_F32 ? j->plan->step_f32 : j->plan->step_16;
   size_t vec_end = b + (e - b) / step * step;
   if (j->dt == GM_F32) { // the vector lambda on the arrays in place
     const float *x = (const float *)j->x + b, *dy = j->backward ? (const float *)j->dy + b : NULL;
@@ -232,7 +266,7 @@ static void aten_chunk(const aten_job *j, size_t b, size_t e, float *xb, float *
   }
   const gelu16_table *T =
       j->dt != GM_F32 && vec_end > b ? gelu16_get(j->tanh ? TABLE_ATEN_TANH : TABLE_ATEN_ERF, j->dt) : NULL;
-  if (T) gelu16_lookup(T, j, false, b, vec_end - b);
+  if (T) gelu16_lookup(T, j, 0, b, vec_end - b);
   for (size_t s = b; s < vec_end && j->dt != GM_F32 && !T; s += BLOCK) {
     size_t m = vec_end - s < BLOCK ? vec_end - s : BLOCK;
     widen_block(j->dt, j->x, s, xb, m);
@@ -297,19 +331,21 @@ static int run_aten(const aten_job *j, size_t n, int threads) {
 static int run_onednn(const aten_job *j, size_t n, int threads) {
   size_t nblocks = (n + BLOCK - 1) / BLOCK;
   if (j->dt == GM_BF16) { // by table; lanes are independent, so any split gives the same bits
-    const gelu16_table *T = gelu16_get(TABLE_ONEDNN_ERF, GM_BF16);
+    bool emu = j->plan->dnn_bf16_round == ROUND_ONEDNN_EMU;
+    const gelu16_table *T = gelu16_get(emu ? TABLE_ONEDNN_ERF_EMU : TABLE_ONEDNN_ERF, GM_BF16);
     if (T) {
       // Guided, as the accurate mode's blocks (gelu_accurate.c): a late-waking thread takes fewer.
 #pragma omp parallel for schedule(guided, 2) num_threads(gelu_threads_for(n, threads))
       for (size_t b = 0; b < nblocks; b++) {
         size_t s = b * BLOCK;
-        gelu16_lookup(T, j, true, s, n - s < BLOCK ? n - s : BLOCK);
+        gelu16_lookup(T, j, emu ? 2 : 1, s, n - s < BLOCK ? n - s : BLOCK);
       }
       return 0;
     }
   }
   // Without the table: GPTMEG_SIMD below avx512 takes the integer rounding (same bits; for tests).
-  int have_bf16_insn = gm_cpu_simd() == GM_SIMD_AVX512 && gm_cpu_has(GM_CPU_AVX512_BF16);
+  int have_bf16_insn = j->plan->dnn_bf16_round == ROUND_ONEDNN_EMU ? 2
+                       : gm_cpu_simd() == GM_SIMD_AVX512 && gm_cpu_has(GM_CPU_AVX512_BF16);
   int failed = 0;
 #pragma omp parallel num_threads(gelu_threads_for(n, threads)) reduction(| : failed)
   {
@@ -323,7 +359,8 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
         const float *x = (const float *)j->x + s;
         float *o = (float *)j->out + s;
         if (j->backward) gm_onednn_gelu_erf_bwd(x, (const float *)j->dy + s, o, m);
-        else gm_onednn_gelu_erf_fwd(x, o, m);
+        else if (j->plan->dnn_minimax) gm_onednn_gelu_erf_fwd(x, o, m);
+        else gm_onednn_gelu_erf_fwd_as(x, o, m);
         continue;
       }
       if (j->dt == GM_BF16) { // one pass: widen, kernel, round and store per vector
@@ -337,7 +374,7 @@ static int run_onednn(const aten_job *j, size_t n, int threads) {
         widen_block(j->dt, j->dy, s, db, m);
         gm_onednn_gelu_erf_bwd(xb, db, ob, m);
       } else {
-        gm_onednn_gelu_erf_fwd(xb, ob, m);
+        gm_onednn_gelu_erf_fwd(xb, ob, m); // f16 runs here only from avx512_core_fp16 up
       }
       store_block(j->dt, j->out, s, ob, m, ROUND_ONEDNN);
     }
@@ -364,12 +401,14 @@ static int check_args(gm_gelu_variant v, gm_dtype dt, const char *dir) {
 static int gelu_kernel(gm_gelu_variant v, const aten_job *j, size_t n, int threads) {
   if (n == 0) return 0;
   bool tanh = v == GM_GELU_PYTORCH_TANH;
+  gelu_plan plan = gelu_plan_now();
   aten_job k = *j;
   k.tanh = tanh;
-  // use_mkldnn: f32 and bf16 always; f16 only where the CPU has AVX512-FP16 (torch's
-  // mkldnn_fp16_device_check), otherwise f16 takes ATen's kernel like the tanh form. A fact of the
-  // torch CPU target (gptmeg/cpu.h), so not capped by GPTMEG_SIMD.
-  bool dnn_dtype = k.dt == GM_F32 || k.dt == GM_BF16 || (k.dt == GM_F16 && gm_cpu_has(GM_CPU_AVX512_FP16));
+  k.plan = &plan;
+  // use_mkldnn: f32 always; bf16 and f16 by the target's oneDNN ISA (ideep's bf16/fp16 support
+  // checks, which follow ONEDNN_MAX_CPU_ISA), otherwise they take ATen's kernel like the tanh form.
+  // A fact of the torch CPU target (gelu_plan_now), so neither the host nor GPTMEG_SIMD decides it.
+  bool dnn_dtype = k.dt == GM_F32 || (k.dt == GM_BF16 && plan.dnn_bf16) || (k.dt == GM_F16 && plan.dnn_f16);
   if (!tanh && n >= 2 && dnn_dtype) return run_onednn(&k, n, threads);
   return run_aten(&k, n, threads);
 }

@@ -209,6 +209,37 @@ void gm_onednn_gelu_erf_bwd(const float *x, const float *dy, float *dx, size_t n
   }
 }
 
+// oneDNN's gelu_erf forward below avx512_core (the AVX2 JIT: no two-register permute for the
+// minimax table): Abramowitz-Stegun 7.1.26 with oneDNN's exp, in its operation order:
+//   x = s*(1/sqrt2); t = 1/fma(p, |x|, 1); e = -exp(-(x*x)); e = e*t;
+//   r = fma(fma(fma(fma(a5, t, a4), t, a3), t, a2), t, a1); erf = sign(s) ^ fma(e, r, 1);
+//   S = 0.5*s; gelu = fma(erf, S, S).
+// Its lanes are independent, so 16 lanes give the 8-lane JIT's bits.
+static __m512 dnn_gelu_erf_as16(__m512 s) {
+  const __m512 one = splat(1.0f), sign_bit = splat_bits(0x80000000);
+  __m512 x = _mm512_mul_ps(s, splat_bits(0x3f3504f3));
+  __m512 ax = _mm512_and_ps(x, splat_bits(0x7fffffff));
+  __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(splat_bits(0x3ea7ba05), ax, one));
+  __m512 e = _mm512_xor_ps(dnn_exp16(_mm512_xor_ps(_mm512_mul_ps(x, x), sign_bit)), sign_bit);
+  __m512 sign = _mm512_and_ps(s, sign_bit);
+  e = _mm512_mul_ps(e, t);
+  __m512 r = splat_bits(0x3f87dc22);
+  r = _mm512_fmadd_ps(r, t, splat_bits(0xbfba00e3));
+  r = _mm512_fmadd_ps(r, t, splat_bits(0x3fb5f0e3));
+  r = _mm512_fmadd_ps(r, t, splat_bits(0xbe91a98e));
+  r = _mm512_fmadd_ps(r, t, splat_bits(0x3e827906));
+  __m512 erf = _mm512_xor_ps(_mm512_fmadd_ps(e, r, one), sign);
+  __m512 half_s = _mm512_mul_ps(s, splat(0.5f));
+  return _mm512_fmadd_ps(erf, half_s, half_s);
+}
+
+void gm_onednn_gelu_erf_fwd_as(const float *x, float *y, size_t n) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 k = tail_mask(n - i);
+    _mm512_mask_storeu_ps(y + i, k, dnn_gelu_erf_as16(_mm512_maskz_loadu_ps(k, x + i)));
+  }
+}
+
 // ---- ATen Vectorized<double> (AVX-512, 8 lanes) ----------------------------------------------
 // The same lambdas in double: SLEEF Sleef_tanhd8_u10 / Sleef_erfd8_u10 / Sleef_expd8_u10 and the
 // same fused sites as the float vector code. n a multiple of 8.
@@ -248,7 +279,10 @@ void gm_aten_vec_f64(int tanh, int backward, const double *x, const double *dy, 
 // ---- bf16 stores of whole blocks ----------------------------------------------------------------
 // RNE on the f32 bits, (u + 0x7fff + ((u >> 16) & 1)) >> 16, with each path's special cases:
 // ATen's Vectorized<BFloat16> maps NaN to 0xffff; oneDNN's vcvtneps2bf16 keeps the NaN's payload
-// (quieted: (u >> 16) | 0x40) and flushes |x| < 2^-126 to a signed zero.
+// (quieted: (u >> 16) | 0x40) and flushes |x| < 2^-126 to a signed zero (onednn = 1); below
+// avx512_core_bf16 oneDNN emulates the instruction with integer RNE that keeps the NaN payload the
+// same way but rounds tiny values like any other (onednn = 2: measured on torch's
+// ONEDNN_MAX_CPU_ISA=AVX512_CORE, all 65536 bf16 patterns, forward and dy = 1 backward).
 // 16 f32 lanes rounded to bf16 bits (in the low half of each 32-bit lane) by one path's rules.
 static __m512i bf16_bits16(__m512 v, int onednn) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
@@ -258,8 +292,10 @@ static __m512i bf16_bits16(__m512 v, int onednn) {
   __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), lsb), 16);
   __mmask16 nan = _mm512_cmpgt_epu32_mask(a, inf);
   if (onednn) {
-    __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(0x00800000));
-    r = _mm512_mask_and_epi32(r, tiny, hi, _mm512_set1_epi32(0x8000));
+    if (onednn == 1) { // the instruction flushes; oneDNN's avx512_core emulation (2) does not
+      __mmask16 tiny = _mm512_cmplt_epu32_mask(a, _mm512_set1_epi32(0x00800000));
+      r = _mm512_mask_and_epi32(r, tiny, hi, _mm512_set1_epi32(0x8000));
+    }
     r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
   } else {
     r = _mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0xffff));
@@ -292,7 +328,8 @@ void gm_onednn_gelu_erf_bf16(const uint16_t *x, const uint16_t *dy, uint16_t *ou
     __m512 v = widen_bf16_16(k, x + i), r;
     if (dy) r = _mm512_mul_ps(dnn_gelu_erf_deriv16(v), widen_bf16_16(k, dy + i));
     else r = dnn_gelu_erf16(v);
-    __m256i h = have_avx512bf16 ? (__m256i)_mm512_cvtneps_pbh(r) : _mm512_cvtepi32_epi16(bf16_bits16(r, 1));
+    __m256i h = have_avx512bf16 == 1 ? (__m256i)_mm512_cvtneps_pbh(r)
+                                     : _mm512_cvtepi32_epi16(bf16_bits16(r, have_avx512bf16 == 2 ? 2 : 1));
     if (k == 0xffff) _mm256_storeu_si256((__m256i *)(out + i), h); // full vectors store unmasked
     else _mm256_mask_storeu_epi16(out + i, k, h);
   }

@@ -16,7 +16,8 @@
 //    double and rounded to f32 (close to VML_HA, not bit exact; gm_gelu_torch_ops_have_mkl()).
 //  - tanh, erf, exp on f16/bf16 and sigmoid on every dtype: ATen's cpu_kernel_vec. Each thread's
 //    chunk (at::parallel_for, grain 32768, chunk ceil(n / min(threads, ceil(n/32768)))) runs
-//    2*Vec::size() elements per step (32 for f32, 64 for f16/bf16) through the vector lambda
+//    2*Vec::size() elements per step (32 for f32, 64 for f16/bf16; half that under ATen's AVX2
+//    capability, the torch CPU target avx2) through the vector lambda
 //    (Sleef_tanhf16_u10, Sleef_expf16_u10, Abramowitz-Stegun erf, 1/(1+Sleef_expf(0-x))) and its
 //    leftover through the scalar lambda (glibc tanhf, erff, expf, 1/(1+expf(-x)) in f32).
 //  - tanh_backward(g, t) = g * fma(-t, t, 1) (GCC contracted 1 - t*t) in f32, rounded once.
@@ -31,6 +32,7 @@
 
 #include "gptmeg/target.h"
 #include "gptmeg/cpu.h"
+#include "gptmeg/target.h"
 #include "kernels/gelu/gelu_ops.h"
 #include "kernels/gelu/torch/gelu_torch_fast.h"
 #include "kernels/gelu/torch/gelu_torch_ops_simd.h"
@@ -48,11 +50,26 @@ static _Thread_local bool vml_serial_here;
 static pthread_once_t vml_once = PTHREAD_ONCE_INIT;
 enum { VML_HA = 2 };
 
+// MKL picks VML's code by the CPU and its instruction cap, once, at its first call: on an Intel
+// AVX-512 CPU the uncapped library gives the intel-* targets' bits and, capped to AVX2 (what
+// MKL_ENABLE_INSTRUCTIONS=AVX2 does for torch), the avx2 target's (measured against both targets'
+// gelu_ops goldens: all f32 cases). So the cap follows the torch CPU target active when MKL is
+// first loaded, for the rest of the process (gm_gelu_torch_ops_mkl_avx2 says which).
+static bool vml_avx2;
+enum { MKL_ENABLE_AVX2 = 2 }; // mkl_enable_instructions' value for AVX2 (mkl_service.h)
+
 static void vml_load(void) {
   const char *path = gm_torch_lib_path(NULL); // GPTMEG_TORCH_MKL, else a torch installation found
   if (!path) return;
   void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!h) return;
+  if (gm_torch_target_get_info(gm_torch_target_active())->mkl == GM_MKL_SGEMM_INTEL_AVX2) {
+    typedef int (*enable_fn)(int);
+    enable_fn en = (enable_fn)dlsym(h, "MKL_Enable_Instructions");
+    if (!en) en = (enable_fn)dlsym(h, "mkl_enable_instructions");
+    if (!en) en = (enable_fn)dlsym(h, "mkl_serv_enable_instructions"); // torch's build exports only this
+    vml_avx2 = en && en(MKL_ENABLE_AVX2) == 1;
+  }
   vml_fn t = (vml_fn)dlsym(h, "VMSTANH_"), e = (vml_fn)dlsym(h, "VMSERF_"),
          x = (vml_fn)dlsym(h, "VMSEXP_");
   mkl_set_threads_local = (mkl_threads_fn)dlsym(h, "MKL_Set_Num_Threads_Local");
@@ -61,6 +78,11 @@ static void vml_load(void) {
     vml_erf = e;
     vml_exp = x;
   }
+}
+
+bool gm_gelu_torch_ops_mkl_avx2(void) {
+  pthread_once(&vml_once, vml_load);
+  return vml_avx2 && vml_tanh != NULL;
 }
 
 bool gm_gelu_torch_ops_have_mkl(void) {
@@ -79,7 +101,10 @@ void gm_gelu_torch_vec_split(gm_dtype dt, size_t numel, int threads, size_t *chu
     tasks = (size_t)threads < by_grain ? (size_t)threads : by_grain;
   }
   *chunk = numel == 0 ? 1 : (numel + tasks - 1) / tasks;
-  *step = dt == GM_F32 ? 32 : 64;
+  // Two Vectorized per step: 16 f32 lanes a vector under ATen's AVX512 capability, 8 under AVX2
+  // (the active torch CPU target's; the lambdas' bits per element are the same under both).
+  bool avx2 = gm_torch_target_get_info(gm_torch_target_active())->aten != GM_ATEN_AVX512;
+  *step = (dt == GM_F32 ? 32 : 64) >> (avx2 ? 1 : 0);
 }
 
 // True when element i of the tensor takes the vector lambda, false for the scalar leftover.
