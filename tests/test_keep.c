@@ -9,6 +9,7 @@
 #include "gptmeg/target.h"
 #include "harness.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -198,7 +199,20 @@ static void test_target_invariance(gm_torch_target tt, gm_dtype dt) {
     else if (memcmp(step, one + (size_t)t * V, (size_t)V * sizeof(float))) bad = t;
   }
   gm_kv_free(&kv);
-  CHECK(bad < 0, "%s %s: the cached step at position %d differs from the full forward's row", tn, dn, bad);
+  // Two targets where torch's own kernels make a decode step differ from the full forward's row,
+  // and gptmeg reproduces torch's: intel-amx bf16 (oneDNN's one-row addmm is one f32 chain, the
+  // prefill AMX tiles pair products) and avx2 f32 (ATen's 8-lane kernels take an element by where it
+  // falls in the tensor's vector steps: the softmax sums a row shorter than 8 one by one but a
+  // masked row of the full forward in lanes, and the elementwise ops' vector/scalar tail moves with
+  // the tensor's length). docs/numerics.md, "Torch CPU targets".
+  const bool torch_varies = (tt == GM_TT_INTEL_AMX && dt == GM_BF16) || (tt == GM_TT_AVX2 && dt == GM_F32);
+  if (torch_varies) {
+    char what[96];
+    snprintf(what, sizeof what, "%s %s decode invariance", tn, dn);
+    test_skip(what, bad < 0 ? "torch's kernels vary here, yet this run's steps matched" : "torch's own kernels vary with the row count here");
+  } else {
+    CHECK(bad < 0, "%s %s: the cached step at position %d differs from the full forward's row", tn, dn, bad);
+  }
   free(one);
   free(two);
   free(step);
