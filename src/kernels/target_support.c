@@ -40,9 +40,9 @@ static const char *family(const gm_torch_target_info *ti, gm_kernel_op op, gm_dt
 enum { F32 = 1, F16 = 2, BF16 = 4, ALL = 7 };
 static const unsigned NOT_EXACT[GM_TT_N][GM_KOP_N] = {
     [GM_TT_ZEN4] = {0, 0, 0, 0, 0},
-    [GM_TT_INTEL_AMX] = {[GM_KOP_MATMUL] = ALL},
-    [GM_TT_INTEL_AVX512_BF16] = {[GM_KOP_MATMUL] = F32, [GM_KOP_GELU_ATEN] = F16 | BF16},
-    [GM_TT_INTEL_AVX512] = {[GM_KOP_MATMUL] = F32 | BF16, [GM_KOP_GELU_ATEN] = F16 | BF16},
+    [GM_TT_INTEL_AMX] = {[GM_KOP_MATMUL] = F16 | BF16},
+    [GM_TT_INTEL_AVX512_BF16] = {[GM_KOP_GELU_ATEN] = F16 | BF16},
+    [GM_TT_INTEL_AVX512] = {[GM_KOP_MATMUL] = BF16, [GM_KOP_GELU_ATEN] = F16 | BF16},
     [GM_TT_AVX2] = {[GM_KOP_MATMUL] = F32 | BF16, [GM_KOP_SOFTMAX] = ALL, [GM_KOP_GELU_ATEN] = ALL, [GM_KOP_GELU_OPS] = ALL},
 };
 
