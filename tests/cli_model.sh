@@ -103,7 +103,7 @@ expect 2 "--torch-target without a value" "$G" info --cpu --torch-target
 GPTMEG_TORCH_TARGET=bogus "$G" info --cpu >"$T/out" 2>"$T/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "GPTMEG_TORCH_TARGET: unknown torch CPU target 'bogus'" "$T/err" && ok "bad GPTMEG_TORCH_TARGET refused" || bad "bad env: $rc $(cat "$T/err")"
 expect 0 "diverge names the target" "$G" diverge --model "$M" --a hf:f16 --b meg:f16 --tokens-npy "$M/tokens.npy" --torch-target intel-avx512
-grep -q '^torch target: intel-avx512; not reproduced there: f32 matmul' "$T/out" && ok "diverge prints the target" || bad "diverge target: $(head -3 "$T/out")"
+grep -q '^torch target: intel-avx512; not reproduced there: ' "$T/out" && ok "diverge prints the target" || bad "diverge target: $(head -3 "$T/out")"
 # A target whose fast kernels this CPU (or the GPTMEG_SIMD cap) lacks: one note on stderr, --quiet silences it.
 GPTMEG_QUIET= GPTMEG_SIMD=avx2 "$G" act list --torch-target intel-amx >"$T/out" 2>"$T/err"
 [ "$(grep -c '^note: torch target intel-amx: this CPU (or GPTMEG_SIMD) lacks avx512f.*amx-bf16.*scalar twins run' "$T/err")" -eq 1 ] &&

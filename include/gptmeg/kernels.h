@@ -46,16 +46,28 @@ int gm_f32_torch_block_end(int K, int k0);
 // R(alpha * block)). Its packed path (B as stored: M >= 192 and N >= 192; B transposed: M >= 16 and
 // N >= 192, or K <= 64 and N >= 64) cuts the rest into blocks of 384 then the remainder and folds
 // alpha into B as on zen4 (GM_F32_BLOCKS_INTEL_384). Exact against torch (one thread) for every M >= 2 with B
-// as stored and for M >= 16 with B transposed; torch's one-row kernels and its kernel for B
-// transposed with 2..15 rows (and K beyond ~100) sum in other orders not reproduced here (the same
-// schedule runs there). The schedule depends on M and N: under Intel targets the rows of a big
+// as stored and for B transposed from 2 rows on (N >= 4; see the dot kernel below); torch's
+// one-row kernels, and B transposed with N <= 3 below the dot kernel's K, sum in other orders not
+// reproduced here (the same schedule runs there). The schedule depends on M and N: under Intel targets the rows of a big
 // product computed alone may differ from the product's rows (never for K a multiple of 384 or
 // K <= 768, GPT-2's shapes). MKL's Intel AVX2 kernels (avx2 target) are not reproduced: the zen4
-// order runs.
-typedef enum { GM_F32_BLOCKS_ZEN4 = 0, GM_F32_BLOCKS_INTEL_HALVES, GM_F32_BLOCKS_INTEL_384 } gm_f32_blocks;
+// order runs. B transposed with 2..15 rows, N >= 2 and K >= 24 * M runs MKL's dot kernel
+// (GM_F32_BLOCKS_INTEL_DOT16, no K blocks; tools/ref/probe_f32_tree.py): each output is a dot
+// product of a row of A and a row of B in 16 lanes (lane l: the FMA chain from zero over k = l,
+// l + 16, ...), reduced as 4 groups of 4 lanes added in order (g = ((l0-3 + l4-7) + l8-11) +
+// l12-15, lane by lane), then (g0 + g1) + (g2 + g3); C = fma(alpha, dot, bias) (alpha * dot
+// without bias).
+typedef enum {
+  GM_F32_BLOCKS_ZEN4 = 0,
+  GM_F32_BLOCKS_INTEL_HALVES,
+  GM_F32_BLOCKS_INTEL_384,
+  GM_F32_BLOCKS_INTEL_DOT16
+} gm_f32_blocks;
 int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0);
 // The schedule gm_matmul_f32_torch runs for this shape under mkl.
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b);
+// MKL's Intel dot kernel's order for one output (GM_F32_BLOCKS_INTEL_DOT16), before alpha and bias.
+float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
 // count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm

@@ -29,6 +29,13 @@ void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, i
 void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
                                  const float *bias, float *C, gm_f32_blocks blocks, float post);
 
+// MKL's Intel dot kernel (GM_F32_BLOCKS_INTEL_DOT16): C[i][j] = fma(alpha, gm_f32_torch_dot16(row i
+// of A, row j of B), bias[j]) (alpha * dot without bias), rows 0..M-1, columns j0..j1 of B^T [N, K].
+void gm_f32_torch_dot16_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                               int ldc, int M, int j0, int j1, int K);
+void gm_f32_torch_dot16_avx2(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                             int ldc, int M, int j0, int j1, int K);
+
 // ---- f16 values, PyTorch's reduced-type orders (matmul_torch_f16.c) -----------------------------
 // matmul_torch_f16_avx512.c: B as stored, a strip for M rows and one row (B f32 or f16 bits);
 // B transposed, a block of rows [i0, i1) by columns [j0, j1) (B f32 or f16 bits).

@@ -38,6 +38,7 @@ int gm_f32_torch_block_end(int K, int k0) {
 int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
   int rest = K - k0;
+  if (blocks == GM_F32_BLOCKS_INTEL_DOT16) return K;
   if (rest <= 384) return K;
   if (blocks == GM_F32_BLOCKS_INTEL_HALVES && rest < 768) return k0 + (rest + 1) / 2;
   return k0 + 384;
@@ -45,8 +46,30 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
 
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b) {
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order (and, not reproduced, Intel AVX2)
+  if (trans_b && M >= 2 && M <= 15 && N >= 2 && K >= 24 * M) return GM_F32_BLOCKS_INTEL_DOT16;
   bool packed = trans_b ? (M >= 16 && N >= 192) || (K <= 64 && N >= 64) : M >= 192 && N >= 192;
   return packed ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
+}
+
+// MKL's Intel dot kernel: 16 lanes, lane l the FMA chain over k = l, l + 16, ... from zero; the
+// four groups of four lanes added in order, lane by lane; then (g0 + g1) + (g2 + g3).
+float gm_f32_torch_dot16(const float *a, const float *b, int K) {
+  float lane[16] = {0};
+  for (int k = 0; k < K; k++) lane[k % 16] = fmaf(a[k], b[k], lane[k % 16]);
+  float g[4];
+  for (int l = 0; l < 4; l++) g[l] = ((lane[l] + lane[4 + l]) + lane[8 + l]) + lane[12 + l];
+  return (g[0] + g[1]) + (g[2] + g[3]);
+}
+
+// C = fma(alpha, dot, bias) (alpha * dot without bias) for rows 0..M-1, columns j0..j1 of B^T, the
+// dot kernel's order: the scalar definition, and the kernels' tail.
+static void dot16_scalar(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                         int ldc, int M, int j0, int j1, int K) {
+  for (int i = 0; i < M; i++)
+    for (int j = j0; j < j1; j++) {
+      float d = gm_f32_torch_dot16(A + (size_t)i * lda, B + (size_t)j * ldb, K);
+      C[(size_t)i * ldc + j] = bias ? fmaf(alpha, d, bias[j]) : alpha * d;
+    }
 }
 
 // The order of one call: the block schedule, the factor on B (the AMD kernel's alpha) and the
@@ -100,7 +123,10 @@ static void matmul_scalar(const float *A, int lda, const float *B, int ldb, bool
 
 void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                                 float alpha, float *C, int ldc, int M, int N, int K) {
-  if (M > 0 && N > 0) matmul_scalar(A, lda, B, ldb, trans_b, bias, order_for(M, N, K, trans_b, alpha), C, ldc, M, 0, N, K);
+  if (M <= 0 || N <= 0) return;
+  f32_order o = order_for(M, N, K, trans_b, alpha);
+  if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
+  else matmul_scalar(A, lda, B, ldb, trans_b, bias, order_for(M, N, K, trans_b, alpha), C, ldc, M, 0, N, K);
 }
 
 // One row, B as stored (decode): B streams row by row through column blocks of at most ROW_BLOCK,
@@ -125,8 +151,20 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   if (threads <= 0) threads = omp_get_max_threads();
   gm_simd_level isa = K > 0 ? gm_cpu_simd() : GM_SIMD_SCALAR;
   const f32_order o = order_for(M, N, K, trans_b, alpha);
-  alpha = o.b_scale; // what B is scaled by (1 under the Intel kernels: o.post scales each block)
   bool simd = isa == GM_SIMD_AVX512;
+  if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) { // MKL's Intel dot kernel (B transposed, few rows, long K)
+    int n_strips = (N + STRIP - 1) / STRIP;
+    if (threads > n_strips) threads = n_strips;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * STRIP, j1 = N - j0 < STRIP ? N : j0 + STRIP;
+      if (simd) gm_f32_torch_dot16_avx512(A, lda, B, ldb, bias, alpha, C, ldc, M, j0, j1, K);
+      else if (isa == GM_SIMD_AVX2) gm_f32_torch_dot16_avx2(A, lda, B, ldb, bias, alpha, C, ldc, M, j0, j1, K);
+      else dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, j0, j1, K);
+    }
+    return;
+  }
+  alpha = o.b_scale; // what B is scaled by (1 under the Intel kernels: o.post scales each block)
   if (simd && M == 1 && !trans_b) {
     one_row(A, B, ldb, bias, o, C, N, K, threads);
     return;

@@ -153,3 +153,30 @@ void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int nc
     C[j] = c;
   }
 }
+
+// MKL's Intel dot kernel (matmul_isa.h), its 16 lanes as two vectors of 8 (lanes 0-7, 8-15): full
+// 16-element steps in vectors, the K tail lane by lane on the stored lanes; then the four groups of
+// four lanes added in order and (g0 + g1) + (g2 + g3), as gm_f32_torch_dot16.
+void gm_f32_torch_dot16_avx2(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                             int ldc, int M, int j0, int j1, int K) {
+  int kv = K - K % 16;
+  for (int j = j0; j < j1; j++) {
+    const float *b = B + (size_t)j * ldb;
+    for (int i = 0; i < M; i++) {
+      const float *a = A + (size_t)i * lda;
+      __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+      for (int k = 0; k < kv; k += 16) {
+        lo = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), lo);
+        hi = _mm256_fmadd_ps(_mm256_loadu_ps(a + k + 8), _mm256_loadu_ps(b + k + 8), hi);
+      }
+      float lane[16];
+      _mm256_storeu_ps(lane, lo);
+      _mm256_storeu_ps(lane + 8, hi);
+      for (int k = kv; k < K; k++) lane[k - kv] = fmaf(a[k], b[k], lane[k - kv]);
+      float g[4];
+      for (int l = 0; l < 4; l++) g[l] = ((lane[l] + lane[4 + l]) + lane[8 + l]) + lane[12 + l];
+      float d = (g[0] + g[1]) + (g[2] + g[3]);
+      C[(size_t)i * ldc + j] = bias ? fmaf(alpha, d, bias[j]) : alpha * d;
+    }
+  }
+}

@@ -275,3 +275,44 @@ void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int
   }
   for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + 16 * v, v + 1 < nv ? 0xffff : last, c[v]);
 }
+
+// gm_f32_torch_dot16's reduction of 16 lanes: the four 128-bit groups added in order, then
+// (g0 + g1) + (g2 + g3).
+static inline float reduce16(__m512 v) {
+  __m128 g = _mm_add_ps(_mm_add_ps(_mm_add_ps(_mm512_castps512_ps128(v), _mm512_extractf32x4_ps(v, 1)),
+                                   _mm512_extractf32x4_ps(v, 2)),
+                        _mm512_extractf32x4_ps(v, 3));
+  __m128 h = _mm_hadd_ps(g, g); // g0 + g1, g2 + g3
+  return _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
+}
+
+// MKL's Intel dot kernel (matmul_isa.h): each row of B^T against up to four rows of A at a time,
+// 16 lanes per chain; the K tail's lanes past K keep their chains (masked FMA).
+void gm_f32_torch_dot16_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                               int ldc, int M, int j0, int j1, int K) {
+  int tail = K % 16, kv = K - tail;
+  __mmask16 mt = (__mmask16)((1u << tail) - 1u);
+  for (int j = j0; j < j1; j++) {
+    const float *b = B + (size_t)j * ldb;
+    for (int i = 0; i < M; i += 4) {
+      int R = M - i < 4 ? M - i : 4;
+      const float *a[4];
+      for (int r = 0; r < 4; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
+      __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+      for (int k = 0; k < kv; k += 16) {
+        __m512 bv = _mm512_loadu_ps(b + k);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(a[r] + k), bv, acc[r]);
+      }
+      if (tail) {
+        __m512 bv = _mm512_maskz_loadu_ps(mt, b + kv);
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) acc[r] = _mm512_mask3_fmadd_ps(_mm512_maskz_loadu_ps(mt, a[r] + kv), bv, acc[r], mt);
+      }
+      for (int r = 0; r < R; r++) {
+        float d = reduce16(acc[r]);
+        C[(size_t)(i + r) * ldc + j] = bias ? fmaf(alpha, d, bias[j]) : alpha * d;
+      }
+    }
+  }
+}
