@@ -89,13 +89,49 @@ static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs
 }
 
 // ---- the intel-amx orders ---------------------------------------------------------------------
-typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ } bf16_order;
+typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ, ORDER_GEMM512 } bf16_order;
 
 // The order of an M-row product under the active torch CPU target.
 static bf16_order order_for(int M) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  if (ti && ti->onednn == GM_ONEDNN_AVX512_CORE) return ORDER_GEMM512;
   if (!ti || ti->onednn != GM_ONEDNN_AMX) return ORDER_VDP;
   return M == 1 ? ORDER_SEQ : ORDER_AMX;
+}
+
+// ---- the AVX512_CORE order (intel-avx512) ---------------------------------------------------
+// oneDNN's jit gemm for bf16 on AVX512_CORE (no bf16 instructions; ONEDNN_MAX_CPU_ISA=AVX512_CORE),
+// found with tools/ref/probe_bf16_gemm_order.py on the goldens of tests/golden/targets/intel-avx512/
+// (every product identical). K is cut into blocks of Kb elements: one block for K <= 384, two
+// blocks of (K + 1) / 2 (the second holds the rest) for K < 1536, else blocks of 768 (the last holds
+// what is left); this is the gemm driver's k_padd with bk 768, bk_traditional 384, uk 1. Within a
+// block each output runs one f32 chain from zero over pairs counted from the block's start
+// (elements s, s + 1, then s + 2, s + 3, ...), the odd element of a pair first (the emulated
+// VDPBF16PS): acc = (acc + a[s+2j+1] * b[s+2j+1]) + a[s+2j] * b[s+2j]; an odd-length block's last
+// pair has only its even element. Products are exact in f32; nothing is flushed. The blocks' sums
+// are added in order (f32), then alpha * sum (+ bias), as for the other orders.
+static int gemm512_block(int K) { return K <= 384 ? K : K < 1536 ? (K + 1) / 2 : 768; }
+
+// Element k of a row of pairs (k = 2p in the low half, 2p + 1 in the high half).
+static float elem(const uint32_t *pairs, size_t stride, int k) {
+  uint32_t v = pairs[(size_t)(k / 2) * stride];
+  return from_bf16(k & 1 ? v >> 16 : v & 0xffff);
+}
+
+// The sum of row a (pairs, stride 1) and column b (pairs, stride ldb) over K in the AVX512_CORE order.
+static float gemm512_dot(const uint32_t *a, const uint32_t *b, size_t ldb, int K) {
+  const int Kb = gemm512_block(K);
+  float sum = 0.0f;
+  for (int s0 = 0; s0 < K; s0 += Kb) {
+    int s1 = K - s0 < Kb ? K : s0 + Kb;
+    float acc = 0.0f;
+    for (int k = s0; k < s1; k += 2) {
+      if (k + 1 < s1) acc += elem(a, 1, k + 1) * elem(b, ldb, k + 1);
+      acc += elem(a, 1, k) * elem(b, ldb, k);
+    }
+    sum = s0 == 0 ? acc : sum + acc;
+  }
+  return sum;
 }
 
 // Pairs per K chunk of the AMX order (a multiple of 16; 0: one chunk). oneDNN's brgemm matmul picks
@@ -133,9 +169,17 @@ static float seq_step(float acc, uint32_t a, uint32_t b) {
   return acc + from_bf16(a >> 16) * from_bf16(b >> 16);
 }
 
-static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M,
+static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int K, int Pc, const uint32_t *Bs, int ldbs, int M,
                                int ncols, float alpha, const float *bias, float *C, int ldc) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
+  if (ord == ORDER_GEMM512) {
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < ncols; j++) {
+        float v = alpha * gemm512_dot(Ap + (size_t)i * P, Bs + j, (size_t)ldbs, K);
+        C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+      }
+    return;
+  }
   for (int i = 0; i < M; i++)
     for (int j = 0; j < ncols; j++) {
       amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -209,6 +253,25 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
     for (int j = 0; j < N; j++) {
       float acc = 0.0f, sum = 0.0f;
       amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (ord == ORDER_GEMM512) { // element by element from A and B (or Bp), in blocks
+        const int Kb = gemm512_block(K);
+        for (int s0 = 0; s0 < K; s0 += Kb) {
+          int s1 = K - s0 < Kb ? K : s0 + Kb;
+          float bacc = 0.0f;
+          for (int k = s0; k < s1; k += 2)
+            for (int k2 = k + 1; k2 >= k; k2--) {
+              if (k2 >= s1) continue;
+              float a = from_bf16(bf16_daz(A[(size_t)i * lda + k2])), b;
+              if (Bp) b = elem(Bp + ((size_t)(j / STRIP) * P) * STRIP + j % STRIP, STRIP, k2);
+              else b = from_bf16(bf16_daz(trans_b ? B[(size_t)j * ldb + k2] : B[(size_t)k2 * ldb + j]));
+              bacc += a * b;
+            }
+          sum = s0 == 0 ? bacc : sum + bacc;
+        }
+        float v = alpha * sum;
+        C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+        continue;
+      }
       for (int p = 0; p < P; p++) {
         const float *a = A + (size_t)i * lda + 2 * p;
         uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f), bp;
@@ -240,7 +303,8 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   if (!Ap) { gm_matmul_bf16_unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K); return; }
   bf16_order ord = order_for(M);
   int Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K) : 0;
-  bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : gm_cpu_simd() == GM_SIMD_AVX512;
+  bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx()
+              : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -261,7 +325,7 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
         else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
       } else if (simd && ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
       else if (simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-      else strip_scalar_order(ord, Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      else strip_scalar_order(ord, Ap, P, K, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
     }
     free(Bs);
   }
