@@ -51,7 +51,7 @@ static const unsigned NOT_EXACT[GM_TT_N][GM_KOP_N] = {
     [GM_TT_INTEL_AMX] = {[GM_KOP_MATMUL] = F32}, // bf16, f16: PARTIAL below
     [GM_TT_INTEL_AVX512_BF16] = {[GM_KOP_MATMUL] = F32},
     [GM_TT_INTEL_AVX512] = {[GM_KOP_MATMUL] = F32},
-    [GM_TT_AVX2] = {[GM_KOP_MATMUL] = F32 | BF16},
+    [GM_TT_AVX2] = {[GM_KOP_MATMUL] = F32},
 };
 
 // Reproduced on the goldens' shapes but known to part from torch elsewhere: bits per dtype, and what
