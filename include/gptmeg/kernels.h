@@ -90,7 +90,9 @@ void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans
                     float *C, int ldc, int M, int N, int K, int threads);
 // op(B) [K, N] (B as stored [K, N] or, with trans_b, [N, K]) as bf16 pairs: element k = 2p in the
 // low 16 bits, 2p + 1 in the high (zero past K), in strips of 32 columns, each [ceil(K/2), 32]
-// (zero-padded): gm_bf16_packed_size(K, N) words. The same product from pre-packed B.
+// (zero-padded), then 32 words whose first records B's orientation (1: B was given transposed;
+// the avx2 target's order depends on it): gm_bf16_packed_size(K, N) words. The same product from
+// pre-packed B.
 size_t gm_bf16_packed_size(int K, int N);
 // The same order computed element by element with no scratch memory (Bp, when not NULL, in the
 // packed layout; else B as for gm_matmul_bf16). Slow: the fallback on allocation failure and the

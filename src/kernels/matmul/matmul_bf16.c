@@ -24,6 +24,9 @@
 // M = 1 torch runs another kernel: one f32 chain over k in order (k = 0, 1, ..., no flushing;
 // measured for addmm and matmul, B as stored). With AMX tiles on the host (and the AVX-512 level)
 // the tile kernel matmul_bf16_amx.c runs; elsewhere the scalar twin here, same bits.
+//
+// Under intel-avx512 (oneDNN's AVX512_CORE gemm) and avx2 (ATen's cpublas gemm, two orders by
+// B's orientation) the orders below run, scalar only (see their comments).
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
@@ -89,13 +92,59 @@ static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs
 }
 
 // ---- the intel-amx orders ---------------------------------------------------------------------
-typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ } bf16_order;
+typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ, ORDER_GEMM512, ORDER_ATEN_NT, ORDER_ATEN_DOT } bf16_order;
 
-// The order of an M-row product under the active torch CPU target.
-static bf16_order order_for(int M) {
+// The order of an M-row product, B as given (trans_b: B^T stored, as linear's weight), under the
+// active torch CPU target.
+static bf16_order order_for(int M, bool trans_b) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  if (ti && ti->onednn == GM_ONEDNN_AVX2) return trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
+  if (ti && ti->onednn == GM_ONEDNN_AVX512_CORE) return ORDER_GEMM512;
   if (!ti || ti->onednn != GM_ONEDNN_AMX) return ORDER_VDP;
   return M == 1 ? ORDER_SEQ : ORDER_AMX;
+}
+
+// ---- the AVX512_CORE order (intel-avx512) ---------------------------------------------------
+// oneDNN's jit gemm for bf16 on AVX512_CORE (no bf16 instructions; ONEDNN_MAX_CPU_ISA=AVX512_CORE),
+// found with tools/ref/probe_bf16_gemm_order.py on the goldens of tests/golden/targets/intel-avx512/
+// (every product identical). K is cut into blocks of Kb elements: one block for K <= 384, two
+// blocks of (K + 1) / 2 (the second holds the rest) for K < 1536, else blocks of 768 (the last holds
+// what is left); this is the gemm driver's k_padd with bk 768, bk_traditional 384, uk 1. Within a
+// block each output runs one f32 chain from zero over pairs counted from the block's start
+// (elements s, s + 1, then s + 2, s + 3, ...), the odd element of a pair first (the emulated
+// VDPBF16PS): acc = (acc + a[s+2j+1] * b[s+2j+1]) + a[s+2j] * b[s+2j]; an odd-length block's last
+// pair has only its even element. Products are exact in f32; nothing is flushed. The blocks' sums
+// are added in order (f32), then alpha * sum (+ bias), as for the other orders.
+static int gemm512_block(int K) { return K <= 384 ? K : K < 1536 ? (K + 1) / 2 : 768; }
+
+// A row or column of K bf16 values for the scalar-only orders: pairs (k = 2p in the low half of
+// p[p * stride], 2p + 1 in the high half), or floats f[k * stride] read as bf16 (DAZ, as packed).
+typedef struct {
+  const uint32_t *p;
+  const float *f;
+  size_t stride;
+} vec_src;
+
+static float elem(const vec_src *v, int k) {
+  if (!v->p) return from_bf16(bf16_daz(v->f[(size_t)k * v->stride]));
+  uint32_t u = v->p[(size_t)(k / 2) * v->stride];
+  return from_bf16(k & 1 ? u >> 16 : u & 0xffff);
+}
+
+// The sum of row a and column b over K in the AVX512_CORE order.
+static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
+  const int Kb = gemm512_block(K);
+  float sum = 0.0f;
+  for (int s0 = 0; s0 < K; s0 += Kb) {
+    int s1 = K - s0 < Kb ? K : s0 + Kb;
+    float acc = 0.0f;
+    for (int k = s0; k < s1; k += 2) {
+      if (k + 1 < s1) acc += elem(a, k + 1) * elem(b, k + 1);
+      acc += elem(a, k) * elem(b, k);
+    }
+    sum = s0 == 0 ? acc : sum + acc;
+  }
+  return sum;
 }
 
 // Pairs per K chunk of the AMX order (a multiple of 16; 0: one chunk). oneDNN's brgemm matmul picks
@@ -133,9 +182,61 @@ static float seq_step(float acc, uint32_t a, uint32_t b) {
   return acc + from_bf16(a >> 16) * from_bf16(b >> 16);
 }
 
-static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M,
+// ---- the avx2 orders ------------------------------------------------------------------------
+// Under avx2 oneDNN takes no bf16 matmul and ATen's cpublas gemm runs (found with
+// tools/ref/probe_bf16_aten_order.py on tests/golden/targets/avx2/: every product identical).
+// Products are exact in f32, nothing is flushed; then alpha * sum (+ bias).
+// B as stored [K, N] (addmm, matmul: gemm_notrans_): four partial sums, element k into sum k % 4
+// for k < K - K % 4 in order of k, the last K % 4 elements into sum 0, then ((s0 + s1) + s2) + s3.
+static float aten_nt_dot(const vec_src *a, const vec_src *b, int K) {
+  float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int K4 = K & ~3, k = 0;
+  for (; k < K4; k++) s[k & 3] += elem(a, k) * elem(b, k);
+  for (; k < K; k++) s[0] += elem(a, k) * elem(b, k);
+  return ((s[0] + s[1]) + s[2]) + s[3];
+}
+
+// Pairwise sums over n = 2^j values in place: v[i] += v[i + n/2], halving n, down to v[0].
+static float tree_sum(float *v, int n) {
+  for (int h = n / 2; h >= 1; h /= 2)
+    for (int i = 0; i < h; i++) v[i] += v[i + h];
+  return v[0];
+}
+
+// B^T stored [N, K] (linear: gemm_transa_, ATen's dot with f32 arithmetic in 8-lane AVX2 vectors):
+// 64 chains, element k into chain k % 64 for k < K - K % 64; the 64 reduced as a binary tree (chain
+// c with c + 32, then + 16, + 8, + 4, + 2, + 1: eight registers halved, then the lanes). Then a tail
+// vector of 8 lanes over the next 16-element groups (element k into lane k % 8, the low 8 of a group
+// before the high 8), tree-reduced the same way (+ 4, + 2, + 1) and added (always, even when empty:
+// -0 + 0 is +0); then the last K % 16 elements one by one.
+static float aten_dot(const vec_src *a, const vec_src *b, int K) {
+  float v[64] = {0.0f}, t[8] = {0.0f};
+  int K64 = K & ~63, K16 = K & ~15, k = 0;
+  for (; k < K64; k++) v[k & 63] += elem(a, k) * elem(b, k);
+  float sum = tree_sum(v, 64);
+  for (; k < K16; k++) t[k & 7] += elem(a, k) * elem(b, k);
+  sum += tree_sum(t, 8);
+  for (; k < K; k++) sum += elem(a, k) * elem(b, k);
+  return sum;
+}
+
+// The sum of row a and column b over K in a scalar-only order.
+static float scalar_dot(bf16_order ord, const vec_src *a, const vec_src *b, int K) {
+  return ord == ORDER_GEMM512 ? gemm512_dot(a, b, K) : ord == ORDER_ATEN_NT ? aten_nt_dot(a, b, K) : aten_dot(a, b, K);
+}
+
+static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int K, int Pc, const uint32_t *Bs, int ldbs, int M,
                                int ncols, float alpha, const float *bias, float *C, int ldc) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
+  if (ord >= ORDER_GEMM512) {
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < ncols; j++) {
+        vec_src a = {Ap + (size_t)i * P, NULL, 1}, b = {Bs + j, NULL, (size_t)ldbs};
+        float v = alpha * scalar_dot(ord, &a, &b, K);
+        C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+      }
+    return;
+  }
   for (int i = 0; i < M; i++)
     for (int j = 0; j < ncols; j++) {
       amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -172,7 +273,9 @@ static void pack_cols(const float *B, int ldb, bool trans_b, int K, int N, uint3
     }
 }
 
-size_t gm_bf16_packed_size(int K, int N) { return (size_t)((K + 1) / 2) * ((N + STRIP - 1) / STRIP) * STRIP; }
+// The strips, then STRIP words (alignment kept) whose first says whether B came transposed.
+static size_t strips_size(int K, int N) { return (size_t)((K + 1) / 2) * ((N + STRIP - 1) / STRIP) * STRIP; }
+size_t gm_bf16_packed_size(int K, int N) { return strips_size(K, N) + STRIP; }
 
 void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp) {
   int P = (K + 1) / 2;
@@ -182,6 +285,9 @@ void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t 
     memset(strip, 0, (size_t)P * STRIP * sizeof(uint32_t));
     pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, strip, STRIP);
   }
+  uint32_t *tail = Bp + strips_size(K, N);
+  memset(tail, 0, STRIP * sizeof(uint32_t));
+  tail[0] = trans_b ? 1u : 0u;
 }
 
 // A [M, K] as rows of P = ceil(K/2) pairs (malloc'd; NULL when out of memory).
@@ -202,13 +308,20 @@ static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
 void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
                          const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
-  bf16_order ord = order_for(M);
+  bf16_order ord = order_for(M, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
   int Pc = amx_chunk_pairs(M, N, K);
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       float acc = 0.0f, sum = 0.0f;
       amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (ord >= ORDER_GEMM512) { // element by element from A and B (or Bp)
+        vec_src a = {NULL, A + (size_t)i * lda, 1}, b = {NULL, trans_b ? B + (size_t)j * ldb : B + j, trans_b ? 1 : (size_t)ldb};
+        if (Bp) b = (vec_src){Bp + (size_t)(j / STRIP) * P * STRIP + j % STRIP, NULL, STRIP};
+        float v = alpha * scalar_dot(ord, &a, &b, K);
+        C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+        continue;
+      }
       for (int p = 0; p < P; p++) {
         const float *a = A + (size_t)i * lda + 2 * p;
         uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f), bp;
@@ -238,9 +351,10 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
   uint32_t *Ap = pack_rows(A, lda, M, K);
   if (!Ap) { gm_matmul_bf16_unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K); return; }
-  bf16_order ord = order_for(M);
+  bf16_order ord = order_for(M, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
   int Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K) : 0;
-  bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : gm_cpu_simd() == GM_SIMD_AVX512;
+  bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx()
+              : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -261,7 +375,7 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
         else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
       } else if (simd && ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
       else if (simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-      else strip_scalar_order(ord, Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      else strip_scalar_order(ord, Ap, P, K, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
     }
     free(Bs);
   }
