@@ -151,6 +151,11 @@ static int open_index(gm_ckpt *c, const char *dir, const char *index_path, bool 
   if (!cJSON_IsObject(wm)) { cJSON_Delete(root); return gm_fail("%s: not a JSON object with a \"weight_map\" object", index_path); }
   int rc = 0, n_shards = 0;
   for (const cJSON *e = wm->child; e && !rc; e = e->next) {
+    for (const char *q = e->string; *q && !rc; q++)
+      if ((unsigned char)*q < 0x20 || *q == 0x7f) rc = gm_fail("%s: a weight_map name has a control byte", index_path);
+    for (const char *q = cJSON_IsString(e) ? e->valuestring : ""; *q && !rc; q++)
+      if ((unsigned char)*q < 0x20 || *q == 0x7f) rc = gm_fail("%s: a weight_map file name has a control byte", index_path);
+    if (rc) break;
     if (!cJSON_IsString(e)) { rc = gm_fail("%s: weight_map[\"%s\"] is not a file name", index_path, e->string); break; }
     const char *fn = e->valuestring;
     if (!*fn || strchr(fn, '/') || strcmp(fn, ".") == 0 || strcmp(fn, "..") == 0) {

@@ -70,6 +70,10 @@ static int resolve(gm_ckpt *c, const char *path, const char *file, const gm_pk *
     if (kn->kind != PK_STR) return gm_fail("%s: a state dict key is not a str (pickle byte %zu)", path, kn->at);
     char name[512];
     snprintf(name, sizeof name, "%.*s", (int)(kn->slen < 500 ? kn->slen : 500), kn->s);
+    bool clean = kn->slen > 0 && kn->slen < 500;
+    for (size_t i = 0; i < kn->slen && i < 500; i++)
+      if ((unsigned char)kn->s[i] < 0x20 || kn->s[i] == 0x7f) { clean = false; name[i] = '?'; }
+    if (!clean) return gm_fail("%s: state dict key '%s' is empty, longer than 499 bytes or has a control byte (pickle byte %zu)", path, name, kn->at);
     if (t->kind != PK_TENSOR) return gm_fail("%s: state dict entry '%s' is not a tensor (pickle byte %zu)", path, name, t->at);
     const gm_pk *s = t->storage;
     if (t->dt < 0) return gm_fail("%s: tensor '%s': an untyped storage without a dtype (pickle byte %zu)", path, name, t->at);

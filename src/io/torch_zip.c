@@ -107,6 +107,12 @@ int gm_zip_read(gm_zip *z, const char *path, const unsigned char *p, uint64_t le
                      (unsigned long long)k, (unsigned long long)at);
     }
     const char *name = (const char *)c + 46;
+    for (size_t i = 0; i < nl; i++)
+      if (c[46 + i] < 0x20 || c[46 + i] >= 0x7f) {
+        gm_zip_free(z);
+        return gm_fail("%s: zip central directory entry %llu at offset %llu: name has a byte 0x%02x", path, (unsigned long long)k,
+                       (unsigned long long)at, c[46 + i]);
+      }
     if (zip64_extra(path, c + 46 + nl, xl, at, &usize, &csize, &loff)) { gm_zip_free(z); return -1; }
     if (flags & 1) { gm_zip_free(z); return gm_fail("%s: zip entry '%.*s' is encrypted", path, (int)nl, name); }
     if (method != 0) {
