@@ -1,4 +1,5 @@
-// Mutated input files: every loader (safetensors, config.json, .npy, vocab.json + merges.txt)
+// Mutated input files: every loader (safetensors, config.json, .npy, vocab.json + merges.txt,
+// PyTorch .bin in the zip and the legacy format, a sharded .bin index)
 // either loads the file or fails with one line that names the file, and never crashes or reads
 // outside it (this test also runs under ASan/UBSan). Each starts from a valid file written here
 // (the tokenizer from tests/fixtures/tok; a small random GPT-2 saved as config.json +
@@ -7,6 +8,7 @@
 // negative numbers, and for safetensors the 8-byte header length set to edge values. What loads is
 // then used: every tensor read, every array element touched, text encoded and decoded, the
 // model run forward.
+#include "gptmeg/ckpt.h"
 #include "gptmeg/config.h"
 #include "gptmeg/model.h"
 #include "gptmeg/npy.h"
@@ -345,6 +347,92 @@ static void fuzz_model(int iters) {
   free(st);
 }
 
+// Every tensor of a PyTorch checkpoint (or a directory) read back: readable ones in f32, the
+// bytes of the others touched.
+static int use_ckpt(gm_ckpt *c) {
+  for (int t = 0; t < c->n_tensors; t++) {
+    const gm_ckpt_tensor *tt = &c->tensors[t];
+    if (tt->readable) {
+      float *out = malloc((tt->numel ? tt->numel : 1) * sizeof(float));
+      if (!out) continue;
+      gm_ckpt_read_f32(tt, out);
+      for (uint64_t j = 0; j < tt->numel; j++) sink += out[j];
+      free(out);
+    } else {
+      const unsigned char *p = tt->data;
+      for (uint64_t j = 0; j < tt->numel; j++) sink += p[j];
+    }
+  }
+  gm_ckpt_close(c);
+  return 0;
+}
+
+static int load_torch(const char *path, int it) {
+  (void)it;
+  gm_ckpt c;
+  if (gm_torch_open(&c, path) != 0) return -1;
+  return use_ckpt(&c);
+}
+
+// Mutations land anywhere, or (half the time) inside the pickle / zip directory windows where
+// most of the format's structure is: the first 4 KiB and the last 3 KiB of the file.
+static void fuzz_torch(const char *what, const char *seed_path, const char *name, int iters) {
+  size_t seed_len = 0;
+  unsigned char *seed = (unsigned char *)test_slurp_len(seed_path, &seed_len);
+  CHECK(seed != NULL, "%s: no seed file %s", what, seed_path);
+  if (!seed) return;
+  char path[600];
+  snprintf(path, sizeof path, "%s", path_of(name));
+  bytes s = {0}, w = {0};
+  int loaded = 0;
+  for (int it = 0; it < iters; it++) {
+    bytes_set(&s, seed, seed_len);
+    int mode = (int)rng_below(4);
+    size_t at = mode == 1 ? 0 : mode == 2 && seed_len > 3072 ? seed_len - 3072 : 0;
+    size_t n = mode == 1 ? 4096 : mode == 2 ? 3072 : seed_len;
+    if (mode == 3 || at + n > seed_len) { at = 0; n = seed_len; }
+    bytes_set(&w, s.b + at, n);
+    for (int k = 1 + (int)rng_below(3); k > 0; k--) mutate(&w, false);
+    bytes_splice(&s, at, n, w.b, w.len);
+    write_bytes(path, &s);
+    if (load_torch(path, it) == 0) loaded++;
+    else check_failure(what, it, path, NULL);
+  }
+  printf("%s: %d mutated files, %d loaded\n", what, iters, loaded);
+  free(s.b);
+  free(w.b);
+  free(seed);
+}
+
+// The 2-shard .bin directory with its index mutated.
+static void fuzz_index(int iters) {
+  char d[600], cmd[1400], ip[700];
+  snprintf(d, sizeof d, "%s", path_of("shards"));
+  snprintf(cmd, sizeof cmd, "mkdir -p %s && cp tests/golden/checkpoints/bin_shards/* %s/", d, d);
+  if (system(cmd) != 0) { CHECK(0, "copying the shards"); return; }
+  size_t len = 0;
+  unsigned char *seed = (unsigned char *)test_slurp_len("tests/golden/checkpoints/bin_shards/pytorch_model.bin.index.json", &len);
+  CHECK(seed != NULL, "no index seed");
+  if (!seed) return;
+  snprintf(ip, sizeof ip, "%s/pytorch_model.bin.index.json", d);
+  bytes s = {0};
+  int loaded = 0;
+  gm_ckpt c0;
+  CHECK(gm_ckpt_open_dir(&c0, d) == 0 && c0.n_tensors == 28, "the unmutated shard directory: %s", gm_errmsg());
+  if (c0.n_tensors) use_ckpt(&c0);
+  for (int it = 0; it < iters; it++) {
+    bytes_set(&s, seed, len);
+    for (int k = 1 + (int)rng_below(3); k > 0; k--) mutate(&s, false);
+    write_bytes(ip, &s);
+    gm_ckpt c;
+    if (gm_ckpt_open_dir(&c, d) == 0) { loaded++; use_ckpt(&c); }
+    else check_failure("bin index", it, ip, d);
+  }
+  printf("bin index: %d mutated files, %d loaded\n", iters, loaded);
+  free(s.b);
+  free(seed);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/gptmeg_test_fuzz.%ld", (long)getpid());
   char cmd[300];
@@ -356,6 +444,9 @@ int main(void) {
   fuzz_npy(iters);
   fuzz_tokenizer(test_quick() ? 150 : 600);
   fuzz_model(test_quick() ? 150 : 600);
+  fuzz_torch("pytorch zip", "tests/golden/checkpoints/zip/pytorch_model.bin", "m_zip.bin", test_quick() ? 200 : 800);
+  fuzz_torch("pytorch legacy", "tests/golden/checkpoints/legacy/pytorch_model.bin", "m_legacy.bin", test_quick() ? 200 : 800);
+  fuzz_index(test_quick() ? 60 : 200);
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
   return test_done("test_fuzz_inputs");

@@ -55,6 +55,8 @@ typedef struct {
   uint64_t n_params;        // unique parameters (tied lm_head counted once)
   gm_dtype file_dtype;      // dtype of the checkpoint's tensors (the first one's, see mixed_dtypes)
   bool mixed_dtypes;
+  char file_format[96];     // the checkpoint format read (gm_ckpt.format): "safetensors", "pytorch zip", ...
+  uint64_t file_bytes;      // bytes of every checkpoint file read
   gm_dtype dtype;           // dtype the weights are rounded to (their f32 storage holds such values)
   const uint32_t *lm_head_p; // bf16 runs: lm_head^T as pairs (gm_bf16_pack layout)
   uint32_t *packed;         // one allocation holding every pair table above (bf16 runs), else NULL
@@ -65,11 +67,13 @@ typedef struct {
 
 // Number of parameters of a config (unique; tied lm_head once).
 uint64_t gm_gpt2_param_count(const gm_gpt2_config *c);
-// Loads DIR/config.json + DIR/model.safetensors. Tensor names with or without 'transformer.';
+// Loads DIR/config.json + the first of DIR/model.safetensors, model.safetensors.index.json,
+// pytorch_model.bin, pytorch_model.bin.index.json (gm_ckpt_open_dir). Tensor names with or without 'transformer.';
 // lm_head tied to wte unless the checkpoint has lm_head.weight and tie_word_embeddings is false.
 // A missing, extra or mis-shaped tensor is an error naming it and the expected shape.
 int gm_gpt2_load(gm_gpt2 *m, const char *dir);
-// Same, from an explicit config and safetensors path.
+// Same, from an explicit config and a checkpoint path: a directory (as above), a .bin (zip or
+// legacy torch.save) or a safetensors file.
 int gm_gpt2_load_files(gm_gpt2 *m, const gm_gpt2_config *cfg, const char *st_path);
 // Random init as transformers' GPT2PreTrainedModel._init_weights: N(0, initializer_range) for
 // Linear/Conv1D/Embedding weights, c_proj weights N(0, initializer_range/sqrt(2*n_layer)),

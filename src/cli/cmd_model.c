@@ -117,10 +117,7 @@ int cmd_info(int argc, char **argv) {
   if (!dir) return cli_usage_error("info", "--model DIR or --profile P is required");
   gm_gpt2 m;
   if (gm_gpt2_load(&m, dir)) return cli_fail("%s", gm_errmsg());
-  char sp[4096];
-  snprintf(sp, sizeof sp, "%s/model.safetensors", dir);
-  struct stat sb;
-  long long fsize = stat(sp, &sb) == 0 ? (long long)sb.st_size : -1;
+  long long fsize = (long long)m.file_bytes;
   const gm_gpt2_config *c = &m.cfg;
   long long mem = (long long)m.n_params * 4;
   const char *fdt = m.mixed_dtypes ? "mixed" : gm_dtype_name(m.file_dtype);
@@ -134,6 +131,7 @@ int cmd_info(int argc, char **argv) {
     cJSON_AddBoolToObject(root, "tied_lm_head", m.tied);
     cJSON_AddStringToObject(root, "file_dtype", fdt);
     cJSON_AddNumberToObject(root, "file_bytes", (double)fsize);
+    cJSON_AddStringToObject(root, "file_format", m.file_format);
     cJSON_AddStringToObject(root, "compute_dtype", "f32");
     cJSON_AddNumberToObject(root, "weights_bytes_f32", (double)mem);
     cJSON_AddNumberToObject(root, "kv_cache_bytes_per_token", (double)2 * c->n_layer * c->n_embd * 4);
@@ -153,7 +151,7 @@ int cmd_info(int argc, char **argv) {
            c->reorder_and_upcast_attn ? "true" : "false");
     printf("lm_head:      %s\n", m.tied ? "tied to wte" : "separate lm_head.weight");
     printf("parameters:   %llu (%.2f M)\n", (unsigned long long)m.n_params, (double)m.n_params / 1e6);
-    printf("file:         %s, %lld bytes\n", fdt, fsize);
+    printf("file:         %s, %s, %lld bytes\n", m.file_format, fdt, fsize);
     printf("memory:       %.1f MiB of f32 weights, KV cache %.1f KiB per token\n", (double)mem / 1048576.0,
            2.0 * c->n_layer * c->n_embd * 4 / 1024.0);
     printf("kernels:      %s (this cpu %s; gptmeg info --cpu)\n", gm_simd_level_name(gm_cpu_simd()),

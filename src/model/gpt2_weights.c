@@ -1,5 +1,6 @@
-// GPT-2 weights: layout, load from safetensors (validated names and shapes), random init, save.
+// GPT-2 weights: layout, load from any checkpoint format gm_ckpt reads (validated names and shapes), random init, save.
 #include "gptmeg/model.h"
+#include "gptmeg/ckpt.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/safetensors.h"
 
@@ -115,20 +116,17 @@ static bool is_known_buffer(const char *name) {
   return false;
 }
 
-int gm_gpt2_load_files(gm_gpt2 *m, const gm_gpt2_config *cfg, const char *st_path) {
-  gm_safetensors st;
-  if (gm_st_open(&st, st_path)) return -1;
-  bool has_head = false;
-  for (int i = 0; i < st.n_tensors; i++)
-    if (strcmp(st.tensors[i].name, "lm_head.weight") == 0) has_head = true;
+static int load_ckpt(gm_gpt2 *m, const gm_gpt2_config *cfg, const gm_ckpt *ck) {
+  const char *src = ck->path;
+  bool has_head = gm_ckpt_find(ck, "lm_head.weight") != NULL;
   bool tied = !(has_head && !cfg->tie_word_embeddings);
   w_desc *d;
   int n;
-  if (allocate(m, cfg, tied, &d, &n)) { gm_st_close(&st); return -1; }
-  const gm_st_tensor **found = calloc((size_t)n, sizeof *found);
+  if (allocate(m, cfg, tied, &d, &n)) return -1;
+  const gm_ckpt_tensor **found = calloc((size_t)n, sizeof *found);
   int rc = found ? 0 : gm_fail("out of memory");
-  for (int i = 0; i < st.n_tensors && rc == 0; i++) {
-    const gm_st_tensor *t = &st.tensors[i];
+  for (int i = 0; i < ck->n_tensors && rc == 0; i++) {
+    const gm_ckpt_tensor *t = &ck->tensors[i];
     const char *nm = t->name;
     if (strncmp(nm, "transformer.", 12) == 0) nm += 12;
     if (tied && strcmp(t->name, "lm_head.weight") == 0) continue; // tied: transformers ignores it too
@@ -136,45 +134,70 @@ int gm_gpt2_load_files(gm_gpt2 *m, const gm_gpt2_config *cfg, const char *st_pat
     int k = -1;
     for (int j = 0; j < n; j++)
       if (strcmp(d[j].name, nm) == 0) { k = j; break; }
-    if (k < 0) { rc = gm_fail("%s: unexpected tensor '%s' (not part of a GPT-2 with this config)", st_path, t->name); break; }
-    if (found[k]) { rc = gm_fail("%s: tensor '%s' given twice ('%s' and '%s')", st_path, d[k].name, found[k]->name, t->name); break; }
+    if (k < 0) { rc = gm_fail("%s: unexpected tensor '%s' (not part of a GPT-2 with this config)", t->file, t->name); break; }
+    if (found[k]) { rc = gm_fail("%s: tensor '%s' given twice ('%s' and '%s')", t->file, d[k].name, found[k]->name, t->name); break; }
     char want[64], got[96];
     shape_str(want, sizeof want, d[k].ndim, d[k].shape);
     shape_str(got, sizeof got, t->ndim, t->shape);
     bool ok = t->ndim == d[k].ndim;
     for (int a = 0; ok && a < d[k].ndim; a++) ok = t->shape[a] == d[k].shape[a];
-    if (!ok) { rc = gm_fail("%s: tensor '%s' has shape %s, expected %s", st_path, t->name, got, want); break; }
+    if (!ok) { rc = gm_fail("%s: tensor '%s' has shape %s, expected %s", t->file, t->name, got, want); break; }
+    if (!t->readable) {
+      rc = gm_fail("%s: tensor '%s' has dtype %s (gptmeg reads float32, float16 and bfloat16)", t->file, t->name, t->torch_dtype);
+      break;
+    }
     found[k] = t;
   }
   for (int j = 0; j < n && rc == 0; j++)
     if (!found[j]) {
       char want[64];
       shape_str(want, sizeof want, d[j].ndim, d[j].shape);
-      rc = gm_fail("%s: missing tensor '%s' (expected shape %s)", st_path, d[j].name, want);
+      rc = gm_fail("%s: missing tensor '%s' (expected shape %s)", src, d[j].name, want);
     }
   for (int j = 0; j < n && rc == 0; j++) {
-    gm_st_read_f32(found[j], *d[j].ptr);
+    gm_ckpt_read_f32(found[j], *d[j].ptr);
     if (j == 0) m->file_dtype = found[j]->dtype;
     else if (found[j]->dtype != m->file_dtype) m->mixed_dtypes = true;
   }
   free(found);
   free(d);
-  gm_st_close(&st);
-  if (rc) gm_gpt2_free(m);
+  if (rc) { gm_gpt2_free(m); return rc; }
+  snprintf(m->file_format, sizeof m->file_format, "%s", ck->format);
+  for (int i = 0; i < ck->n_files; i++) m->file_bytes += ck->map_lens[i];
+  return 0;
+}
+
+static bool ends_with(const char *s, const char *suf) {
+  size_t a = strlen(s), b = strlen(suf);
+  return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+int gm_gpt2_load_files(gm_gpt2 *m, const gm_gpt2_config *cfg, const char *path) {
+  gm_ckpt ck;
+  struct stat sb;
+  int rc;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) rc = gm_ckpt_open_dir(&ck, path);
+  else if (ends_with(path, ".bin") || ends_with(path, ".pt") || ends_with(path, ".pth")) rc = gm_torch_open(&ck, path);
+  else rc = gm_ckpt_open_safetensors(&ck, path);
+  if (rc) return rc;
+  rc = load_ckpt(m, cfg, &ck);
+  gm_ckpt_close(&ck);
   return rc;
 }
 
 int gm_gpt2_load(gm_gpt2 *m, const char *dir) {
   size_t n = strlen(dir) + 32;
-  char *cp = malloc(n), *sp = malloc(n);
-  if (!cp || !sp) { free(cp); free(sp); return gm_fail("out of memory"); }
+  char *cp = malloc(n);
+  if (!cp) return gm_fail("out of memory");
   snprintf(cp, n, "%s/config.json", dir);
-  snprintf(sp, n, "%s/model.safetensors", dir);
   gm_gpt2_config cfg;
   int rc = gm_config_load(cp, &cfg);
-  if (!rc) rc = gm_gpt2_load_files(m, &cfg, sp);
   free(cp);
-  free(sp);
+  if (rc) return rc;
+  gm_ckpt ck;
+  if (gm_ckpt_open_dir(&ck, dir)) return -1;
+  rc = load_ckpt(m, &cfg, &ck);
+  gm_ckpt_close(&ck);
   return rc;
 }
 

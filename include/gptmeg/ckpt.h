@@ -1,0 +1,61 @@
+// gptmeg io: checkpoints in every layout a HF model directory uses, read without Python.
+//   model.safetensors, model.safetensors.index.json (shards), pytorch_model.bin,
+//   pytorch_model.bin.index.json (shards): that precedence, as transformers' from_pretrained.
+// A .bin is either torch.save's zip container (PyTorch >= 1.6) or the legacy (pre-1.6) stream;
+// both hold a pickle read by an inert VM over exactly the opcodes and globals that PyTorch's
+// weights_only=True unpickler accepts: nothing is ever called, a tensor is only a description
+// (storage, dtype, offset, size, stride). See docs/formats.md.
+#ifndef GPTMEG_CKPT_H
+#define GPTMEG_CKPT_H
+
+#include "gptmeg/core.h"
+#include "gptmeg/safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Pickle limits (each refusal names the byte offset).
+enum { GM_PKL_MAX_DEPTH = 64, GM_PKL_MAX_MARKS = 64, GM_CKPT_MAX_SHARDS = 4096 };
+
+typedef struct {
+  char *name;
+  gm_dtype dtype;                 // GM_F32, GM_F16 or GM_BF16 when readable
+  bool readable;                  // false: a dtype gptmeg does not read (torch_dtype names it)
+  const char *torch_dtype;        // "torch.float32", ... (static string)
+  int ndim;
+  int64_t shape[GM_ST_MAX_DIMS];
+  uint64_t numel;
+  const void *data;               // numel contiguous little-endian elements (in a mapping, or owned)
+  void *owned;                    // non-NULL when a strided view was copied out contiguously
+  const char *file;               // the file it came from (owned by the gm_ckpt)
+} gm_ckpt_tensor;
+
+typedef struct {
+  char *path;                     // the file or directory opened
+  char format[96];                // "safetensors", "pytorch zip", "pytorch legacy", "... (N shards)"
+  int n_tensors;
+  gm_ckpt_tensor *tensors;
+  int n_files;                    // mapped files (internal)
+  char **files;
+  void **maps;
+  size_t *map_lens;
+} gm_ckpt;
+
+// One PyTorch .bin file (zip or legacy, told apart by the first bytes).
+int gm_torch_open(gm_ckpt *c, const char *path);
+// One safetensors file, as a gm_ckpt.
+int gm_ckpt_open_safetensors(gm_ckpt *c, const char *path);
+// A model directory: the first of model.safetensors, model.safetensors.index.json,
+// pytorch_model.bin, pytorch_model.bin.index.json that exists; every shard is opened, every
+// weight_map entry must name a tensor of its shard, and no tensor may appear in two shards.
+int gm_ckpt_open_dir(gm_ckpt *c, const char *dir);
+void gm_ckpt_close(gm_ckpt *c);
+const gm_ckpt_tensor *gm_ckpt_find(const gm_ckpt *c, const char *name);
+// Copies a readable tensor widened to f32 into out (numel floats); works for unaligned data.
+void gm_ckpt_read_f32(const gm_ckpt_tensor *t, float *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,94 @@
+// Private to src/io: the zip container and the inert pickle VM behind gm_torch_open.
+#ifndef GPTMEG_IO_TORCH_INTERNAL_H
+#define GPTMEG_IO_TORCH_INTERNAL_H
+
+#include "gptmeg/ckpt.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+// ---- zip (stored entries only) ----
+typedef struct {
+  const char *name;              // into the mapping, not NUL-terminated
+  size_t name_len;
+  const unsigned char *data;     // into the mapping (stored: no copy)
+  uint64_t size;
+} gm_zip_entry;
+
+typedef struct {
+  int n;
+  gm_zip_entry *e;
+  const char *prefix;            // "<archive>/" of the entry ending in "/data.pkl" (into the mapping)
+  size_t prefix_len;
+} gm_zip;
+
+// Reads the central directory of the mapped file p[0, len): EOCD, zip64 locator/record, zip64
+// extra fields; refuses compressed or encrypted entries; every entry's data inside the file.
+int gm_zip_read(gm_zip *z, const char *path, const unsigned char *p, uint64_t len);
+void gm_zip_free(gm_zip *z);
+// The entry named prefix + rest, or NULL.
+const gm_zip_entry *gm_zip_find(const gm_zip *z, const char *rest);
+
+// ---- pickle values ----
+typedef enum { PK_NONE, PK_BOOL, PK_INT, PK_BIGINT, PK_FLOAT, PK_STR, PK_TUPLE, PK_LIST, PK_DICT, PK_SET,
+               PK_GLOBAL, PK_STORAGE, PK_TENSOR } gm_pk_kind;
+
+// The globals gptmeg represents (a subset of PyTorch's weights_only allow-list).
+typedef enum { G_ORDERED_DICT, G_REBUILD_TENSOR, G_REBUILD_V2, G_REBUILD_V3, G_REBUILD_PARAM, G_REBUILD_PARAM_STATE,
+               G_SIZE, G_STORAGE, G_UNTYPED_STORAGE, G_DTYPE } gm_pk_global;
+
+// Torch dtypes: index into gm_torch_dtypes.
+typedef struct {
+  const char *dtype;             // "float32" (torch.<dtype>)
+  const char *storage;           // "FloatStorage" (torch.<storage>)
+  int size;                      // bytes per element
+  int gm;                        // gm_dtype, or -1 when gptmeg does not read it
+} gm_torch_dtype;
+extern const gm_torch_dtype gm_torch_dtypes[];
+extern const int gm_torch_n_dtypes;
+
+typedef struct gm_pk gm_pk;
+struct gm_pk {
+  gm_pk_kind kind;
+  int depth;
+  size_t at;                     // byte offset of the opcode that made it
+  int64_t i;                     // bool, int; tensor: storage offset
+  double f;
+  const char *s;                 // str (UTF-8 bytes) / bigint bytes: into the pickle, not NUL-terminated
+  size_t slen;
+  gm_pk **items;                 // tuple/list/set items; dict: key, value pairs (n counts pairs)
+  size_t n, cap;
+  int glob, dt;                  // global: gm_pk_global and dtype index (storage types, dtypes)
+  // storage (from persistent_load): storage type's dtype index (-1: untyped, bytes), key, location
+  const char *key, *loc;
+  size_t key_len, loc_len;
+  int64_t numel;
+  // tensor
+  gm_pk *storage;
+  int ndim;
+  int64_t size[GM_ST_MAX_DIMS], stride[GM_ST_MAX_DIMS];
+};
+
+typedef struct {
+  gm_pk **all;                   // every value made (freed together)
+  size_t n_all, cap_all;
+  size_t budget;                 // values left: bounded by the bytes of pickle read
+} gm_pkvm;
+
+// Runs one pickle from buf[start, len) up to and including its STOP; *end: the byte after STOP.
+// where: names the stream in errors ("FILE:archive/data.pkl"); offsets are reported from base.
+// legacy: persistent ids are 6-tuples (pre-1.6 format) rather than 5-tuples.
+int gm_pk_run(gm_pkvm *vm, const char *where, const unsigned char *buf, size_t len, size_t start, size_t base,
+              bool legacy, size_t *end, gm_pk **out);
+void gm_pkvm_free(gm_pkvm *vm);
+
+
+
+// ---- gm_ckpt building (ckpt.c) ----
+// Takes ownership of the mapping; returns the file's stored path (owned by c), NULL on failure.
+const char *gm_ckpt_add_map(gm_ckpt *c, const char *path, void *map, size_t len);
+// A new zeroed tensor slot (NULL: out of memory, reported).
+gm_ckpt_tensor *gm_ckpt_add_tensor(gm_ckpt *c);
+// Maps a whole regular file read-only (*len may be 0: then *map is NULL).
+int gm_ckpt_map_file(const char *path, void **map, size_t *len);
+#endif
