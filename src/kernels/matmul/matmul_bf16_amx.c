@@ -6,17 +6,21 @@
 // Blocking: rows in groups of 32 (two A tiles), the strip's 32 columns as two B tiles, so four
 // 16x16 f32 accumulator tiles each take one TDPBF16PS per K tile, every A and B tile loaded once
 // and used twice (all eight tiles). Each accumulator still sees its K tiles in order, so the
-// blocking changes no bit. Full K tiles are loaded straight from the pre-paired A rows and the B
-// strip; the K tail (P % 16 pairs, only in the last chunk) is loaded from zero-padded copies: the
-// padded pairs' products are +0 and each chain starts from +0, so adding them changes neither
-// chain (a chain from +0 never becomes -0 by adding +0). Each K chunk starts from zero tiles and
-// is added in f32 to the chunks before it (sum + chunk, in order), then alpha * sum (+ bias), with
+// blocking changes no bit. When A fits in L2 and K spans more than one segment of SEG_PAIRS pairs,
+// K runs outermost in segments (the B strip's rows of a segment stay in L1 while every row group
+// passes over them) and the accumulators are parked in f32 between segments and reloaded, which
+// is exact; otherwise each row group runs over all of K. Full K tiles are loaded straight from the
+// pre-paired A rows and the B strip; the K tail (P % 16 pairs, only in the last chunk) from
+// zero-padded copies: the padded pairs' products are +0 and each chain starts from +0, so adding
+// them changes neither chain (a chain from +0 never becomes -0 by adding +0). Each K chunk starts
+// from zero tiles and is added in f32 to the chunks before it, then alpha * sum (+ bias), with
 // AVX-512.
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -59,7 +63,7 @@ static void configure(int m0, int m1) {
   c.colsb[6] = c.colsb[7] = 64;
   // Not _tile_loadconfig: GCC's macro names only the first 8 bytes of the configuration as its
   // memory operand, so the stores of the rows and column widths may be dropped as dead (seen with
-  // GCC 12 at -O1 and -O2 once configure is inlined); the operand here is the whole 64 bytes.
+  // GCC at -O1 and -O2 once configure is inlined); the operand here is the whole 64 bytes.
   __asm__ volatile("ldtilecfg %0" : : "m"(c));
 }
 
@@ -88,8 +92,10 @@ static inline __m512 add_nan_first(__m512 a, __m512 b) {
   return r;
 }
 
-void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                       const float *bias, float *C, int ldc) {
+// Row groups outermost, each over all of K, without scratch memory (when the accumulator buffers cannot be allocated): row
+// groups outermost, each over all of K.
+static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                         const float *bias, float *C, int ldc) {
   const int rem = P % 16, full = P - rem;
   const size_t lda = (size_t)P * 4, ldb = (size_t)ldbs * 4;
   if (Pc <= 0 || Pc > P) Pc = P;
@@ -148,4 +154,119 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
     }
   }
   _tile_release();
+}
+
+// Pairs of K per segment: the B strip's rows for one segment (Ks x 128 bytes) stay in L1 while every
+// row group passes over them; the accumulators are parked in f32 between segments (exact).
+enum { SEG_PAIRS = 128 };
+// The most bytes of pre-paired A for which segments pay (half of SPR's 2 MiB L2).
+#define A_L2_BYTES ((size_t)1 << 20)
+
+// Rows [i0, i0 + mg) of sum into C: alpha * sum (+ bias).
+static void finish_rows(const float *sum, int i0, int mg, int ncols, __m512 va, const float *bias, float *C, int ldc) {
+  for (int j = 0; j < ncols; j += 16) {
+    const __mmask16 m = (__mmask16)(ncols - j >= 16 ? 0xffffu : (1u << (ncols - j)) - 1u);
+    const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + j) : _mm512_setzero_ps();
+    for (int r = i0; r < i0 + mg; r++) {
+      __m512 v = _mm512_mul_ps(va, _mm512_load_ps(sum + (size_t)r * 32 + j));
+      if (bias) v = add_nan_first(v, vb);
+      _mm512_mask_storeu_ps(C + (size_t)r * ldc + j, m, v);
+    }
+  }
+}
+
+static void store_group(float *dst, int i0, bool two) {
+  float *d = dst + (size_t)i0 * 32;
+  _tile_stored(0, d, 128);
+  _tile_stored(1, d + 16, 128);
+  if (two) {
+    _tile_stored(2, d + 16 * 32, 128);
+    _tile_stored(3, d + 16 * 32 + 16, 128);
+  }
+}
+
+static void load_group(const float *src, int i0, bool two) {
+  const float *d = src + (size_t)i0 * 32;
+  _tile_loadd(0, d, 128);
+  _tile_loadd(1, d + 16, 128);
+  if (two) {
+    _tile_loadd(2, d + 16 * 32, 128);
+    _tile_loadd(3, d + 16 * 32 + 16, 128);
+  }
+}
+
+void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                       const float *bias, float *C, int ldc) {
+  const int rem = P % 16, full = P - rem;
+  const size_t lda = (size_t)P * 4, ldb = (size_t)ldbs * 4;
+  if (Pc <= 0 || Pc > P) Pc = P;
+  // One segment, or A too large for L2 (then it streams from L3 once per strip whatever the order,
+  // and passes along whole rows stream it faster, measured): row groups outermost.
+  if (P <= SEG_PAIRS || (size_t)M * P * 4 > A_L2_BYTES) {
+    strip_groups(Ap, P, Pc, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
+    return;
+  }
+  const bool chunks = Pc < P;
+  // acc: the running chunk of every row (32 f32 a row); sum: the finished chunks (acc itself when
+  // there is one chunk).
+  const size_t buf = (size_t)((M + 31) / 32 * 32) * 32 * sizeof(float);
+  float *acc = aligned_alloc(64, buf), *sum = chunks ? aligned_alloc(64, buf) : acc;
+  if (!acc || !sum) {
+    free(acc);
+    if (chunks) free(sum);
+    strip_groups(Ap, P, Pc, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
+    return;
+  }
+  _Alignas(64) uint32_t btail[16][32], atail[32][16];
+  if (rem) {
+    memset(btail, 0, sizeof btail);
+    for (int q = 0; q < rem; q++) memcpy(btail[q], Bs + (size_t)(full + q) * ldbs, 32 * sizeof(uint32_t));
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+  int cfg0 = -1, cfg1 = -1;
+  for (int c0 = 0;; c0 += Pc) {
+    const int c1 = P - c0 < Pc ? P : c0 + Pc;
+    for (int s0 = c0;;) {
+      const int s1 = c1 - s0 < SEG_PAIRS ? c1 : s0 + SEG_PAIRS;
+      const int pe = s1 < full ? s1 : full;
+      for (int i0 = 0; i0 < M; i0 += 32) {
+        const int mg = M - i0 < 32 ? M - i0 : 32;
+        const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
+        const bool two = m1 > 0;
+        if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1); cfg0 = m0; cfg1 = m1; }
+        const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
+        if (s0 == c0) {
+          _tile_zero(0);
+          _tile_zero(1);
+          if (two) { _tile_zero(2); _tile_zero(3); }
+        } else load_group(acc, i0, two);
+        int p = s0;
+        if (two)
+          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, Bs + (size_t)p * ldbs, ldb, true);
+        else
+          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, Bs + (size_t)p * ldbs, ldb, false);
+        if (p < s1) { // the K tail: rem pairs, at the end of the last chunk
+          memset(atail, 0, sizeof atail);
+          for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * P + full, (size_t)rem * sizeof(uint32_t));
+          K_TILE(&atail[0][0], &atail[16][0], 64, &btail[0][0], 128, two);
+        }
+        if (s1 < c1 || c0 > 0) store_group(acc, i0, two);
+        else store_group(sum, i0, two);
+        if (s1 < c1) continue;
+        if (c0 > 0) // the chunk's sum joins the chunks before it
+          for (int r = i0; r < i0 + mg; r++)
+            for (int j = 0; j < 32; j += 16) {
+              float *sr = sum + (size_t)r * 32 + j;
+              _mm512_store_ps(sr, add_nan_first(_mm512_load_ps(acc + (size_t)r * 32 + j), _mm512_load_ps(sr)));
+            }
+        if (c1 >= P) finish_rows(sum, i0, mg, ncols, va, bias, C, ldc);
+      }
+      if (s1 >= c1) break;
+      s0 = s1;
+    }
+    if (c1 >= P) break;
+  }
+  _tile_release();
+  if (chunks) free(sum);
+  free(acc);
 }
