@@ -92,13 +92,33 @@ static inline __m512 add_nan_first(__m512 a, __m512 b) {
   return r;
 }
 
+// n rows of 32 pairs (stride ld pairs) into dst (64-byte aligned, 32 pairs a row), zero rows after
+// them up to n16: B tile rows on whole cache lines whatever the source's alignment (malloc gives
+// 16 bytes, and a 128-byte row across three lines slows every B tile load).
+static void copy_b_rows(uint32_t *dst, const uint32_t *src, size_t ld, int n, int n16) {
+  for (int r = 0; r < n; r++) {
+    _mm512_store_si512((void *)(dst + (size_t)r * 32), _mm512_loadu_si512((const void *)(src + (size_t)r * ld)));
+    _mm512_store_si512((void *)(dst + (size_t)r * 32 + 16), _mm512_loadu_si512((const void *)(src + (size_t)r * ld + 16)));
+  }
+  if (n16 > n) memset(dst + (size_t)n * 32, 0, (size_t)(n16 - n) * 32 * 4);
+}
+
 // Row groups outermost, each over all of K, without scratch memory (when the accumulator buffers cannot be allocated): row
 // groups outermost, each over all of K.
 static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                          const float *bias, float *C, int ldc) {
   const int rem = P % 16, full = P - rem;
-  const size_t lda = (size_t)P * 4, ldb = (size_t)ldbs * 4;
+  const size_t lda = (size_t)P * 4;
   if (Pc <= 0 || Pc > P) Pc = P;
+  // The full K tiles of a misaligned B strip copied once (on the stack when small).
+  _Alignas(64) uint32_t bsmall[64 * 32];
+  uint32_t *bcopy = NULL;
+  if (((uintptr_t)Bs & 63) != 0 && full > 0) {
+    bcopy = full <= 64 ? bsmall : aligned_alloc(64, (size_t)full * 32 * sizeof(uint32_t));
+    if (bcopy) copy_b_rows(bcopy, Bs, (size_t)ldbs, full, full);
+  }
+  const uint32_t *bf = bcopy ? bcopy : Bs; // the full tiles' rows: row p at bf + p * lbf
+  const size_t lbf = bcopy ? 32 : (size_t)ldbs, ldb = lbf * 4;
   // The K tail, zero-padded to a whole tile: B once per call, A per row group.
   _Alignas(64) uint32_t btail[16][32], atail[32][16];
   _Alignas(64) float sum[32][32], part[32][32];
@@ -127,9 +147,9 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, 
       int p = c0;
       const int pe = c1 < full ? c1 : full;
       if (two)
-        for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, Bs + (size_t)p * ldbs, ldb, true);
+        for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, true);
       else
-        for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, Bs + (size_t)p * ldbs, ldb, false);
+        for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, false);
       if (p < c1) K_TILE(&atail[0][0], &atail[16][0], 64, &btail[0][0], 128, two); // the tail, in the last chunk
       _tile_stored(0, &dst[0][0], 128);
       _tile_stored(1, &dst[0][16], 128);
@@ -154,6 +174,7 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, 
     }
   }
   _tile_release();
+  if (bcopy && bcopy != bsmall) free(bcopy);
 }
 
 // Pairs of K per segment: the B strip's rows for one segment (Ks x 128 bytes) stay in L1 while every
@@ -198,7 +219,7 @@ static void load_group(const float *src, int i0, bool two) {
 void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                        const float *bias, float *C, int ldc) {
   const int rem = P % 16, full = P - rem;
-  const size_t lda = (size_t)P * 4, ldb = (size_t)ldbs * 4;
+  const size_t lda = (size_t)P * 4;
   if (Pc <= 0 || Pc > P) Pc = P;
   // One segment, or A too large for L2 (then it streams from L3 once per strip whatever the order,
   // and passes along whole rows stream it faster, measured): row groups outermost.
@@ -211,9 +232,11 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
   // there is one chunk).
   const size_t buf = (size_t)((M + 31) / 32 * 32) * 32 * sizeof(float);
   float *acc = aligned_alloc(64, buf), *sum = chunks ? aligned_alloc(64, buf) : acc;
-  if (!acc || !sum) {
+  uint32_t *bseg = aligned_alloc(64, (size_t)SEG_PAIRS * 32 * sizeof(uint32_t));
+  if (!acc || !sum || !bseg) {
     free(acc);
     if (chunks) free(sum);
+    free(bseg);
     strip_groups(Ap, P, Pc, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
     return;
   }
@@ -229,6 +252,10 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
     for (int s0 = c0;;) {
       const int s1 = c1 - s0 < SEG_PAIRS ? c1 : s0 + SEG_PAIRS;
       const int pe = s1 < full ? s1 : full;
+      const bool bcopy = ((uintptr_t)Bs & 63) != 0;
+      if (bcopy) copy_b_rows(bseg, Bs + (size_t)s0 * ldbs, (size_t)ldbs, pe - s0, pe - s0);
+      const uint32_t *bs = bcopy ? bseg : Bs + (size_t)s0 * ldbs; // row p at bs + (p - s0) * lb
+      const size_t lb = bcopy ? 32 : (size_t)ldbs;
       for (int i0 = 0; i0 < M; i0 += 32) {
         const int mg = M - i0 < 32 ? M - i0 : 32;
         const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
@@ -242,9 +269,9 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
         } else load_group(acc, i0, two);
         int p = s0;
         if (two)
-          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, Bs + (size_t)p * ldbs, ldb, true);
+          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, true);
         else
-          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, Bs + (size_t)p * ldbs, ldb, false);
+          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, false);
         if (p < s1) { // the K tail: rem pairs, at the end of the last chunk
           memset(atail, 0, sizeof atail);
           for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * P + full, (size_t)rem * sizeof(uint32_t));
@@ -269,4 +296,5 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
   _tile_release();
   if (chunks) free(sum);
   free(acc);
+  free(bseg);
 }
