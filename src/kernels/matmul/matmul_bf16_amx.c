@@ -103,8 +103,9 @@ static void copy_b_rows(uint32_t *dst, const uint32_t *src, size_t ld, int n, in
   if (n16 > n) memset(dst + (size_t)n * 32, 0, (size_t)(n16 - n) * 32 * 4);
 }
 
-// Row groups outermost, each over all of K, without scratch memory (when the accumulator buffers cannot be allocated): row
-// groups outermost, each over all of K.
+// Row groups outermost, each over all of K: for K within one segment, for A larger than L2, and as
+// the fallback when the segmented order cannot allocate its buffers. Scratch on the stack, plus an
+// aligned copy of a misaligned B strip (read in place when that allocation fails).
 static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                          const float *bias, float *C, int ldc) {
   const int rem = P % 16, full = P - rem;
