@@ -1,15 +1,26 @@
 // AMX-BF16 body of gm_matmul_bf16 under the intel-amx target (order and contract in matmul_bf16.c):
 // one TDPBF16PS per 16 pairs of K (a 32-element K tile), which is the order itself: the hardware
 // keeps the even- and odd-index products of the tile in two f32 chains and adds their sum to the
-// accumulator tile (measured with _tile_dpbf16ps, tools/ref/amx_tdpbf16ps_probe.c). Rows in blocks
-// of 16 (one A tile, two accumulator tiles of 16 columns), the K tail (P % 16 pairs) in tiles of
-// its own width, each K chunk started from zero and added to the chunks before it in f32, then
-// alpha * sum (+ bias).
+// accumulator tile (measured with _tile_dpbf16ps, tools/ref/amx_tdpbf16ps_probe.c).
+//
+// Blocking: rows in groups of 32 (two A tiles), the strip's 32 columns as two B tiles, so four
+// 16x16 f32 accumulator tiles each take one TDPBF16PS per K tile, every A and B tile loaded once
+// and used twice (all eight tiles). Each accumulator still sees its K tiles in order, so the
+// blocking changes no bit. When A fits in L2 and K spans more than one segment of SEG_PAIRS pairs,
+// K runs outermost in segments (the B strip's rows of a segment stay in L1 while every row group
+// passes over them) and the accumulators are parked in f32 between segments and reloaded, which
+// is exact; otherwise each row group runs over all of K. Full K tiles are loaded straight from the
+// pre-paired A rows and the B strip; the K tail (P % 16 pairs, only in the last chunk) from
+// zero-padded copies: the padded pairs' products are +0 and each chain starts from +0, so adding
+// them changes neither chain (a chain from +0 never becomes -0 by adding +0). Each K chunk starts
+// from zero tiles and is added in f32 to the chunks before it, then alpha * sum (+ bias), with
+// AVX-512.
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,75 +46,256 @@ typedef struct __attribute__((packed)) {
   uint8_t rows[16];
 } tile_cfg;
 
-// Tiles: 0, 1 accumulators (mr rows x 16 f32); 2 A (mr rows x 16 pairs); 3, 4 B (16 pairs x 16
-// columns); 5 A tail (mr x rem pairs); 6, 7 B tail (rem pairs x 16 columns).
-static void configure(int mr, int rem) {
+// Tiles: 0, 1 accumulators of the first row block (m0 rows x 16 f32, columns 0-15 and 16-31);
+// 2, 3 those of the second row block (m1 rows; unused when m1 = 0); 4, 5 the A tiles of the two
+// row blocks (m0, m1 rows x 16 pairs); 6, 7 the B tiles (16 pairs x 16 columns).
+static void configure(int m0, int m1) {
   tile_cfg c;
   memset(&c, 0, sizeof c);
   c.palette = 1;
-  c.rows[0] = c.rows[1] = (uint8_t)mr;
-  c.colsb[0] = c.colsb[1] = 64;
-  c.rows[2] = (uint8_t)mr;
-  c.colsb[2] = 64;
-  c.rows[3] = c.rows[4] = 16;
-  c.colsb[3] = c.colsb[4] = 64;
-  if (rem) {
-    c.rows[5] = (uint8_t)mr;
-    c.colsb[5] = (uint16_t)(4 * rem);
-    c.rows[6] = c.rows[7] = (uint8_t)rem;
-    c.colsb[6] = c.colsb[7] = 64;
+  c.rows[0] = c.rows[1] = c.rows[4] = (uint8_t)m0;
+  c.colsb[0] = c.colsb[1] = c.colsb[4] = 64;
+  if (m1) {
+    c.rows[2] = c.rows[3] = c.rows[5] = (uint8_t)m1;
+    c.colsb[2] = c.colsb[3] = c.colsb[5] = 64;
   }
-  _tile_loadconfig(&c);
+  c.rows[6] = c.rows[7] = 16;
+  c.colsb[6] = c.colsb[7] = 64;
+  // Not _tile_loadconfig: GCC's macro names only the first 8 bytes of the configuration as its
+  // memory operand, so the stores of the rows and column widths may be dropped as dead (seen with
+  // GCC at -O1 and -O2 once configure is inlined); the operand here is the whole 64 bytes.
+  __asm__ volatile("ldtilecfg %0" : : "m"(c));
+}
+
+// One K tile for both row blocks (two = m1 > 0): A at a0 / a1 (row stride lda bytes), B at b
+// (row stride ldb bytes, 32 columns).
+#define K_TILE(a0, a1, lda, b, ldb, two)                                                                             \
+  do {                                                                                                                 \
+    _tile_loadd(6, (b), (ldb));                                                                                        \
+    _tile_loadd(4, (a0), (lda));                                                                                       \
+    _tile_loadd(7, (const uint32_t *)(b) + 16, (ldb));                                                                 \
+    _tile_dpbf16ps(0, 4, 6);                                                                                           \
+    _tile_dpbf16ps(1, 4, 7);                                                                                           \
+    if (two) {                                                                                                         \
+      _tile_loadd(5, (a1), (lda));                                                                                     \
+      _tile_dpbf16ps(2, 5, 6);                                                                                         \
+      _tile_dpbf16ps(3, 5, 7);                                                                                         \
+    }                                                                                                                  \
+  } while (0)
+
+// a + b with a as the first source: where both are NaN the result is a's NaN (quieted). Written out
+// so that the compiler cannot commute it; the operand order is the one the earlier kernel compiled
+// to (the chunk's part first, then the sum; alpha * sum first, then the bias).
+static inline __m512 add_nan_first(__m512 a, __m512 b) {
+  __m512 r;
+  __asm__("vaddps %2, %1, %0" : "=v"(r) : "v"(a), "v"(b));
+  return r;
+}
+
+// n rows of 32 pairs (stride ld pairs) into dst (64-byte aligned, 32 pairs a row), zero rows after
+// them up to n16: B tile rows on whole cache lines whatever the source's alignment (malloc gives
+// 16 bytes, and a 128-byte row across three lines slows every B tile load).
+static void copy_b_rows(uint32_t *dst, const uint32_t *src, size_t ld, int n, int n16) {
+  for (int r = 0; r < n; r++) {
+    _mm512_store_si512((void *)(dst + (size_t)r * 32), _mm512_loadu_si512((const void *)(src + (size_t)r * ld)));
+    _mm512_store_si512((void *)(dst + (size_t)r * 32 + 16), _mm512_loadu_si512((const void *)(src + (size_t)r * ld + 16)));
+  }
+  if (n16 > n) memset(dst + (size_t)n * 32, 0, (size_t)(n16 - n) * 32 * 4);
+}
+
+// Row groups outermost, each over all of K: for K within one segment, for A larger than L2, and as
+// the fallback when the segmented order cannot allocate its buffers. Scratch on the stack, plus an
+// aligned copy of a misaligned B strip (read in place when that allocation fails).
+static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                         const float *bias, float *C, int ldc) {
+  const int rem = P % 16, full = P - rem;
+  const size_t lda = (size_t)P * 4;
+  if (Pc <= 0 || Pc > P) Pc = P;
+  // The full K tiles of a misaligned B strip copied once (on the stack when small).
+  _Alignas(64) uint32_t bsmall[64 * 32];
+  uint32_t *bcopy = NULL;
+  if (((uintptr_t)Bs & 63) != 0 && full > 0) {
+    bcopy = full <= 64 ? bsmall : aligned_alloc(64, (size_t)full * 32 * sizeof(uint32_t));
+    if (bcopy) copy_b_rows(bcopy, Bs, (size_t)ldbs, full, full);
+  }
+  const uint32_t *bf = bcopy ? bcopy : Bs; // the full tiles' rows: row p at bf + p * lbf
+  const size_t lbf = bcopy ? 32 : (size_t)ldbs, ldb = lbf * 4;
+  // The K tail, zero-padded to a whole tile: B once per call, A per row group.
+  _Alignas(64) uint32_t btail[16][32], atail[32][16];
+  _Alignas(64) float sum[32][32], part[32][32];
+  if (rem) {
+    memset(btail, 0, sizeof btail);
+    for (int q = 0; q < rem; q++) memcpy(btail[q], Bs + (size_t)(full + q) * ldbs, 32 * sizeof(uint32_t));
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+  int cfg0 = -1, cfg1 = -1;
+  for (int i0 = 0; i0 < M; i0 += 32) {
+    const int mg = M - i0 < 32 ? M - i0 : 32;
+    const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
+    const bool two = m1 > 0;
+    if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1); cfg0 = m0; cfg1 = m1; }
+    const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
+    if (rem) {
+      memset(atail, 0, sizeof atail);
+      for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * P + full, (size_t)rem * sizeof(uint32_t));
+    }
+    for (int c0 = 0; c0 < P || c0 == 0; c0 += Pc) {
+      const int c1 = P - c0 < Pc ? P : c0 + Pc;
+      float(*dst)[32] = c0 == 0 ? sum : part;
+      _tile_zero(0);
+      _tile_zero(1);
+      if (two) { _tile_zero(2); _tile_zero(3); }
+      int p = c0;
+      const int pe = c1 < full ? c1 : full;
+      if (two)
+        for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, true);
+      else
+        for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, false);
+      if (p < c1) K_TILE(&atail[0][0], &atail[16][0], 64, &btail[0][0], 128, two); // the tail, in the last chunk
+      _tile_stored(0, &dst[0][0], 128);
+      _tile_stored(1, &dst[0][16], 128);
+      if (two) {
+        _tile_stored(2, &dst[16][0], 128);
+        _tile_stored(3, &dst[16][16], 128);
+      }
+      if (c0 > 0)
+        for (int r = 0; r < mg; r++)
+          for (int j = 0; j < 32; j += 16)
+            _mm512_store_ps(&sum[r][j], add_nan_first(_mm512_load_ps(&part[r][j]), _mm512_load_ps(&sum[r][j])));
+      if (c1 >= P) break;
+    }
+    for (int j = 0; j < ncols; j += 16) {
+      const __mmask16 m = (__mmask16)(ncols - j >= 16 ? 0xffffu : (1u << (ncols - j)) - 1u);
+      const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + j) : _mm512_setzero_ps();
+      for (int r = 0; r < mg; r++) {
+        __m512 v = _mm512_mul_ps(va, _mm512_load_ps(&sum[r][j]));
+        if (bias) v = add_nan_first(v, vb);
+        _mm512_mask_storeu_ps(C + (size_t)(i0 + r) * ldc + j, m, v);
+      }
+    }
+  }
+  _tile_release();
+  if (bcopy && bcopy != bsmall) free(bcopy);
+}
+
+// Pairs of K per segment: the B strip's rows for one segment (Ks x 128 bytes) stay in L1 while every
+// row group passes over them; the accumulators are parked in f32 between segments (exact).
+enum { SEG_PAIRS = 128 };
+// The most bytes of pre-paired A for which segments pay (half of SPR's 2 MiB L2).
+#define A_L2_BYTES ((size_t)1 << 20)
+
+// Rows [i0, i0 + mg) of sum into C: alpha * sum (+ bias).
+static void finish_rows(const float *sum, int i0, int mg, int ncols, __m512 va, const float *bias, float *C, int ldc) {
+  for (int j = 0; j < ncols; j += 16) {
+    const __mmask16 m = (__mmask16)(ncols - j >= 16 ? 0xffffu : (1u << (ncols - j)) - 1u);
+    const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + j) : _mm512_setzero_ps();
+    for (int r = i0; r < i0 + mg; r++) {
+      __m512 v = _mm512_mul_ps(va, _mm512_load_ps(sum + (size_t)r * 32 + j));
+      if (bias) v = add_nan_first(v, vb);
+      _mm512_mask_storeu_ps(C + (size_t)r * ldc + j, m, v);
+    }
+  }
+}
+
+static void store_group(float *dst, int i0, bool two) {
+  float *d = dst + (size_t)i0 * 32;
+  _tile_stored(0, d, 128);
+  _tile_stored(1, d + 16, 128);
+  if (two) {
+    _tile_stored(2, d + 16 * 32, 128);
+    _tile_stored(3, d + 16 * 32 + 16, 128);
+  }
+}
+
+static void load_group(const float *src, int i0, bool two) {
+  const float *d = src + (size_t)i0 * 32;
+  _tile_loadd(0, d, 128);
+  _tile_loadd(1, d + 16, 128);
+  if (two) {
+    _tile_loadd(2, d + 16 * 32, 128);
+    _tile_loadd(3, d + 16 * 32 + 16, 128);
+  }
 }
 
 void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                        const float *bias, float *C, int ldc) {
   const int rem = P % 16, full = P - rem;
-  const size_t lda = (size_t)P * 4, ldb = (size_t)ldbs * 4;
+  const size_t lda = (size_t)P * 4;
   if (Pc <= 0 || Pc > P) Pc = P;
-  float part[16][32], sum[16][32];
-  int cfg_mr = -1;
-  for (int i0 = 0; i0 < M; i0 += 16) {
-    int mr = M - i0 < 16 ? M - i0 : 16;
-    if (mr != cfg_mr) { configure(mr, rem); cfg_mr = mr; }
-    const uint32_t *a = Ap + (size_t)i0 * P;
-    for (int c0 = 0; c0 < P || c0 == 0; c0 += Pc) {
-      int c1 = P - c0 < Pc ? P : c0 + Pc;
-      _tile_zero(0);
-      _tile_zero(1);
-      int p = c0;
-      for (; p + 16 <= c1 && p < full; p += 16) {
-        _tile_loadd(2, a + p, lda);
-        _tile_loadd(3, Bs + (size_t)p * ldbs, ldb);
-        _tile_loadd(4, Bs + (size_t)p * ldbs + 16, ldb);
-        _tile_dpbf16ps(0, 2, 3);
-        _tile_dpbf16ps(1, 2, 4);
-      }
-      if (p < c1) { // the K tail: rem pairs (only in the last chunk)
-        _tile_loadd(5, a + p, lda);
-        _tile_loadd(6, Bs + (size_t)p * ldbs, ldb);
-        _tile_loadd(7, Bs + (size_t)p * ldbs + 16, ldb);
-        _tile_dpbf16ps(0, 5, 6);
-        _tile_dpbf16ps(1, 5, 7);
-      }
-      _tile_stored(0, &part[0][0], 128);
-      _tile_stored(1, &part[0][16], 128);
-      for (int r = 0; r < mr; r++)
-        for (int j = 0; j < 32; j += 16) {
-          __m512 v = _mm512_loadu_ps(&part[r][j]);
-          if (c0 > 0) v = _mm512_add_ps(_mm512_loadu_ps(&sum[r][j]), v);
-          _mm512_storeu_ps(&sum[r][j], v);
+  // One segment, or A too large for L2 (then it streams from L3 once per strip whatever the order,
+  // and passes along whole rows stream it faster, measured): row groups outermost.
+  if (P <= SEG_PAIRS || (size_t)M * P * 4 > A_L2_BYTES) {
+    strip_groups(Ap, P, Pc, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
+    return;
+  }
+  const bool chunks = Pc < P;
+  // acc: the running chunk of every row (32 f32 a row); sum: the finished chunks (acc itself when
+  // there is one chunk).
+  const size_t buf = (size_t)((M + 31) / 32 * 32) * 32 * sizeof(float);
+  float *acc = aligned_alloc(64, buf), *sum = chunks ? aligned_alloc(64, buf) : acc;
+  uint32_t *bseg = aligned_alloc(64, (size_t)SEG_PAIRS * 32 * sizeof(uint32_t));
+  if (!acc || !sum || !bseg) {
+    free(acc);
+    if (chunks) free(sum);
+    free(bseg);
+    strip_groups(Ap, P, Pc, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
+    return;
+  }
+  _Alignas(64) uint32_t btail[16][32], atail[32][16];
+  if (rem) {
+    memset(btail, 0, sizeof btail);
+    for (int q = 0; q < rem; q++) memcpy(btail[q], Bs + (size_t)(full + q) * ldbs, 32 * sizeof(uint32_t));
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+  int cfg0 = -1, cfg1 = -1;
+  for (int c0 = 0;; c0 += Pc) {
+    const int c1 = P - c0 < Pc ? P : c0 + Pc;
+    for (int s0 = c0;;) {
+      const int s1 = c1 - s0 < SEG_PAIRS ? c1 : s0 + SEG_PAIRS;
+      const int pe = s1 < full ? s1 : full;
+      const bool bcopy = ((uintptr_t)Bs & 63) != 0;
+      if (bcopy) copy_b_rows(bseg, Bs + (size_t)s0 * ldbs, (size_t)ldbs, pe - s0, pe - s0);
+      const uint32_t *bs = bcopy ? bseg : Bs + (size_t)s0 * ldbs; // row p at bs + (p - s0) * lb
+      const size_t lb = bcopy ? 32 : (size_t)ldbs;
+      for (int i0 = 0; i0 < M; i0 += 32) {
+        const int mg = M - i0 < 32 ? M - i0 : 32;
+        const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
+        const bool two = m1 > 0;
+        if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1); cfg0 = m0; cfg1 = m1; }
+        const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
+        if (s0 == c0) {
+          _tile_zero(0);
+          _tile_zero(1);
+          if (two) { _tile_zero(2); _tile_zero(3); }
+        } else load_group(acc, i0, two);
+        int p = s0;
+        if (two)
+          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, true);
+        else
+          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, false);
+        if (p < s1) { // the K tail: rem pairs, at the end of the last chunk
+          memset(atail, 0, sizeof atail);
+          for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * P + full, (size_t)rem * sizeof(uint32_t));
+          K_TILE(&atail[0][0], &atail[16][0], 64, &btail[0][0], 128, two);
         }
-      if (c1 >= P) break;
-    }
-    const __m512 va = _mm512_set1_ps(alpha);
-    for (int r = 0; r < mr; r++)
-      for (int j = 0; j < ncols; j += 16) {
-        __mmask16 m = (__mmask16)(ncols - j >= 16 ? 0xffffu : (1u << (ncols - j)) - 1u);
-        __m512 v = _mm512_mul_ps(va, _mm512_loadu_ps(&sum[r][j]));
-        if (bias) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, bias + j), v);
-        _mm512_mask_storeu_ps(C + (size_t)(i0 + r) * ldc + j, m, v);
+        if (s1 < c1 || c0 > 0) store_group(acc, i0, two);
+        else store_group(sum, i0, two);
+        if (s1 < c1) continue;
+        if (c0 > 0) // the chunk's sum joins the chunks before it
+          for (int r = i0; r < i0 + mg; r++)
+            for (int j = 0; j < 32; j += 16) {
+              float *sr = sum + (size_t)r * 32 + j;
+              _mm512_store_ps(sr, add_nan_first(_mm512_load_ps(acc + (size_t)r * 32 + j), _mm512_load_ps(sr)));
+            }
+        if (c1 >= P) finish_rows(sum, i0, mg, ncols, va, bias, C, ldc);
       }
+      if (s1 >= c1) break;
+      s0 = s1;
+    }
+    if (c1 >= P) break;
   }
   _tile_release();
+  if (chunks) free(sum);
+  free(acc);
+  free(bseg);
 }
