@@ -263,7 +263,8 @@ static int pack_bf16(gm_gpt2 *m) {
   size_t s_attn = gm_bf16_packed_size(D, 3 * D), s_aproj = gm_bf16_packed_size(D, D), s_fc = gm_bf16_packed_size(D, I),
          s_mproj = gm_bf16_packed_size(I, D);
   size_t total = (s_attn + s_aproj + s_fc + s_mproj) * c->n_layer + gm_bf16_packed_size(D, V);
-  m->packed = malloc(total * sizeof(uint32_t));
+  // 64-byte aligned: every matrix's strips are whole cache lines, so AMX tile rows load from one line each.
+  m->packed = aligned_alloc(64, (total * sizeof(uint32_t) + 63) / 64 * 64);
   if (!m->packed) return gm_fail("out of memory for the bf16 weight layout (%zu MiB)", total * 4 >> 20);
   m->copy_bytes = total * sizeof(uint32_t);
   uint32_t *at = m->packed;

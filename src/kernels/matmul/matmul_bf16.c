@@ -290,10 +290,12 @@ void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t 
   tail[0] = trans_b ? 1u : 0u;
 }
 
-// A [M, K] as rows of P = ceil(K/2) pairs (malloc'd; NULL when out of memory).
+// A [M, K] as rows of P = ceil(K/2) pairs (64-byte aligned, so the AMX kernel's tile rows start on
+// cache lines when P is a multiple of 16; NULL when out of memory).
 static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
   int P = (K + 1) / 2;
-  uint32_t *Ap = malloc((size_t)M * (P > 0 ? P : 1) * sizeof(uint32_t));
+  size_t bytes = (size_t)M * (P > 0 ? P : 1) * sizeof(uint32_t);
+  uint32_t *Ap = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!Ap) return NULL;
   for (int i = 0; i < M; i++)
     for (int p = 0; p < P; p++) {
