@@ -8,6 +8,7 @@
 #ifndef GPTMEG_CKPT_H
 #define GPTMEG_CKPT_H
 
+#include "gptmeg/config.h"
 #include "gptmeg/core.h"
 #include "gptmeg/safetensors.h"
 
@@ -54,6 +55,23 @@ void gm_ckpt_close(gm_ckpt *c);
 const gm_ckpt_tensor *gm_ckpt_find(const gm_ckpt *c, const char *name);
 // Copies a readable tensor widened to f32 into out (numel floats); works for unaligned data.
 void gm_ckpt_read_f32(const gm_ckpt_tensor *t, float *out);
+
+// ---- Megatron-LM checkpoints (docs/formats.md) ----
+typedef struct {
+  int tp, pp;                     // tensor- and pipeline-parallel sizes (mp_rank_TT[_PPP] folders)
+  double checkpoint_version;      // 0 when absent
+  long long iteration;            // from the tracker file or the checkpoint (0 for release)
+  bool release, has_args;
+  char stack[16];                 // "transformer" or "encoder"
+} gm_megatron_info;
+// True when dir looks like a Megatron-LM checkpoint: latest_checkpointed_iteration.txt, or an
+// iteration folder holding mp_rank_00 / mp_rank_00_000.
+bool gm_megatron_detect(const char *dir);
+// Opens every rank's model_optim_rng.pt (or model_rng.pt) of the tracked iteration and returns
+// the merged model under HF GPT-2 names (tied: no lm_head), bit for bit as transformers'
+// convert_megatron_gpt2_checkpoint.py orders it; cfg from args (else the shapes). trim_vocab:
+// keep the first 50257 rows of the padded vocabulary.
+int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, const char *dir, bool trim_vocab);
 
 #ifdef __cplusplus
 }

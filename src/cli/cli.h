@@ -26,6 +26,7 @@ int cmd_bench_model(int argc, char **argv); // bench model (cmd_bench_model.c); 
 int cmd_tokenize(int argc, char **argv); // tokenize
 int cmd_init(int argc, char **argv);     // init
 int cmd_info(int argc, char **argv);     // info
+int cmd_convert(int argc, char **argv);  // convert (Megatron-LM -> HF)
 int cmd_logits(int argc, char **argv);   // logits
 int cmd_generate(int argc, char **argv); // generate
 int cmd_eval(int argc, char **argv);     // eval

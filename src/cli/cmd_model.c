@@ -152,6 +152,8 @@ int cmd_info(int argc, char **argv) {
     printf("lm_head:      %s\n", m.tied ? "tied to wte" : "separate lm_head.weight");
     printf("parameters:   %llu (%.2f M)\n", (unsigned long long)m.n_params, (double)m.n_params / 1e6);
     printf("file:         %s, %s, %lld bytes\n", m.file_format, fdt, fsize);
+    if (strncmp(m.file_format, "megatron", 8) == 0)
+      printf("profile:      megatron (the recorded default for Megatron-trained models: pass --profile megatron)\n");
     printf("memory:       %.1f MiB of f32 weights, KV cache %.1f KiB per token\n", (double)mem / 1048576.0,
            2.0 * c->n_layer * c->n_embd * 4 / 1024.0);
     printf("kernels:      %s (this cpu %s; gptmeg info --cpu)\n", gm_simd_level_name(gm_cpu_simd()),

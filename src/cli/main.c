@@ -21,6 +21,7 @@ static const command commands[] = {
     {"tokenize", cmd_tokenize, "GPT-2 BPE tokenize / decode stdin"},
     {"init", cmd_init, "write a randomly initialised GPT-2 checkpoint"},
     {"info", cmd_info, "describe a checkpoint or a numerics profile"},
+    {"convert", cmd_convert, "Megatron-LM checkpoint -> HF GPT-2 directory"},
     {"logits", cmd_logits, "forward pass: tokens .npy -> logits .npy"},
     {"generate", cmd_generate, "generate text from a prompt"},
     {"eval", cmd_eval, "perplexity of a text file"},

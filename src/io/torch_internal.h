@@ -31,11 +31,17 @@ const gm_zip_entry *gm_zip_find(const gm_zip *z, const char *rest);
 
 // ---- pickle values ----
 typedef enum { PK_NONE, PK_BOOL, PK_INT, PK_BIGINT, PK_FLOAT, PK_STR, PK_TUPLE, PK_LIST, PK_DICT, PK_SET,
-               PK_GLOBAL, PK_STORAGE, PK_TENSOR } gm_pk_kind;
+               PK_GLOBAL, PK_STORAGE, PK_TENSOR,
+               PK_NAMESPACE, // argparse.Namespace (Megatron's args): attribute pairs as a dict's
+               PK_SKIPPED    // NumPy/RNG state in a Megatron checkpoint: never built, never read
+} gm_pk_kind;
 
 // The globals gptmeg represents (a subset of PyTorch's weights_only allow-list).
 typedef enum { G_ORDERED_DICT, G_REBUILD_TENSOR, G_REBUILD_V2, G_REBUILD_V3, G_REBUILD_PARAM, G_REBUILD_PARAM_STATE,
-               G_SIZE, G_STORAGE, G_UNTYPED_STORAGE, G_DTYPE } gm_pk_global;
+               G_SIZE, G_STORAGE, G_UNTYPED_STORAGE, G_DTYPE,
+               G_NAMESPACE,   // argparse.Namespace: NEWOBJ + BUILD(dict), Megatron checkpoints only
+               G_SKIP         // numpy.*/_codecs.encode in a Megatron checkpoint's RNG state: REDUCE/BUILD make PK_SKIPPED
+} gm_pk_global;
 
 // Torch dtypes: index into gm_torch_dtypes.
 typedef struct {
@@ -73,6 +79,7 @@ typedef struct {
   gm_pk **all;                   // every value made (freed together)
   size_t n_all, cap_all;
   size_t budget;                 // values left: bounded by the bytes of pickle read
+  bool megatron;                 // reading a Megatron checkpoint: argparse.Namespace and skipped NumPy state allowed
 } gm_pkvm;
 
 // Runs one pickle from buf[start, len) up to and including its STOP; *end: the byte after STOP.
@@ -83,6 +90,26 @@ int gm_pk_run(gm_pkvm *vm, const char *where, const unsigned char *buf, size_t l
 void gm_pkvm_free(gm_pkvm *vm);
 
 
+
+// ---- Megatron checkpoints (torch_file.c, megatron.c) ----
+enum { GM_MEG_MAX_ARGS = 512 };
+typedef struct {
+  char name[48];
+  char kind;                     // 'i' int, 'b' bool, 'f' float, 's' str, 'n' None
+  int64_t i;
+  double f;
+  char s[64];
+} gm_meg_arg;
+typedef struct {
+  bool has_version, has_args;
+  double version;                // checkpoint_version (absent: 0)
+  int64_t iteration;
+  int n_args;
+  gm_meg_arg args[GM_MEG_MAX_ARGS]; // the scalar attributes of 'args' (argparse.Namespace)
+} gm_meg_meta;
+// One Megatron .pt file (zip or legacy) read with the VM's Megatron flag: the tensors under
+// 'model' under dotted names ("language_model.embedding.word_embeddings.weight"), and meta.
+int gm_torch_open_megatron(gm_ckpt *c, const char *path, gm_meg_meta *meta);
 
 // ---- gm_ckpt building (ckpt.c) ----
 // Takes ownership of the mapping; returns the file's stored path (owned by c), NULL on failure.

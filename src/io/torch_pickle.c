@@ -41,7 +41,8 @@ enum {
 
 static const char *kind_name(gm_pk_kind k) {
   static const char *const n[] = {"None", "bool", "int", "int", "float", "str", "tuple", "list", "dict", "set",
-                                  "global", "storage", "tensor"};
+                                  "global", "storage", "tensor", "argparse.Namespace",
+                                  "skipped NumPy value"};
   return n[k];
 }
 
@@ -97,7 +98,8 @@ static gm_pk *mk(vmst *st, gm_pk_kind k) {
 
 // Appends x to container c's items (pairs for dicts count 2 slots per n).
 static int add_item(vmst *st, gm_pk *c, gm_pk *x) {
-  size_t need = c->kind == PK_DICT ? 2 * c->n + 2 : c->n + 1;
+  bool pairs = c->kind == PK_DICT || c->kind == PK_NAMESPACE;
+  size_t need = pairs ? 2 * c->n + 2 : c->n + 1;
   if (need > c->cap) {
     size_t nc = c->cap ? c->cap * 2 : 4;
     while (nc < need) nc *= 2;
@@ -106,7 +108,7 @@ static int add_item(vmst *st, gm_pk *c, gm_pk *x) {
     c->items = ni;
     c->cap = nc;
   }
-  if (c->kind == PK_DICT) c->items[2 * c->n] = x; // caller adds the value with add_value
+  if (pairs) c->items[2 * c->n] = x; // caller adds the value with add_value
   else c->items[c->n++] = x;
   if (x->depth + 1 > c->depth) c->depth = x->depth + 1;
   if (c->depth > GM_PKL_MAX_DEPTH) return vm_fail(st, "nesting deeper than %d", GM_PKL_MAX_DEPTH);
@@ -222,6 +224,17 @@ static gm_pk *global(vmst *st) {
       if (strcmp(full + 6, gm_torch_dtypes[d].storage) == 0) { g->glob = G_STORAGE; g->dt = d; return g; }
       if (strcmp(full + 6, gm_torch_dtypes[d].dtype) == 0) { g->glob = G_DTYPE; g->dt = d; return g; }
     }
+  if (st->vm->megatron) { // Megatron's args and RNG state: described or skipped, never called
+    static const char *const skip[] = {"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
+                                       "numpy.ndarray", "numpy.dtype", "numpy.core.multiarray.scalar",
+                                       "numpy._core.multiarray.scalar", "_codecs.encode"};
+    if (strcmp(full, "argparse.Namespace") == 0) { g->glob = G_NAMESPACE; return g; }
+    for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
+      if (strcmp(full, skip[i]) == 0) { g->glob = G_SKIP; return g; }
+  } else if (strcmp(full, "argparse.Namespace") == 0) {
+    vm_fail(st, "GLOBAL argparse.Namespace is read only inside a Megatron checkpoint (its args)");
+    return NULL;
+  }
   for (size_t i = 0; i < sizeof torch_only / sizeof torch_only[0]; i++)
     if (strcmp(full, torch_only[i]) == 0) {
       if (strcmp(full, "torch.storage.UntypedStorage") == 0) { g->glob = G_UNTYPED_STORAGE; return g; }
@@ -288,6 +301,7 @@ static gm_pk *reduce(vmst *st, gm_pk *fn, gm_pk *args) {
                 fn->glob == G_REBUILD_PARAM ? "" : "_with_state", want); return NULL; }
     return args->items[0]; // a Parameter is its tensor here
   }
+  case G_SKIP: return mk(st, PK_SKIPPED); // NumPy RNG state: nothing built, nothing called
   case G_SIZE:
     if (args->n != 1 || !is_int_tuple(args->items[0], GM_ST_MAX_DIMS))
       { vm_fail(st, "REDUCE torch.Size: expects one int tuple of at most %d", GM_ST_MAX_DIMS); return NULL; }
@@ -498,10 +512,21 @@ int gm_pk_run(gm_pkvm *vm, const char *where, const unsigned char *buf, size_t l
       break;
     case OP_BUILD:
       if (!(a = pop(&st, "BUILD")) || !(b = top(&st, "BUILD"))) { rc = -1; break; }
+      if (b->kind == PK_SKIPPED) break; // a NumPy array's or dtype's state: skipped with it
+      if (b->kind == PK_NAMESPACE) { // Namespace.__dict__ = state: the attributes, as inert values
+        if (a->kind != PK_DICT) { rc = FAIL(&st, "BUILD on an argparse.Namespace with a %s state (expects a dict)", kind_name(a->kind)); break; }
+        for (size_t i = 0; i < a->n && rc == 0; i++) rc = dict_set(&st, b, a->items[2 * i], a->items[2 * i + 1]);
+        break;
+      }
       if (b->kind != PK_DICT) { rc = FAIL(&st, "BUILD on a %s (gptmeg builds OrderedDict state only)", kind_name(b->kind)); break; }
       break; // an OrderedDict's __dict__ (_metadata): not needed
     case OP_NEWOBJ:
-      rc = FAIL(&st, "NEWOBJ is not read by gptmeg (no allowed class is instantiated in a state dict)");
+      if (!st.vm->megatron) { rc = FAIL(&st, "NEWOBJ is not read by gptmeg outside a Megatron checkpoint (no allowed class is instantiated in a state dict)"); break; }
+      if (!(a = pop(&st, "NEWOBJ")) || !(b = pop(&st, "NEWOBJ"))) { rc = -1; break; }
+      if (b->kind != PK_GLOBAL || b->glob != G_NAMESPACE)
+        { rc = FAIL(&st, "NEWOBJ on a %s (gptmeg instantiates argparse.Namespace only)", b->kind == PK_GLOBAL ? "global other than argparse.Namespace" : kind_name(b->kind)); break; }
+      if (a->kind != PK_TUPLE || a->n != 0) { rc = FAIL(&st, "NEWOBJ argparse.Namespace with arguments (expects ())"); break; }
+      rc = push(&st, mk(&st, PK_NAMESPACE));
       break;
     case OP_BINPERSID:
       if (!(a = pop(&st, "BINPERSID"))) { rc = -1; break; }

@@ -186,6 +186,15 @@ int gm_gpt2_load_files(gm_gpt2 *m, const gm_gpt2_config *cfg, const char *path) 
 }
 
 int gm_gpt2_load(gm_gpt2 *m, const char *dir) {
+  if (gm_megatron_detect(dir)) { // a Megatron-LM checkpoint: merged and renamed in io, config from its args
+    gm_ckpt ck;
+    gm_gpt2_config cfg;
+    gm_megatron_info info;
+    if (gm_megatron_open(&ck, &cfg, &info, dir, false)) return -1;
+    int rc = load_ckpt(m, &cfg, &ck);
+    gm_ckpt_close(&ck);
+    return rc;
+  }
   size_t n = strlen(dir) + 32;
   char *cp = malloc(n);
   if (!cp) return gm_fail("out of memory");
