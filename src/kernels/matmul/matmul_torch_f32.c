@@ -39,13 +39,15 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
   int rest = K - k0;
   if (blocks == GM_F32_BLOCKS_INTEL_DOT16) return K;
+  if (blocks == GM_F32_BLOCKS_AVX2_256) return rest <= 256 ? K : rest < 512 ? k0 + (rest + 1) / 2 : k0 + 256;
   if (rest <= 384) return K;
   if (blocks == GM_F32_BLOCKS_INTEL_HALVES && rest < 768) return k0 + (rest + 1) / 2;
   return k0 + 384;
 }
 
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b) {
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order (and, not reproduced, Intel AVX2)
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return GM_F32_BLOCKS_AVX2_256; // its 4..6-row chains (other rows: not reproduced)
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order
   if (trans_b && M >= 2 && M <= 15 && N >= 2 && K >= 24 * M) return GM_F32_BLOCKS_INTEL_DOT16;
   bool packed = trans_b ? (M >= 16 && N >= 192) || (K <= 64 && N >= 64) : M >= 192 && N >= 192;
   return packed ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
@@ -83,7 +85,7 @@ static f32_order order_for(int M, int N, int K, bool trans_b, float alpha) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
   f32_order o = {gm_f32_torch_blocks(mkl, M, N, K, trans_b), alpha, 1.0f};
-  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES) { // MKL's small-matrix path: alpha on each block's sum
+  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES || o.blocks == GM_F32_BLOCKS_AVX2_256) { // alpha on each block's sum
     o.b_scale = 1.0f;
     o.post = alpha;
   }
