@@ -42,11 +42,11 @@ static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"AV
 // Whether gptmeg knows torch's order for this product under MKL kernel mkl (kernels.h): the AMD
 // kernel for every golden shape; Intel AVX-512 with B as stored from two rows on, with B
 // transposed from 16 rows on, while K fits one block of the small-row kernel's pattern, or from
-// K = 24 * M on (the dot kernel; from N = 4 on below that); Intel AVX2 its kernel for 4 to 6 rows
-// (N a multiple of 16: its leftover columns sum in another order).
+// K = 24 * M on (the dot kernel; from N = 4 on below that); Intel AVX2 its small-matrix kernels
+// (groups of 2 to 6 rows: M % 6 != 1).
 static bool known(gm_mkl_sgemm mkl, int M, int N, int K, bool trans) {
   if (mkl == GM_MKL_SGEMM_AMD_AVX512) return true;
-  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return M >= 4 && M <= 6 && N % 16 == 0;
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return M % 6 != 1;
   if (!trans) return M >= 2;
   if (M >= 2 && M <= 15 && N >= 2 && K >= 24 * M) return true;
   return M >= 2 && N >= 4 && (M >= 16 || K <= 64 || K < 24 * M);

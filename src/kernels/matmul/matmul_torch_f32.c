@@ -74,6 +74,61 @@ static void dot16_scalar(const float *A, int lda, const float *B, int ldb, const
     }
 }
 
+// MKL's Intel AVX2 sgemm (avx2 target): rows in groups of six from the top; each output's kernel
+// by its group's size and its column (N16: the columns in whole panels of 16).
+typedef enum { AVX2_CHAIN, AVX2_PAIRS_FMA, AVX2_PAIRS_MUL } avx2_kernel;
+
+static avx2_kernel avx2_kernel_for(int M, int N, int i, int j) {
+  int r = M - (i - i % 6) < 6 ? M - (i - i % 6) : 6;
+  if (r == 2) return AVX2_PAIRS_MUL;
+  if (r == 3) return AVX2_PAIRS_FMA;
+  if (r == 1) return AVX2_CHAIN; // torch's one-row kernel: not reproduced (the chain's order)
+  return j < N - N % 16 ? AVX2_CHAIN : AVX2_PAIRS_FMA;
+}
+
+// One output under MKL's Intel AVX2 kernels: per K block (GM_F32_BLOCKS_AVX2_256) one FMA chain
+// from zero (AVX2_CHAIN), or two chains, over even and odd k of the block (from its start), added,
+// the odd block's last product then onto their sum: with FMA (AVX2_PAIRS_FMA), or as R(a*b) added
+// (AVX2_PAIRS_MUL). C = bias, then C + R(alpha * block) block by block (no bias: the first block).
+static float avx2_output(const float *a, const float *b, size_t stride, const float *bias, float alpha, avx2_kernel kn,
+                         int K) {
+  float c = 0.0f;
+  for (int k0 = 0, k1; k0 < K; k0 = k1) {
+    k1 = gm_f32_torch_block_end_for(GM_F32_BLOCKS_AVX2_256, K, k0);
+    float acc = 0.0f;
+    if (kn == AVX2_CHAIN)
+      for (int k = k0; k < k1; k++) acc = fmaf(a[k], b[k * stride], acc);
+    else {
+      float e = 0.0f, o = 0.0f;
+      int k = k0;
+      for (; k + 1 < k1; k += 2)
+        if (kn == AVX2_PAIRS_FMA) {
+          e = fmaf(a[k], b[k * stride], e);
+          o = fmaf(a[k + 1], b[(k + 1) * stride], o);
+        } else {
+          e += a[k] * b[k * stride];
+          o += a[k + 1] * b[(k + 1) * stride];
+        }
+      acc = e + o;
+      if (k < k1) acc = kn == AVX2_PAIRS_FMA ? fmaf(a[k], b[k * stride], acc) : acc + a[k] * b[k * stride];
+    }
+    acc = alpha * acc;
+    c = k0 > 0 ? c + acc : bias ? *bias + acc : acc;
+  }
+  return c;
+}
+
+// Rows 0..M-1, columns j0..j1 of C under MKL's Intel AVX2 kernels, element by element.
+static void avx2_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                        float *C, int ldc, int M, int N, int j0, int j1, int K) {
+  for (int i = 0; i < M; i++)
+    for (int j = j0; j < j1; j++) {
+      const float *b = trans_b ? B + (size_t)j * ldb : B + j;
+      C[(size_t)i * ldc + j] = avx2_output(A + (size_t)i * lda, b, trans_b ? 1 : (size_t)ldb, bias ? bias + j : NULL,
+                                           alpha, avx2_kernel_for(M, N, i, j), K);
+    }
+}
+
 // The order of one call: the block schedule, the factor on B (the AMD kernel's alpha) and the
 // factor on each block's sum (the Intel kernels' alpha).
 typedef struct {
@@ -127,7 +182,8 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
                                 float alpha, float *C, int ldc, int M, int N, int K) {
   if (M <= 0 || N <= 0) return;
   f32_order o = order_for(M, N, K, trans_b, alpha);
-  if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
+  if (o.blocks == GM_F32_BLOCKS_AVX2_256) avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K);
+  else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
   else matmul_scalar(A, lda, B, ldb, trans_b, bias, order_for(M, N, K, trans_b, alpha), C, ldc, M, 0, N, K);
 }
 
@@ -147,6 +203,49 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
   }
 }
 
+// MKL's Intel AVX2 kernels (avx2_scalar's order) over strips of 64 columns, each copied contiguous
+// ([K, 64], alpha not applied): groups of 4..6 rows (and, not reproduced, 1) through the chain
+// strip kernel on the columns of whole 16-panels, the pair kernels for the rest.
+static void avx2_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                      float *C, int ldc, int M, int N, int K, int threads, gm_simd_level isa) {
+  int n_strips = (N + STRIP - 1) / STRIP, n16 = N - N % 16;
+  if (threads > n_strips) threads = n_strips;
+#pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
+  {
+    float *Bs = isa >= GM_SIMD_AVX2 ? malloc((size_t)K * STRIP * sizeof(float)) : NULL;
+#pragma omp for schedule(dynamic, 2)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+      if (!Bs) { // no SIMD, or no memory for the copy: the definition itself
+        avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, j0, j0 + nc, K);
+        continue;
+      }
+      if (trans_b) pack_strip_scalar(B, ldb, true, j0, nc, K, 1.0f, Bs);
+      else
+        for (int k = 0; k < K; k++) memcpy(Bs + (size_t)k * STRIP, B + (size_t)k * ldb + j0, (size_t)nc * sizeof(float));
+      int nch = n16 - j0 < 0 ? 0 : n16 - j0 < nc ? n16 - j0 : nc; // chain columns of this strip
+      const float *bj = bias ? bias + j0 : NULL;
+      for (int i = 0; i < M; i += 6) {
+        int r = M - i < 6 ? M - i : 6;
+        float *Ci = C + (size_t)i * ldc + j0;
+        if (r == 1 || r >= 4) {
+          int n_chain = r == 1 ? nc : nch;
+          if (n_chain > 0)
+            gm_f32_torch_strip_avx2(A + (size_t)i * lda, lda, Bs, STRIP, r, n_chain, K, bj, Ci, ldc,
+                                    GM_F32_BLOCKS_AVX2_256, alpha);
+          if (n_chain < nc)
+            for (int q = 0; q < r; q++)
+              gm_f32_torch_pairs_avx2(A + (size_t)(i + q) * lda, Bs + n_chain, STRIP, nc - n_chain, K,
+                                      bj ? bj + n_chain : NULL, Ci + (size_t)q * ldc + n_chain, alpha, true);
+        } else
+          for (int q = 0; q < r; q++)
+            gm_f32_torch_pairs_avx2(A + (size_t)(i + q) * lda, Bs, STRIP, nc, K, bj, Ci + (size_t)q * ldc, alpha, r == 3);
+      }
+    }
+    free(Bs);
+  }
+}
+
 void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
@@ -154,6 +253,10 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   gm_simd_level isa = K > 0 ? gm_cpu_simd() : GM_SIMD_SCALAR;
   const f32_order o = order_for(M, N, K, trans_b, alpha);
   bool simd = isa == GM_SIMD_AVX512;
+  if (o.blocks == GM_F32_BLOCKS_AVX2_256) { // MKL's Intel AVX2 kernels (the AVX2 body on AVX-512 CPUs too)
+    avx2_path(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, isa);
+    return;
+  }
   if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) { // MKL's Intel dot kernel (B transposed, few rows, long K)
     int n_strips = (N + STRIP - 1) / STRIP;
     if (threads > n_strips) threads = n_strips;
