@@ -65,7 +65,7 @@ static const unsigned PARTIAL[GM_TT_N][GM_KOP_N] = {
 static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype dt) {
   if (t == GM_TT_AVX2 && op == GM_KOP_MATMUL && dt == GM_F32)
     return "MKL's one-row kernels (M = 1, and the last row of M = 7, 13, ...: decode's lm_head and linears), its packed "
-           "path for big products (K blocks of 192: B^T from about M = 64, B as stored by M = 512) and 2-thread orders "
+           "path for big products (K blocks of 192: B^T from M = 64, B as stored from M = 128 at K = 768) and 2-thread orders "
            "are not reproduced";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
     return "MKL's one-row kernels (M = 1: a decode step's lm_head and linears), some 2-thread orders (e.g. 8x1001x64) "
