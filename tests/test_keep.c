@@ -208,13 +208,17 @@ static void test_target_invariance(gm_torch_target tt, gm_dtype dt) {
     else if (memcmp(step, one + (size_t)t * V, (size_t)V * sizeof(float))) bad = t;
   }
   gm_kv_free(&kv);
-  // Two targets where torch's own kernels make a decode step differ from the full forward's row,
-  // and gptmeg reproduces torch's: intel-amx bf16 (oneDNN's one-row addmm is one f32 chain, the
-  // prefill AMX tiles pair products) and avx2 f32 (ATen's 8-lane kernels take an element by where it
-  // falls in the tensor's vector steps: the softmax sums a row shorter than 8 one by one but a
-  // masked row of the full forward in lanes, and the elementwise ops' vector/scalar tail moves with
-  // the tensor's length). docs/numerics.md, "Torch CPU targets".
-  const bool torch_varies = (tt == GM_TT_INTEL_AMX && dt == GM_BF16) || (tt == GM_TT_AVX2 && dt == GM_F32);
+  // Where torch's own kernels make a decode step differ from the full forward's row, and gptmeg
+  // reproduces torch's: intel-amx bf16 (oneDNN's one-row addmm is one f32 chain, the prefill AMX
+  // tiles pair products), avx2 f32 (ATen's 8-lane kernels take an element by where it falls in the
+  // tensor's vector steps: the softmax sums a row shorter than 8 one by one but a masked row of the
+  // full forward in lanes, and the elementwise ops' vector/scalar tail moves with the tensor's
+  // length) and the Intel AVX-512 targets' f32 (MKL's one-row kernel against B^T, the decode step's
+  // linears and lm_head, sums in 16 and then 8 lanes where prefill's rows run K-block chains).
+  // docs/numerics.md, "Torch CPU targets".
+  const bool intel512 = tt == GM_TT_INTEL_AMX || tt == GM_TT_INTEL_AVX512_BF16 || tt == GM_TT_INTEL_AVX512;
+  const bool torch_varies = (tt == GM_TT_INTEL_AMX && dt == GM_BF16) || (tt == GM_TT_AVX2 && dt == GM_F32) ||
+                            (intel512 && dt == GM_F32);
   if (torch_varies) {
     char what[96];
     snprintf(what, sizeof what, "%s %s decode invariance", tn, dn);

@@ -68,8 +68,9 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "path for big products (K blocks of 192: B^T from M = 64, B as stored from M = 128 at K = 768) and 2-thread orders "
            "are not reproduced";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
-    return "MKL's one-row kernels (M = 1: a decode step's lm_head and linears), some 2-thread orders (e.g. 8x1001x64) "
-           "and the transposed packed path's exact K cut-off (65..99) are not reproduced";
+    return "MKL's one-row kernels with B as stored or with alpha != 1 (the one-row B^T kernel of a decode step's "
+           "lm_head and linears is reproduced, one thread: torch's 2-thread split moves its leftover columns), some "
+           "2-thread orders (e.g. 8x1001x64) and the transposed packed path's exact K cut-off (65..99) are not reproduced";
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "oneDNN's K chunks for larger shapes (e.g. M >= 32 with K 768 or 3072: 66-85% identical), its 2-thread K "
            "split and the one-row B^T kernel are not reproduced";

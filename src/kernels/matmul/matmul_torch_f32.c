@@ -49,6 +49,7 @@ gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool tr
   if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return GM_F32_BLOCKS_AVX2_256; // its 4..6-row chains (other rows: not reproduced)
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order
   if (trans_b && M >= 2 && M <= 15 && N >= 2 && K >= 24 * M) return GM_F32_BLOCKS_INTEL_DOT16;
+  if (trans_b && M == 1 && K >= 1) return GM_F32_BLOCKS_INTEL_GEMV; // alpha = 1 only (order_for)
   bool packed = trans_b ? (M >= 16 && N >= 192) || (K <= 64 && N >= 64) : M >= 192 && N >= 192;
   return packed ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
 }
@@ -61,6 +62,64 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K) {
   float g[4];
   for (int l = 0; l < 4; l++) g[l] = ((lane[l] + lane[4 + l]) + lane[8 + l]) + lane[12 + l];
   return (g[0] + g[1]) + (g[2] + g[3]);
+}
+
+// v[0] after v[l] += v[l + n/2] for l < n/2, halving n down to 1 (n = 16 or 8).
+static float halve(float *v, int n) {
+  for (int h = n / 2; h >= 1; h /= 2)
+    for (int l = 0; l < h; l++) v[l] = v[l] + v[l + h];
+  return v[0];
+}
+
+// MKL's Intel AVX-512 one-row kernel against B^T (M = 1, alpha = 1; measured on live torch, one
+// thread): one output a . b over K >= 1, by the column's kind. Columns in whole groups of four
+// (GEMV_MAIN): lane 0 of 16 starts as R(a0*b0); 16-lane FMA chains over k = 1.. while 16 or more
+// remain; halved into lane 0 of 8; the next (up to) 8 products as 8-lane FMA chains, the rest
+// (up to 7) as R(a*b) added; halved. The N % 4 leftover columns: product 0 is added last, as
+// R(a0*b0), onto the halved 16 lanes over k = 1..; the second leftover column (GEMV_ONE) runs one
+// 16-lane FMA chain per lane through K; the first and the third (GEMV_TWO) two accumulators over
+// steps of 32 (k .. k+15, k+16 .. k+31), added, then 16 more products onto the sum if 16 remain,
+// then the rest onto its first lanes (FMA).
+float gm_f32_torch_gemv16(const float *a, const float *b, int K, gm_f32_gemv kind) {
+  float v[16] = {0}, w[16] = {0};
+  int k = 1;
+  if (kind == GM_F32_GEMV_MAIN) {
+    v[0] = a[0] * b[0];
+    for (; K - k >= 16; k += 16)
+      for (int l = 0; l < 16; l++) v[l] = fmaf(a[k + l], b[k + l], v[l]);
+    float e[8] = {halve(v, 16)};
+    for (int l = 0; l < 8 && k + l < K; l++) e[l] = fmaf(a[k + l], b[k + l], e[l]);
+    for (int l = 8; k + l < K; l++) e[l - 8] = e[l - 8] + a[k + l] * b[k + l];
+    return halve(e, 8);
+  }
+  if (kind == GM_F32_GEMV_ONE) {
+    for (; k < K; k++) v[(k - 1) % 16] = fmaf(a[k], b[k], v[(k - 1) % 16]);
+  } else {
+    for (; K - k >= 32; k += 32)
+      for (int l = 0; l < 16; l++) {
+        v[l] = fmaf(a[k + l], b[k + l], v[l]);
+        w[l] = fmaf(a[k + 16 + l], b[k + 16 + l], w[l]);
+      }
+    for (int l = 0; l < 16; l++) v[l] = v[l] + w[l];
+    if (K - k >= 16)
+      for (int l = 0; l < 16; l++, k++) v[l] = fmaf(a[k], b[k], v[l]);
+    for (int l = 0; k < K; l++, k++) v[l] = fmaf(a[k], b[k], v[l]);
+  }
+  return halve(v, 16) + a[0] * b[0];
+}
+
+static gm_f32_gemv gemv_kind(int N, int j) {
+  int n4 = N - N % 4;
+  return j < n4 ? GM_F32_GEMV_MAIN : j == n4 + 1 ? GM_F32_GEMV_ONE : GM_F32_GEMV_TWO;
+}
+
+// Columns j0..j1 of the one row C = a B^T (+ bias) in that order, element by element.
+static void gemv_scalar(const float *a, const float *B, int ldb, const float *bias, float *C, int N, int j0, int j1,
+                        int K) {
+  for (int j = j0; j < j1; j++) {
+    float r = gm_f32_torch_gemv16(a, B + (size_t)j * ldb, K, gemv_kind(N, j));
+    C[j] = bias ? bias[j] + r : r;
+  }
 }
 
 // C = fma(alpha, dot, bias) (alpha * dot without bias) for rows 0..M-1, columns j0..j1 of B^T, the
@@ -140,6 +199,8 @@ static f32_order order_for(int M, int N, int K, bool trans_b, float alpha) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
   f32_order o = {gm_f32_torch_blocks(mkl, M, N, K, trans_b), alpha, 1.0f};
+  if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV && alpha != 1.0f) // the one-row kernel with alpha: not reproduced
+    o.blocks = K <= 64 && N >= 64 ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
   if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES || o.blocks == GM_F32_BLOCKS_AVX2_256) { // alpha on each block's sum
     o.b_scale = 1.0f;
     o.post = alpha;
@@ -183,6 +244,7 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
   if (M <= 0 || N <= 0) return;
   f32_order o = order_for(M, N, K, trans_b, alpha);
   if (o.blocks == GM_F32_BLOCKS_AVX2_256) avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K);
+  else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, C, N, 0, N, K);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
   else matmul_scalar(A, lda, B, ldb, trans_b, bias, order_for(M, N, K, trans_b, alpha), C, ldc, M, 0, N, K);
 }
@@ -255,6 +317,17 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   bool simd = isa == GM_SIMD_AVX512;
   if (o.blocks == GM_F32_BLOCKS_AVX2_256) { // MKL's Intel AVX2 kernels (the AVX2 body on AVX-512 CPUs too)
     avx2_path(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, isa);
+    return;
+  }
+  if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) { // MKL's Intel one-row kernel against B^T (decode's linears)
+    int n_strips = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+    if (threads > n_strips) threads = n_strips;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && (double)N * K > 1e5)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * ROW_BLOCK, j1 = N - j0 < ROW_BLOCK ? N : j0 + ROW_BLOCK;
+      if (simd) gm_f32_torch_gemv_avx512(A, B, ldb, bias, C, N, j0, j1, K);
+      else gemv_scalar(A, B, ldb, bias, C, N, j0, j1, K);
+    }
     return;
   }
   if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) { // MKL's Intel dot kernel (B transposed, few rows, long K)
