@@ -190,7 +190,16 @@ static void test_target_invariance(gm_torch_target tt, gm_dtype dt) {
   float *step = malloc((size_t)V * sizeof(float));
   const char *tn = gm_torch_target_name(tt), *dn = gm_dtype_name(dt);
   CHECK(fwd(&m, &p, tok, 1, T, 0, one, 1) == 0 && fwd(&m, &p, tok, 2, T, 0, two, 2) == 0, "%s %s: forward: %s", tn, dn, gm_errmsg());
-  CHECK(memcmp(one, two, (size_t)T * V * sizeof(float)) == 0, "%s %s: a sequence alone != in a batch of 2 on 2 threads", tn, dn);
+  // avx2 f32: MKL's Intel AVX2 sgemm takes rows in groups of six, a group's size choosing its
+  // kernel (matmul_torch_f32.c), so a sequence's 9 rows alone (6 + 3) and beside another (18 rows:
+  // 6 + 6 + 6) sum in other orders, in torch as in gptmeg.
+  if (tt == GM_TT_AVX2 && dt == GM_F32) {
+    char what[96];
+    snprintf(what, sizeof what, "%s %s batch invariance", tn, dn);
+    test_skip(what, memcmp(one, two, (size_t)T * V * sizeof(float)) == 0 ? "torch's row groups vary here, yet this run matched"
+                                                                            : "torch's sgemm groups rows by six");
+  } else
+    CHECK(memcmp(one, two, (size_t)T * V * sizeof(float)) == 0, "%s %s: a sequence alone != in a batch of 2 on 2 threads", tn, dn);
   gm_kv_cache kv;
   gm_kv_init(&kv, &m, 1, T);
   int bad = -1;
@@ -199,13 +208,17 @@ static void test_target_invariance(gm_torch_target tt, gm_dtype dt) {
     else if (memcmp(step, one + (size_t)t * V, (size_t)V * sizeof(float))) bad = t;
   }
   gm_kv_free(&kv);
-  // Two targets where torch's own kernels make a decode step differ from the full forward's row,
-  // and gptmeg reproduces torch's: intel-amx bf16 (oneDNN's one-row addmm is one f32 chain, the
-  // prefill AMX tiles pair products) and avx2 f32 (ATen's 8-lane kernels take an element by where it
-  // falls in the tensor's vector steps: the softmax sums a row shorter than 8 one by one but a
-  // masked row of the full forward in lanes, and the elementwise ops' vector/scalar tail moves with
-  // the tensor's length). docs/numerics.md, "Torch CPU targets".
-  const bool torch_varies = (tt == GM_TT_INTEL_AMX && dt == GM_BF16) || (tt == GM_TT_AVX2 && dt == GM_F32);
+  // Where torch's own kernels make a decode step differ from the full forward's row, and gptmeg
+  // reproduces torch's: intel-amx bf16 (oneDNN's one-row addmm is one f32 chain, the prefill AMX
+  // tiles pair products), avx2 f32 (ATen's 8-lane kernels take an element by where it falls in the
+  // tensor's vector steps: the softmax sums a row shorter than 8 one by one but a masked row of the
+  // full forward in lanes, and the elementwise ops' vector/scalar tail moves with the tensor's
+  // length) and the Intel AVX-512 targets' f32 (MKL's one-row kernel against B^T, the decode step's
+  // linears and lm_head, sums in 16 and then 8 lanes where prefill's rows run K-block chains).
+  // docs/numerics.md, "Torch CPU targets".
+  const bool intel512 = tt == GM_TT_INTEL_AMX || tt == GM_TT_INTEL_AVX512_BF16 || tt == GM_TT_INTEL_AVX512;
+  const bool torch_varies = (tt == GM_TT_INTEL_AMX && dt == GM_BF16) || (tt == GM_TT_AVX2 && dt == GM_F32) ||
+                            (intel512 && dt == GM_F32);
   if (torch_varies) {
     char what[96];
     snprintf(what, sizeof what, "%s %s decode invariance", tn, dn);

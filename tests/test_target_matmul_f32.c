@@ -42,10 +42,11 @@ static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"AV
 // Whether gptmeg knows torch's order for this product under MKL kernel mkl (kernels.h): the AMD
 // kernel for every golden shape; Intel AVX-512 with B as stored from two rows on, with B
 // transposed from 16 rows on, while K fits one block of the small-row kernel's pattern, or from
-// K = 24 * M on (the dot kernel; from N = 4 on below that); Intel AVX2 none.
+// K = 24 * M on (the dot kernel; from N = 4 on below that); Intel AVX2 its small-matrix kernels
+// (groups of 2 to 6 rows: M % 6 != 1).
 static bool known(gm_mkl_sgemm mkl, int M, int N, int K, bool trans) {
   if (mkl == GM_MKL_SGEMM_AMD_AVX512) return true;
-  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return false;
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return M % 6 != 1;
   if (!trans) return M >= 2;
   if (M >= 2 && M <= 15 && N >= 2 && K >= 24 * M) return true;
   return M >= 2 && N >= 4 && (M >= 16 || K <= 64 || K < 24 * M);
@@ -127,8 +128,43 @@ static void run_target(gm_torch_target t) {
   gm_torch_target_unset();
 }
 
+// One row against B^T under every target (the goldens hold no M = 1 product; the Intel AVX-512
+// targets run MKL's one-row kernel there, docs/numerics.md): every path gives the scalar
+// definition's bits, for K and N around the kernel's steps (16, 8, 32; N % 4 leftover columns).
+static void one_row_paths(void) {
+  static const int KS[] = {1, 2, 7, 16, 17, 24, 25, 33, 48, 49, 64, 65, 97, 768}, NS[] = {1, 2, 3, 4, 5, 6, 7, 70, 1031};
+  for (int t = 0; t < GM_TT_N; t++) {
+    gm_torch_target_set((gm_torch_target)t);
+    for (size_t ki = 0; ki < sizeof KS / sizeof KS[0]; ki++)
+      for (size_t ni = 0; ni < sizeof NS / sizeof NS[0]; ni++) {
+        int K = KS[ki], N = NS[ni];
+        float *a = malloc((size_t)K * sizeof(float)), *B = malloc((size_t)N * K * sizeof(float));
+        float *bias = malloc((size_t)N * sizeof(float)), *ref = malloc((size_t)N * sizeof(float)), *C = malloc((size_t)N * sizeof(float));
+        uint32_t x = 12345u + (uint32_t)(K * 131 + N);
+        for (int i = 0; i < K; i++) a[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+        for (int i = 0; i < N * K; i++) B[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+        for (int i = 0; i < N; i++) bias[i] = (float)((x = x * 1664525u + 1013904223u) >> 8) / 16777216.0f;
+        for (int hb = 0; hb < 2; hb++) {
+          gm_matmul_f32_torch_scalar(a, K, B, K, true, hb ? bias : NULL, 1.0f, ref, N, 1, N, K);
+          for (int th = 1; th <= 2; th++) {
+            gm_matmul_f32_torch(a, K, B, K, true, hb ? bias : NULL, 1.0f, C, N, 1, N, K, th);
+            CHECK(test_count_diff(C, ref, (size_t)N) == 0, "%s: one row, K %d N %d, bias %d, %d thread(s): not the definition's bits",
+                  gm_torch_target_name((gm_torch_target)t), K, N, hb, th);
+          }
+        }
+        free(a);
+        free(B);
+        free(bias);
+        free(ref);
+        free(C);
+      }
+    gm_torch_target_unset();
+  }
+}
+
 int main(void) {
   printf("f32 matmul per torch CPU target (kernel level %s)\n", gm_simd_level_name(gm_cpu_simd()));
   for (int t = 0; t < GM_TT_N; t++) run_target((gm_torch_target)t);
+  one_row_paths();
   return test_done("test_target_matmul_f32");
 }

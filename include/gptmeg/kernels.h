@@ -46,12 +46,18 @@ int gm_f32_torch_block_end(int K, int k0);
 // R(alpha * block)). Its packed path (B as stored: M >= 192 and N >= 192; B transposed: M >= 16 and
 // N >= 192, or K <= 64 and N >= 64) cuts the rest into blocks of 384 then the remainder and folds
 // alpha into B as on zen4 (GM_F32_BLOCKS_INTEL_384). Exact against torch (one thread) for every M >= 2 with B
-// as stored and for B transposed from 2 rows on (N >= 4; see the dot kernel below); torch's
-// one-row kernels, and B transposed with N <= 3 below the dot kernel's K, sum in other orders not
+// as stored and for B transposed from 2 rows on (N >= 4; see the dot kernel below); one row
+// against B^T with alpha = 1 runs MKL's one-row kernel (GM_F32_BLOCKS_INTEL_GEMV); torch's other
+// one-row kernels (B as stored, alpha != 1), and B transposed with N <= 3 below the dot kernel's K, sum in other orders not
 // reproduced here (the same schedule runs there). The schedule depends on M and N: under Intel targets the rows of a big
 // product computed alone may differ from the product's rows (never for K a multiple of 384 or
-// K <= 768, GPT-2's shapes). MKL's Intel AVX2 kernels (avx2 target) are not reproduced: the zen4
-// order runs. B transposed with 2..15 rows, N >= 2 and K >= 24 * M runs MKL's dot kernel
+// K <= 768, GPT-2's shapes). MKL's Intel AVX2 kernels (avx2 target; GM_F32_BLOCKS_AVX2_256) are
+// reproduced only in part: K in blocks of 256 (a rest of at most 256 one block, a rest below 512
+// two blocks, the first ceil(rest / 2) long), one FMA chain from zero per block, C = bias, then
+// C = C + R(alpha * block) block by block; that is its kernel for groups of 4 to 6 rows (M = 4, 5, 6,
+// 1 thread, any K, B as stored or transposed). Its 2-row kernel (the last 2 rows of M = 8, M = 2)
+// sums even and odd k in two chains without FMA (R(a*b) then add), its 8-row and leftover-column
+// paths differ again: not reproduced. B transposed with 2..15 rows, N >= 2 and K >= 24 * M runs MKL's dot kernel
 // (GM_F32_BLOCKS_INTEL_DOT16, no K blocks; tools/ref/probe_f32_tree.py): each output is a dot
 // product of a row of A and a row of B in 16 lanes (lane l: the FMA chain from zero over k = l,
 // l + 16, ...), reduced as 4 groups of 4 lanes added in order (g = ((l0-3 + l4-7) + l8-11) +
@@ -61,8 +67,14 @@ typedef enum {
   GM_F32_BLOCKS_ZEN4 = 0,
   GM_F32_BLOCKS_INTEL_HALVES,
   GM_F32_BLOCKS_INTEL_384,
-  GM_F32_BLOCKS_INTEL_DOT16
+  GM_F32_BLOCKS_INTEL_DOT16,
+  GM_F32_BLOCKS_AVX2_256,
+  GM_F32_BLOCKS_INTEL_GEMV // MKL's Intel AVX-512 one-row kernel against B^T (gm_f32_torch_gemv16)
 } gm_f32_blocks;
+// The three column kinds of that kernel (matmul_torch_f32.c), and one output in its order (before
+// the bias).
+typedef enum { GM_F32_GEMV_MAIN = 0, GM_F32_GEMV_ONE, GM_F32_GEMV_TWO } gm_f32_gemv;
+float gm_f32_torch_gemv16(const float *a, const float *b, int K, gm_f32_gemv kind);
 int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0);
 // The schedule gm_matmul_f32_torch runs for this shape under mkl.
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b);

@@ -51,7 +51,7 @@ static const unsigned NOT_EXACT[GM_TT_N][GM_KOP_N] = {
     [GM_TT_INTEL_AMX] = {0}, // matmul f32, f16, bf16: PARTIAL below
     [GM_TT_INTEL_AVX512_BF16] = {0},
     [GM_TT_INTEL_AVX512] = {0},
-    [GM_TT_AVX2] = {[GM_KOP_MATMUL] = F32},
+    [GM_TT_AVX2] = {0}, // matmul f32, bf16: PARTIAL below
 };
 
 // Reproduced on the goldens' shapes but known to part from torch elsewhere: bits per dtype, and what
@@ -60,12 +60,17 @@ static const unsigned PARTIAL[GM_TT_N][GM_KOP_N] = {
     [GM_TT_INTEL_AMX] = {[GM_KOP_MATMUL] = F32 | F16 | BF16},
     [GM_TT_INTEL_AVX512_BF16] = {[GM_KOP_MATMUL] = F32},
     [GM_TT_INTEL_AVX512] = {[GM_KOP_MATMUL] = F32 | BF16},
-    [GM_TT_AVX2] = {[GM_KOP_MATMUL] = BF16},
+    [GM_TT_AVX2] = {[GM_KOP_MATMUL] = F32 | BF16},
 };
 static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype dt) {
+  if (t == GM_TT_AVX2 && op == GM_KOP_MATMUL && dt == GM_F32)
+    return "MKL's one-row kernels (M = 1, and the last row of M = 7, 13, ...: decode's lm_head and linears), its packed "
+           "path for big products (K blocks of 192: B^T from M = 64, B as stored from M = 128 at K = 768) and 2-thread orders "
+           "are not reproduced";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
-    return "MKL's one-row kernels (M = 1: a decode step's lm_head and linears), some 2-thread orders (e.g. 8x1001x64) "
-           "and the transposed packed path's exact K cut-off (65..99) are not reproduced";
+    return "MKL's one-row kernels with B as stored or with alpha != 1 (the one-row B^T kernel of a decode step's "
+           "lm_head and linears is reproduced, one thread: torch's 2-thread split moves its leftover columns), some "
+           "2-thread orders (e.g. 8x1001x64) and the transposed packed path's exact K cut-off (65..99) are not reproduced";
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "oneDNN's K chunks for larger shapes (e.g. M >= 32 with K 768 or 3072: 66-85% identical), its 2-thread K "
            "split and the one-row B^T kernel are not reproduced";

@@ -39,14 +39,17 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
   int rest = K - k0;
   if (blocks == GM_F32_BLOCKS_INTEL_DOT16) return K;
+  if (blocks == GM_F32_BLOCKS_AVX2_256) return rest <= 256 ? K : rest < 512 ? k0 + (rest + 1) / 2 : k0 + 256;
   if (rest <= 384) return K;
   if (blocks == GM_F32_BLOCKS_INTEL_HALVES && rest < 768) return k0 + (rest + 1) / 2;
   return k0 + 384;
 }
 
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b) {
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order (and, not reproduced, Intel AVX2)
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return GM_F32_BLOCKS_AVX2_256; // its 4..6-row chains (other rows: not reproduced)
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order
   if (trans_b && M >= 2 && M <= 15 && N >= 2 && K >= 24 * M) return GM_F32_BLOCKS_INTEL_DOT16;
+  if (trans_b && M == 1 && K >= 1) return GM_F32_BLOCKS_INTEL_GEMV; // alpha = 1 only (order_for)
   bool packed = trans_b ? (M >= 16 && N >= 192) || (K <= 64 && N >= 64) : M >= 192 && N >= 192;
   return packed ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
 }
@@ -61,6 +64,64 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K) {
   return (g[0] + g[1]) + (g[2] + g[3]);
 }
 
+// v[0] after v[l] += v[l + n/2] for l < n/2, halving n down to 1 (n = 16 or 8).
+static float halve(float *v, int n) {
+  for (int h = n / 2; h >= 1; h /= 2)
+    for (int l = 0; l < h; l++) v[l] = v[l] + v[l + h];
+  return v[0];
+}
+
+// MKL's Intel AVX-512 one-row kernel against B^T (M = 1, alpha = 1; measured on live torch, one
+// thread): one output a . b over K >= 1, by the column's kind. Columns in whole groups of four
+// (GEMV_MAIN): lane 0 of 16 starts as R(a0*b0); 16-lane FMA chains over k = 1.. while 16 or more
+// remain; halved into lane 0 of 8; the next (up to) 8 products as 8-lane FMA chains, the rest
+// (up to 7) as R(a*b) added; halved. The N % 4 leftover columns: product 0 is added last, as
+// R(a0*b0), onto the halved 16 lanes over k = 1..; the second leftover column (GEMV_ONE) runs one
+// 16-lane FMA chain per lane through K; the first and the third (GEMV_TWO) two accumulators over
+// steps of 32 (k .. k+15, k+16 .. k+31), added, then 16 more products onto the sum if 16 remain,
+// then the rest onto its first lanes (FMA).
+float gm_f32_torch_gemv16(const float *a, const float *b, int K, gm_f32_gemv kind) {
+  float v[16] = {0}, w[16] = {0};
+  int k = 1;
+  if (kind == GM_F32_GEMV_MAIN) {
+    v[0] = a[0] * b[0];
+    for (; K - k >= 16; k += 16)
+      for (int l = 0; l < 16; l++) v[l] = fmaf(a[k + l], b[k + l], v[l]);
+    float e[8] = {halve(v, 16)};
+    for (int l = 0; l < 8 && k + l < K; l++) e[l] = fmaf(a[k + l], b[k + l], e[l]);
+    for (int l = 8; k + l < K; l++) e[l - 8] = e[l - 8] + a[k + l] * b[k + l];
+    return halve(e, 8);
+  }
+  if (kind == GM_F32_GEMV_ONE) {
+    for (; k < K; k++) v[(k - 1) % 16] = fmaf(a[k], b[k], v[(k - 1) % 16]);
+  } else {
+    for (; K - k >= 32; k += 32)
+      for (int l = 0; l < 16; l++) {
+        v[l] = fmaf(a[k + l], b[k + l], v[l]);
+        w[l] = fmaf(a[k + 16 + l], b[k + 16 + l], w[l]);
+      }
+    for (int l = 0; l < 16; l++) v[l] = v[l] + w[l];
+    if (K - k >= 16)
+      for (int l = 0; l < 16; l++, k++) v[l] = fmaf(a[k], b[k], v[l]);
+    for (int l = 0; k < K; l++, k++) v[l] = fmaf(a[k], b[k], v[l]);
+  }
+  return halve(v, 16) + a[0] * b[0];
+}
+
+static gm_f32_gemv gemv_kind(int N, int j) {
+  int n4 = N - N % 4;
+  return j < n4 ? GM_F32_GEMV_MAIN : j == n4 + 1 ? GM_F32_GEMV_ONE : GM_F32_GEMV_TWO;
+}
+
+// Columns j0..j1 of the one row C = a B^T (+ bias) in that order, element by element.
+static void gemv_scalar(const float *a, const float *B, int ldb, const float *bias, float *C, int N, int j0, int j1,
+                        int K) {
+  for (int j = j0; j < j1; j++) {
+    float r = gm_f32_torch_gemv16(a, B + (size_t)j * ldb, K, gemv_kind(N, j));
+    C[j] = bias ? bias[j] + r : r;
+  }
+}
+
 // C = fma(alpha, dot, bias) (alpha * dot without bias) for rows 0..M-1, columns j0..j1 of B^T, the
 // dot kernel's order: the scalar definition, and the kernels' tail.
 static void dot16_scalar(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
@@ -69,6 +130,61 @@ static void dot16_scalar(const float *A, int lda, const float *B, int ldb, const
     for (int j = j0; j < j1; j++) {
       float d = gm_f32_torch_dot16(A + (size_t)i * lda, B + (size_t)j * ldb, K);
       C[(size_t)i * ldc + j] = bias ? fmaf(alpha, d, bias[j]) : alpha * d;
+    }
+}
+
+// MKL's Intel AVX2 sgemm (avx2 target): rows in groups of six from the top; each output's kernel
+// by its group's size and its column (N16: the columns in whole panels of 16).
+typedef enum { AVX2_CHAIN, AVX2_PAIRS_FMA, AVX2_PAIRS_MUL } avx2_kernel;
+
+static avx2_kernel avx2_kernel_for(int M, int N, int i, int j) {
+  int r = M - (i - i % 6) < 6 ? M - (i - i % 6) : 6;
+  if (r == 2) return AVX2_PAIRS_MUL;
+  if (r == 3) return AVX2_PAIRS_FMA;
+  if (r == 1) return AVX2_CHAIN; // torch's one-row kernel: not reproduced (the chain's order)
+  return j < N - N % 16 ? AVX2_CHAIN : AVX2_PAIRS_FMA;
+}
+
+// One output under MKL's Intel AVX2 kernels: per K block (GM_F32_BLOCKS_AVX2_256) one FMA chain
+// from zero (AVX2_CHAIN), or two chains, over even and odd k of the block (from its start), added,
+// the odd block's last product then onto their sum: with FMA (AVX2_PAIRS_FMA), or as R(a*b) added
+// (AVX2_PAIRS_MUL). C = bias, then C + R(alpha * block) block by block (no bias: the first block).
+static float avx2_output(const float *a, const float *b, size_t stride, const float *bias, float alpha, avx2_kernel kn,
+                         int K) {
+  float c = 0.0f;
+  for (int k0 = 0, k1; k0 < K; k0 = k1) {
+    k1 = gm_f32_torch_block_end_for(GM_F32_BLOCKS_AVX2_256, K, k0);
+    float acc = 0.0f;
+    if (kn == AVX2_CHAIN)
+      for (int k = k0; k < k1; k++) acc = fmaf(a[k], b[k * stride], acc);
+    else {
+      float e = 0.0f, o = 0.0f;
+      int k = k0;
+      for (; k + 1 < k1; k += 2)
+        if (kn == AVX2_PAIRS_FMA) {
+          e = fmaf(a[k], b[k * stride], e);
+          o = fmaf(a[k + 1], b[(k + 1) * stride], o);
+        } else {
+          e += a[k] * b[k * stride];
+          o += a[k + 1] * b[(k + 1) * stride];
+        }
+      acc = e + o;
+      if (k < k1) acc = kn == AVX2_PAIRS_FMA ? fmaf(a[k], b[k * stride], acc) : acc + a[k] * b[k * stride];
+    }
+    acc = alpha * acc;
+    c = k0 > 0 ? c + acc : bias ? *bias + acc : acc;
+  }
+  return c;
+}
+
+// Rows 0..M-1, columns j0..j1 of C under MKL's Intel AVX2 kernels, element by element.
+static void avx2_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                        float *C, int ldc, int M, int N, int j0, int j1, int K) {
+  for (int i = 0; i < M; i++)
+    for (int j = j0; j < j1; j++) {
+      const float *b = trans_b ? B + (size_t)j * ldb : B + j;
+      C[(size_t)i * ldc + j] = avx2_output(A + (size_t)i * lda, b, trans_b ? 1 : (size_t)ldb, bias ? bias + j : NULL,
+                                           alpha, avx2_kernel_for(M, N, i, j), K);
     }
 }
 
@@ -83,7 +199,9 @@ static f32_order order_for(int M, int N, int K, bool trans_b, float alpha) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
   f32_order o = {gm_f32_torch_blocks(mkl, M, N, K, trans_b), alpha, 1.0f};
-  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES) { // MKL's small-matrix path: alpha on each block's sum
+  if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV && alpha != 1.0f) // the one-row kernel with alpha: not reproduced
+    o.blocks = K <= 64 && N >= 64 ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
+  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES || o.blocks == GM_F32_BLOCKS_AVX2_256) { // alpha on each block's sum
     o.b_scale = 1.0f;
     o.post = alpha;
   }
@@ -125,7 +243,9 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
                                 float alpha, float *C, int ldc, int M, int N, int K) {
   if (M <= 0 || N <= 0) return;
   f32_order o = order_for(M, N, K, trans_b, alpha);
-  if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
+  if (o.blocks == GM_F32_BLOCKS_AVX2_256) avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K);
+  else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, C, N, 0, N, K);
+  else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
   else matmul_scalar(A, lda, B, ldb, trans_b, bias, order_for(M, N, K, trans_b, alpha), C, ldc, M, 0, N, K);
 }
 
@@ -145,6 +265,49 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
   }
 }
 
+// MKL's Intel AVX2 kernels (avx2_scalar's order) over strips of 64 columns, each copied contiguous
+// ([K, 64], alpha not applied): groups of 4..6 rows (and, not reproduced, 1) through the chain
+// strip kernel on the columns of whole 16-panels, the pair kernels for the rest.
+static void avx2_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                      float *C, int ldc, int M, int N, int K, int threads, gm_simd_level isa) {
+  int n_strips = (N + STRIP - 1) / STRIP, n16 = N - N % 16;
+  if (threads > n_strips) threads = n_strips;
+#pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
+  {
+    float *Bs = isa >= GM_SIMD_AVX2 ? malloc((size_t)K * STRIP * sizeof(float)) : NULL;
+#pragma omp for schedule(dynamic, 2)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+      if (!Bs) { // no SIMD, or no memory for the copy: the definition itself
+        avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, j0, j0 + nc, K);
+        continue;
+      }
+      if (trans_b) pack_strip_scalar(B, ldb, true, j0, nc, K, 1.0f, Bs);
+      else
+        for (int k = 0; k < K; k++) memcpy(Bs + (size_t)k * STRIP, B + (size_t)k * ldb + j0, (size_t)nc * sizeof(float));
+      int nch = n16 - j0 < 0 ? 0 : n16 - j0 < nc ? n16 - j0 : nc; // chain columns of this strip
+      const float *bj = bias ? bias + j0 : NULL;
+      for (int i = 0; i < M; i += 6) {
+        int r = M - i < 6 ? M - i : 6;
+        float *Ci = C + (size_t)i * ldc + j0;
+        if (r == 1 || r >= 4) {
+          int n_chain = r == 1 ? nc : nch;
+          if (n_chain > 0)
+            gm_f32_torch_strip_avx2(A + (size_t)i * lda, lda, Bs, STRIP, r, n_chain, K, bj, Ci, ldc,
+                                    GM_F32_BLOCKS_AVX2_256, alpha);
+          if (n_chain < nc)
+            for (int q = 0; q < r; q++)
+              gm_f32_torch_pairs_avx2(A + (size_t)(i + q) * lda, Bs + n_chain, STRIP, nc - n_chain, K,
+                                      bj ? bj + n_chain : NULL, Ci + (size_t)q * ldc + n_chain, alpha, true);
+        } else
+          for (int q = 0; q < r; q++)
+            gm_f32_torch_pairs_avx2(A + (size_t)(i + q) * lda, Bs, STRIP, nc, K, bj, Ci + (size_t)q * ldc, alpha, r == 3);
+      }
+    }
+    free(Bs);
+  }
+}
+
 void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
@@ -152,6 +315,21 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   gm_simd_level isa = K > 0 ? gm_cpu_simd() : GM_SIMD_SCALAR;
   const f32_order o = order_for(M, N, K, trans_b, alpha);
   bool simd = isa == GM_SIMD_AVX512;
+  if (o.blocks == GM_F32_BLOCKS_AVX2_256) { // MKL's Intel AVX2 kernels (the AVX2 body on AVX-512 CPUs too)
+    avx2_path(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, isa);
+    return;
+  }
+  if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) { // MKL's Intel one-row kernel against B^T (decode's linears)
+    int n_strips = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+    if (threads > n_strips) threads = n_strips;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && (double)N * K > 1e5)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * ROW_BLOCK, j1 = N - j0 < ROW_BLOCK ? N : j0 + ROW_BLOCK;
+      if (simd) gm_f32_torch_gemv_avx512(A, B, ldb, bias, C, N, j0, j1, K);
+      else gemv_scalar(A, B, ldb, bias, C, N, j0, j1, K);
+    }
+    return;
+  }
   if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) { // MKL's Intel dot kernel (B transposed, few rows, long K)
     int n_strips = (N + STRIP - 1) / STRIP;
     if (threads > n_strips) threads = n_strips;

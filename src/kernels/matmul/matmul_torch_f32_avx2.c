@@ -180,3 +180,40 @@ void gm_f32_torch_dot16_avx2(const float *A, int lda, const float *B, int ldb, c
     }
   }
 }
+
+// One row a of C[0..ncols) under MKL's Intel AVX2 pair kernels (avx2_output in matmul_torch_f32.c):
+// B [K, ncols] (row stride ldb), 8 columns at a time; per K block the even and the odd k's chains
+// (FMA, or R(a*b) then add when !fma), added, the odd block's last product onto the sum; then
+// R(post * block) onto the bias (or stored), later blocks added.
+void gm_f32_torch_pairs_avx2(const float *a, const float *B, int ldb, int ncols, int K, const float *bias, float *C,
+                             float post, bool fma) {
+  __m256 vpost = _mm256_set1_ps(post);
+  for (int j = 0; j < ncols; j += 8) {
+    __m256i m = lane_mask(ncols - j);
+    __m256 c = _mm256_setzero_ps();
+    for (int k0 = 0, k1; k0 < K; k0 = k1) {
+      k1 = gm_f32_torch_block_end_for(GM_F32_BLOCKS_AVX2_256, K, k0);
+      __m256 e = _mm256_setzero_ps(), o = _mm256_setzero_ps();
+      int k = k0;
+      for (; k + 1 < k1; k += 2) {
+        __m256 b0 = _mm256_maskload_ps(B + (size_t)k * ldb + j, m), b1 = _mm256_maskload_ps(B + (size_t)(k + 1) * ldb + j, m);
+        __m256 x0 = _mm256_broadcast_ss(a + k), x1 = _mm256_broadcast_ss(a + k + 1);
+        if (fma) {
+          e = _mm256_fmadd_ps(x0, b0, e);
+          o = _mm256_fmadd_ps(x1, b1, o);
+        } else {
+          e = _mm256_add_ps(e, _mm256_mul_ps(x0, b0));
+          o = _mm256_add_ps(o, _mm256_mul_ps(x1, b1));
+        }
+      }
+      __m256 acc = _mm256_add_ps(e, o);
+      if (k < k1) {
+        __m256 b0 = _mm256_maskload_ps(B + (size_t)k * ldb + j, m), x0 = _mm256_broadcast_ss(a + k);
+        acc = fma ? _mm256_fmadd_ps(x0, b0, acc) : _mm256_add_ps(acc, _mm256_mul_ps(x0, b0));
+      }
+      acc = _mm256_mul_ps(vpost, acc);
+      c = k0 > 0 ? _mm256_add_ps(c, acc) : bias ? _mm256_add_ps(_mm256_maskload_ps(bias + j, m), acc) : acc;
+    }
+    _mm256_maskstore_ps(C + j, m, c);
+  }
+}

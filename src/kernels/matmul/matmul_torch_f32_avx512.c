@@ -316,3 +316,36 @@ void gm_f32_torch_dot16_avx512(const float *A, int lda, const float *B, int ldb,
     }
   }
 }
+
+// v[0] after v[l] += v[l + 8], then + 4, + 2, + 1 (gm_f32_torch_gemv16's halving of 16 lanes).
+static inline __m128 halve16(__m512 v) {
+  __m256 h8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  __m128 h4 = _mm_add_ps(_mm256_castps256_ps128(h8), _mm256_extractf128_ps(h8, 1));
+  __m128 h2 = _mm_add_ps(h4, _mm_movehl_ps(h4, h4));
+  return _mm_add_ss(h2, _mm_movehdup_ps(h2));
+}
+
+// MKL's Intel one-row kernel against B^T (matmul_isa.h): the columns in whole groups of four in
+// vectors (lane 0 of the 16 starts as R(a0*b0); the 8-lane stage and the rest lane by lane, as the
+// definition), the N % 4 leftover columns through the definition itself.
+void gm_f32_torch_gemv_avx512(const float *a, const float *B, int ldb, const float *bias, float *C, int N, int j0, int j1,
+                              int K) {
+  int n4 = N - N % 4;
+  for (int j = j0; j < j1; j++) {
+    const float *b = B + (size_t)j * ldb;
+    float r;
+    if (j < n4) {
+      __m512 v = _mm512_setzero_ps();
+      v = _mm512_mask_mov_ps(v, 1, _mm512_set1_ps(a[0] * b[0]));
+      int k = 1;
+      for (; K - k >= 16; k += 16) v = _mm512_fmadd_ps(_mm512_loadu_ps(a + k), _mm512_loadu_ps(b + k), v);
+      float e[8] = {_mm_cvtss_f32(halve16(v))};
+      for (int l = 0; l < 8 && k + l < K; l++) e[l] = fmaf(a[k + l], b[k + l], e[l]);
+      for (int l = 8; k + l < K; l++) e[l - 8] = e[l - 8] + a[k + l] * b[k + l];
+      for (int h = 4; h >= 1; h /= 2)
+        for (int l = 0; l < h; l++) e[l] = e[l] + e[l + h];
+      r = e[0];
+    } else r = gm_f32_torch_gemv16(a, b, K, j == n4 + 1 ? GM_F32_GEMV_ONE : GM_F32_GEMV_TWO);
+    C[j] = bias ? bias[j] + r : r;
+  }
+}
