@@ -6,7 +6,7 @@
 # from the committed fuzz/corpus/NAME, which is never written). One fuzzer process at a time.
 # A crash, leak, sanitizer report or timeout fails the script; the input that did it is saved as
 # $FUZZ_BUILD/artifacts/NAME-crash-... and the command to replay it is printed.
-# Without clang's libFuzzer the script prints one SKIP line and exits 0.
+# Without clang's libFuzzer the script prints one SKIP line and exits 0 (FUZZ_REQUIRE=1: fails).
 set -eu
 
 secs=${1:?usage: scripts/fuzz.sh SECONDS [HARNESS...]}
@@ -21,6 +21,10 @@ probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
 printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
 if ! command -v "$cc" >/dev/null 2>&1 || ! "$cc" -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then
+  if [ "${FUZZ_REQUIRE:-0}" = 1 ]; then
+    echo "FAIL fuzz: $cc with libFuzzer (libclang_rt.fuzzer) is not available here (install clang)"
+    exit 1
+  fi
   echo "SKIP fuzz: $cc with libFuzzer (libclang_rt.fuzzer) is not available here"
   exit 0
 fi
