@@ -1,11 +1,14 @@
 # Thin wrapper over CMake. `make` builds build/gptmeg; see README for the rest.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 4
 JOBS       ?= $(shell nproc)
 REPORT_DIR ?= report
 PYTHON     ?= python3
 
-.PHONY: all deps test test-fast test-asan report bench goldens peer clean
+.PHONY: all deps test test-fast test-asan fuzz fuzz-smoke report bench goldens peer clean
 
 all: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -14,8 +17,9 @@ all: deps
 deps:
 	@scripts/deps.sh
 
-# Every test: the release build, then the unit tests again under ASan+UBSan.
-test: test-fast test-asan
+# Every test: the release build, the unit tests again under ASan+UBSan, and a few seconds of each
+# libFuzzer harness (skipped, with a SKIP line, where clang's libFuzzer is missing).
+test: test-fast test-asan fuzz-smoke
 
 test-fast: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -25,6 +29,14 @@ test-asan: deps
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && GPTMEG_QUICK=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -R '^test_'
+
+# Coverage-guided fuzzing (docs/reliability.md): each harness FUZZ_SECONDS on a copy of its corpus
+# (fails without clang's libFuzzer; fuzz-smoke, part of make test, skips instead).
+fuzz: deps
+	FUZZ_REQUIRE=1 FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz.sh $(FUZZ_SECONDS)
+
+fuzz-smoke: deps
+	@FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 
 report: all
 	$(BUILD)/gptmeg report --out $(REPORT_DIR)
@@ -46,4 +58,4 @@ peer: all
 	else echo "make peer: PyTorch is not installed; pip install -r tools/ref/requirements.txt"; fi
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -136,6 +136,16 @@ static void test_errors(void) {
   expect_load_error(dir, dup_id, merges, "duplicate id 256", NULL);
   expect_load_error(dir, dup_tok, merges, "duplicate token", NULL);
   expect_load_error(dir, bad_id, merges, "vocab.json", "integer");
+  // Ids far outside long's range were cast to long before the range test (undefined behaviour,
+  // UBSan's float-cast-overflow under clang; fuzz/fuzz_tok_load.c found it).
+  static const char *huge_ids[] = {"2.5e88", "-1e300", "9223372036854775808"};
+  for (size_t i = 0; i < sizeof huge_ids / sizeof *huge_ids; i++) {
+    char extra[64];
+    snprintf(extra, sizeof extra, ", \"zz\": %s", huge_ids[i]);
+    char *v = byte_vocab_json(extra);
+    expect_load_error(dir, v, merges, "vocab.json", "integer");
+    free(v);
+  }
   expect_load_error(dir, "{\"a\": 0}", merges, "no token for byte", NULL);
   expect_load_error(dir, good, "a b\n", "line 1", "#version");
   expect_load_error(dir, good, "#version: 0.2\na b\nabc\n", "merges.txt: line 3", "two tokens");

@@ -7,6 +7,7 @@
 #include "gptmeg/ckpt.h"
 #include "gptmeg/model.h"
 #include "harness.h"
+#include "io/torch_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,6 +339,27 @@ static void test_dirs(void) {
   expect_fail("empty dir", gm_ckpt_open_dir(&c, path_of("nothing")), "no checkpoint");
 }
 
+// The pickle VM straight on bytes: an empty tuple (MARK TUPLE) as the very first value, while the
+// VM's stack is not yet allocated. It computed NULL + 0 (undefined; fuzz/fuzz_pickle.c found it
+// under clang's UBSan).
+static void test_pickle_empty_stack(void) {
+  static const unsigned char mark_tuple[] = {0x80, 0x02, '(', 't', '.'};
+  gm_pkvm vm;
+  memset(&vm, 0, sizeof vm);
+  size_t end = 0;
+  gm_pk *v = NULL;
+  int rc = gm_pk_run(&vm, "mark_tuple.pkl", mark_tuple, sizeof mark_tuple, 0, 0, false, &end, &v);
+  CHECK(rc == 0 && v && v->kind == PK_TUPLE && v->n == 0 && end == sizeof mark_tuple,
+        "PROTO MARK TUPLE STOP: an empty tuple (%s)", rc ? gm_errmsg() : "");
+  gm_pkvm_free(&vm);
+  // TUPLE with no MARK on an empty stack fails with a message, never reads the stack.
+  static const unsigned char bare_tuple[] = {0x80, 0x02, 't', '.'};
+  memset(&vm, 0, sizeof vm);
+  rc = gm_pk_run(&vm, "bare_tuple.pkl", bare_tuple, sizeof bare_tuple, 0, 0, false, &end, &v);
+  CHECK(rc != 0 && strstr(gm_errmsg(), "MARK") != NULL, "TUPLE without MARK: %s", gm_errmsg());
+  gm_pkvm_free(&vm);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/gptmeg_test_torch.%ld", (long)getpid());
   char cmd[300];
@@ -348,6 +370,7 @@ int main(void) {
   test_written_zips();
   test_edited_goldens();
   test_dirs();
+  test_pickle_empty_stack();
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
   return test_done("test_torchfile");

@@ -3,6 +3,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,7 +73,10 @@ int gm_config_validate(gm_gpt2_config *c, const char *where) {
     if (pos[i].v <= 0) return gm_fail("%s: \"%s\" must be a positive integer, got %d", where, pos[i].key, pos[i].v);
   if (c->n_embd % c->n_head != 0)
     return gm_fail("%s: n_embd %d is not divisible by n_head %d", where, c->n_embd, c->n_head);
-  if (c->n_inner_null) c->n_inner = 4 * c->n_embd;
+  if (c->n_inner_null) {
+    if (c->n_embd > INT_MAX / 4) return gm_fail("%s: n_inner (4 * n_embd %d) does not fit an int", where, c->n_embd);
+    c->n_inner = 4 * c->n_embd;
+  }
   if (c->n_inner <= 0) return gm_fail("%s: \"n_inner\" must be a positive integer or null, got %d", where, c->n_inner);
   if (!(c->layer_norm_epsilon > 0)) return gm_fail("%s: \"layer_norm_epsilon\" must be > 0", where);
   if (gm_activation_parse(c->activation_function, &c->act)) {
@@ -86,7 +90,9 @@ int gm_config_validate(gm_gpt2_config *c, const char *where) {
 static int get_int(const char *path, const cJSON *root, const char *key, int *out) {
   const cJSON *j = cJSON_GetObjectItemCaseSensitive(root, key);
   if (!j) return 0;
-  if (!cJSON_IsNumber(j) || j->valuedouble != (double)(int)j->valuedouble)
+  // The range test comes first: converting a double outside int's range (or NaN) is undefined.
+  if (!cJSON_IsNumber(j) || !(j->valuedouble >= INT_MIN && j->valuedouble <= INT_MAX) ||
+      j->valuedouble != (double)(int)j->valuedouble)
     return gm_fail("%s: key \"%s\" must be an integer", path, key);
   *out = (int)j->valuedouble;
   return 0;

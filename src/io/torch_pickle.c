@@ -178,11 +178,13 @@ static uint64_t rd_le(const unsigned char *p, int n) {
   return v;
 }
 
-static gm_pk *mk_tuple(vmst *st, gm_pk **items, size_t n) {
+// A tuple of the n stack items from index first. An index, not a pointer: an empty tuple before
+// anything was pushed has a NULL stack, and NULL + 0 is undefined (fuzz_pickle found it).
+static gm_pk *mk_tuple(vmst *st, size_t first, size_t n) {
   gm_pk *t = mk(st, PK_TUPLE);
   if (!t) return NULL;
   for (size_t i = 0; i < n; i++)
-    if (add_item(st, t, items[i])) return NULL;
+    if (add_item(st, t, st->stack[first + i])) return NULL;
   return t;
 }
 
@@ -434,7 +436,7 @@ int gm_pk_run(gm_pkvm *vm, const char *where, const unsigned char *buf, size_t l
     }
     case OP_TUPLE:
       if ((rc = pop_mark(&st, "TUPLE", &first))) break;
-      if (!(v = mk_tuple(&st, st.stack + first, st.sp - first))) { rc = -1; break; }
+      if (!(v = mk_tuple(&st, first, st.sp - first))) { rc = -1; break; }
       st.sp = first;
       rc = push(&st, v);
       break;
@@ -443,7 +445,7 @@ int gm_pk_run(gm_pkvm *vm, const char *where, const unsigned char *buf, size_t l
     case OP_TUPLE3: {
       size_t k = op - OP_TUPLE1 + 1;
       if (st.sp < floor_sp(&st) + k) { rc = FAIL(&st, "TUPLE%zu on a stack of %zu items (stack underflow)", k, st.sp - floor_sp(&st)); break; }
-      if (!(v = mk_tuple(&st, st.stack + st.sp - k, k))) { rc = -1; break; }
+      if (!(v = mk_tuple(&st, st.sp - k, k))) { rc = -1; break; }
       st.sp -= k;
       rc = push(&st, v);
       break;

@@ -160,7 +160,8 @@ static int load_vocab(gm_tokenizer *tok, const char *path, const int16_t cp_to_b
   long max_id = -1, count = 0;
   for (cJSON *e = root->child; e; e = e->next, count++) {
     double v = e->valuedouble;
-    if (!cJSON_IsNumber(e) || v != (double)(long)v || v < 0 || v >= (double)(1 << 24)) {
+    // The range test comes first: casting a double outside long's range (or NaN) is undefined.
+    if (!cJSON_IsNumber(e) || !(v >= 0 && v < (double)(1 << 24)) || v != (double)(long)v) {
       rc = gm_fail("%s: token #%ld '%.60s': id must be an integer in [0, 2^24)", path, count, e->string);
       goto done;
     }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of the loaders (docs/reliability.md). Usage:
+#   scripts/fuzz.sh SECONDS [HARNESS...]     (no HARNESS: every fuzz/fuzz_*.c)
+# Builds the libFuzzer harnesses with clang in $FUZZ_BUILD (default build-fuzz, -DGPTMEG_FUZZ=ON),
+# then runs each for SECONDS on a working copy of its seed corpus ($FUZZ_BUILD/corpus/NAME, seeded
+# from the committed fuzz/corpus/NAME, which is never written). One fuzzer process at a time.
+# A crash, leak, sanitizer report or timeout fails the script; the input that did it is saved as
+# $FUZZ_BUILD/artifacts/NAME-crash-... and the command to replay it is printed.
+# Without clang's libFuzzer the script prints one SKIP line and exits 0 (FUZZ_REQUIRE=1: fails).
+set -eu
+
+secs=${1:?usage: scripts/fuzz.sh SECONDS [HARNESS...]}
+shift
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${FUZZ_BUILD:-build-fuzz}
+cc=${FUZZ_CC:-clang}
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+
+# Is libFuzzer there? Link a one-function fuzzer.
+probe=$(mktemp -d)
+trap 'rm -rf "$probe"' EXIT
+printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$probe/p.c"
+if ! command -v "$cc" >/dev/null 2>&1 || ! "$cc" -fsanitize=fuzzer,address,undefined "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then
+  if [ "${FUZZ_REQUIRE:-0}" = 1 ]; then
+    echo "FAIL fuzz: $cc with libFuzzer (libclang_rt.fuzzer) is not available here (install clang)"
+    exit 1
+  fi
+  echo "SKIP fuzz: $cc with libFuzzer (libclang_rt.fuzzer) is not available here"
+  exit 0
+fi
+
+cmake -S "$root" -B "$build" -DGPTMEG_FUZZ=ON -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build "$build" -j "${JOBS:-$(nproc)}" >/dev/null
+
+if [ $# -eq 0 ]; then
+  set --
+  for f in "$root"/fuzz/fuzz_*.c; do n=$(basename "$f" .c); set -- "$@" "${n#fuzz_}"; done
+fi
+mkdir -p "$build/artifacts"
+for h in "$@"; do
+  work="$build/corpus/$h"
+  mkdir -p "$work"
+  cp -n "$root/fuzz/corpus/$h"/* "$work"/ 2>/dev/null || true
+  log="$build/fuzz_$h.log"
+  echo "== fuzz_$h: ${secs}s on $work"
+  if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      "$build/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -artifact_prefix="$build/artifacts/$h-" "$work" >"$log" 2>&1; then
+    tail -n 40 "$log"
+    echo "FAIL fuzz_$h: see $log; replay: $build/fuzz_$h $build/artifacts/$h-<crash file>"
+    exit 1
+  fi
+  # The last status line and the final stats: executions, coverage, speed.
+  grep -E '^#[0-9]+' "$log" | tail -n 1
+  grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec' "$log" | tr '\n' ' '
+  echo
+done
