@@ -3,7 +3,7 @@ BUILD      ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_SMOKE_SECONDS ?= 4
+FUZZ_SMOKE_RUNS ?= 5000
 JOBS       ?= $(shell nproc)
 REPORT_DIR ?= report
 PYTHON     ?= python3
@@ -36,7 +36,7 @@ fuzz: deps
 	FUZZ_REQUIRE=1 FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz.sh $(FUZZ_SECONDS)
 
 fuzz-smoke: deps
-	@FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+	@FUZZ_RUNS=$(FUZZ_SMOKE_RUNS) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz.sh 0
 
 report: all
 	$(BUILD)/gptmeg report --out $(REPORT_DIR)

@@ -7,6 +7,8 @@
 # A crash, leak, sanitizer report or timeout fails the script; the input that did it is saved as
 # $FUZZ_BUILD/artifacts/NAME-crash-... and the command to replay it is printed.
 # Without clang's libFuzzer the script prints one SKIP line and exits 0 (FUZZ_REQUIRE=1: fails).
+# FUZZ_RUNS=N (make fuzz-smoke, part of make test): N inputs each with -seed=1 from a fresh copy of
+# the seed corpus instead of SECONDS, so the run is the same on every machine (no flaky CI).
 set -eu
 
 secs=${1:?usage: scripts/fuzz.sh SECONDS [HARNESS...]}
@@ -39,12 +41,17 @@ fi
 mkdir -p "$build/artifacts"
 for h in "$@"; do
   work="$build/corpus/$h"
+  limit=(-max_total_time="$secs")
+  if [ -n "${FUZZ_RUNS:-}" ]; then
+    rm -rf "$work"
+    limit=(-runs="$FUZZ_RUNS" -seed=1)
+  fi
   mkdir -p "$work"
   cp -n "$root/fuzz/corpus/$h"/* "$work"/ 2>/dev/null || true
   log="$build/fuzz_$h.log"
-  echo "== fuzz_$h: ${secs}s on $work"
+  if [ -n "${FUZZ_RUNS:-}" ]; then echo "== fuzz_$h: $FUZZ_RUNS inputs (seed 1) on $work"; else echo "== fuzz_$h: ${secs}s on $work"; fi
   if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      "$build/fuzz_$h" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      "$build/fuzz_$h" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$build/artifacts/$h-" "$work" >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "FAIL fuzz_$h: see $log; replay: $build/fuzz_$h $build/artifacts/$h-<crash file>"
