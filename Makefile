@@ -19,7 +19,7 @@ deps:
 
 # Every test: the release build, the unit tests again under ASan+UBSan, and a few seconds of each
 # libFuzzer harness (skipped, with a SKIP line, where clang's libFuzzer is missing).
-test: test-fast test-asan fuzz-smoke
+test: test-fast fuzz-smoke test-asan
 
 test-fast: all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
