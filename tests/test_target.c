@@ -54,13 +54,16 @@ int main(void) {
 
   // In force: set > GPTMEG_TORCH_TARGET > the host's. (The harness set zen4 at start.)
   CHECK(gm_torch_target_active() == GM_TT_ZEN4, "the harness pins zen4");
-  gm_torch_target_unset();
   setenv("GPTMEG_TORCH_TARGET", "avx2", 1);
+  gm_torch_target_unset(); // the environment is read on first use and after each unset
   CHECK(gm_torch_target_active() == GM_TT_AVX2 && gm_torch_target_check() == 0, "the environment chooses");
   setenv("GPTMEG_TORCH_TARGET", "bogus", 1);
+  CHECK(gm_torch_target_active() == GM_TT_AVX2, "the environment is read once, not on every call");
+  gm_torch_target_unset();
   CHECK(gm_torch_target_active() == gm_torch_target_detect(gm_cpu_host(), NULL), "a bad environment value: the host's");
   CHECK(gm_torch_target_check() != 0 && strstr(gm_errmsg(), "GPTMEG_TORCH_TARGET") != NULL, "a bad value is refused");
   unsetenv("GPTMEG_TORCH_TARGET");
+  gm_torch_target_unset();
   CHECK(gm_torch_target_active() == gm_torch_target_detect(gm_cpu_host(), NULL), "unset: the host's");
   gm_torch_target_set(GM_TT_INTEL_AVX512);
   setenv("GPTMEG_TORCH_TARGET", "avx2", 1);

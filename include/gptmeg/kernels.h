@@ -153,5 +153,9 @@ typedef struct {
   const char *limits; // when partial: what is not reproduced
 } gm_target_support;
 gm_target_support gm_target_support_get(gm_torch_target t, gm_kernel_op op, gm_dtype dt);
+// The ops not exact under t in the n_dts dtypes dts, comma-separated into buf, partial ones marked:
+// "f32 matmul (in part), bf16 matmul" (the dtype named only when n_dts > 1); "" when none.
+// Returns how many.
+int gm_target_gaps(gm_torch_target t, const gm_dtype *dts, int n_dts, char *buf, size_t n);
 
 #endif

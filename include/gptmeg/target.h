@@ -65,10 +65,11 @@ int gm_torch_target_parse(const char *name, gm_torch_target *out);
 // false for a CPU of no named class (then the nearest target is returned; `gptmeg info` says so).
 gm_torch_target gm_torch_target_detect(const gm_cpu *c, bool *exact_class);
 // The target in force: the one set by gm_torch_target_set, else GPTMEG_TORCH_TARGET, else the
-// host's. A bad GPTMEG_TORCH_TARGET is treated as unset here; gm_torch_target_check refuses it.
+// host's. The environment is read once, on first use, and again after gm_torch_target_unset. A bad
+// GPTMEG_TORCH_TARGET is treated as unset here; gm_torch_target_check refuses it.
 gm_torch_target gm_torch_target_active(void);
 void gm_torch_target_set(gm_torch_target t);
-void gm_torch_target_unset(void); // back to GPTMEG_TORCH_TARGET or the host's
+void gm_torch_target_unset(void); // back to GPTMEG_TORCH_TARGET (read again) or the host's
 int gm_torch_target_check(void);  // 0, or non-zero with gm_fail naming a bad GPTMEG_TORCH_TARGET
 
 // The pinned torch's libtorch_cpu.so (its MKL VML gives the op-by-op GELUs' f32 tanh/erf/exp), found

@@ -35,12 +35,12 @@ int cmd_diverge(int argc, char **argv);  // diverge
 // Prints "gptmeg: <msg>" to stderr and returns CLI_FAIL (for library errors: gm_errmsg()).
 // cli_target.c: the global options --torch-target NAME and --quiet, taken out of argv before the
 // command parses it (returns the new argc, -1 after a usage error); the target as info prints it;
-// one line naming the target and the ops not exact under it in dtype dt (into buf; to f if not NULL).
+// one line naming the target and the ops not exact under it in dtype dt (into buf).
 extern bool cli_quiet;
 int cli_take_global_options(int argc, char **argv);
 void cli_print_target(FILE *f);
 void cli_target_note(const char *cmd);
-void cli_target_line(FILE *f, gm_dtype dt, char *buf, size_t n);
+void cli_target_line(gm_dtype dt, char *buf, size_t n);
 
 int cli_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // Prints "gptmeg CMD: <msg>" plus "try 'gptmeg CMD --help'" to stderr and returns CLI_USAGE.

@@ -86,9 +86,11 @@ void cli_print_target(FILE *f) {
     fprintf(f, "  this cpu lacks some of the target's instructions: its scalar twins run (same bits, slower)\n");
   fprintf(f, "  %-10s %-5s %-6s %s\n", "op", "dtype", "bits", "PyTorch kernel on this target");
   static const gm_dtype dts[3] = {GM_F32, GM_F16, GM_BF16};
+  int n_not = 0;
   for (int op = 0; op < GM_KOP_N; op++)
     for (int d = 0; d < 3; d++) {
       gm_target_support s = gm_target_support_get(t, (gm_kernel_op)op, dts[d]);
+      n_not += !s.exact;
       fprintf(f, "  %-10s %-5s %-6s %s\n", gm_kernel_op_name((gm_kernel_op)op), gm_dtype_name(dts[d]),
               s.exact ? "exact" : s.partial ? "part" : "NOT", s.family);
       if (s.partial) fprintf(f, "  %-10s %-5s %-6s   part: %s\n", "", "", "", s.limits);
@@ -98,24 +100,15 @@ void cli_print_target(FILE *f) {
           !lib ? "no torch installation found (GPTMEG_TORCH_MKL): computed in double and rounded, close to torch's, not bit for bit"
           : gm_gelu_torch_mkl_loaded() ? "torch's MKL VML, bit for bit" : "the torch library found has no MKL VML: computed in double");
   if (lib) fprintf(f, "    from %s (%s)\n", lib, how);
-  int n_not = 0;
-  for (int op = 0; op < GM_KOP_N; op++)
-    for (int d = 0; d < 3; d++) n_not += !gm_target_support_get(t, (gm_kernel_op)op, dts[d]).exact;
   if (n_not)
     fprintf(f, "  NOT: gptmeg does not reproduce that kernel yet and runs zen4's order there; part: the target's order\n"
                "  runs and matches torch on the goldens' shapes, not everywhere (docs/numerics.md, \"Torch CPU targets\")\n");
 }
 
 // One line for commands that compute: the target, and the ops not exact under it in dtype dt.
-void cli_target_line(FILE *f, gm_dtype dt, char *buf, size_t n) {
+void cli_target_line(gm_dtype dt, char *buf, size_t n) {
   const gm_torch_target t = gm_torch_target_active();
-  size_t k = (size_t)snprintf(buf, n, "torch target %s", gm_torch_target_name(t));
-  const char *sep = "; not exact there: ";
-  for (int op = 0; op < GM_KOP_N && k < n; op++)
-    if (!gm_target_support_get(t, (gm_kernel_op)op, dt).exact) {
-      k += (size_t)snprintf(buf + k, n - k, "%s%s%s", sep, gm_kernel_op_name((gm_kernel_op)op),
-                            gm_target_support_get(t, (gm_kernel_op)op, dt).partial ? " (in part)" : "");
-      sep = ", ";
-    }
-  if (f) fprintf(f, "%s\n", buf);
+  char gaps[192];
+  if (gm_target_gaps(t, &dt, 1, gaps, sizeof gaps)) snprintf(buf, n, "torch target %s; not exact there: %s", gm_torch_target_name(t), gaps);
+  else snprintf(buf, n, "torch target %s", gm_torch_target_name(t));
 }

@@ -110,7 +110,7 @@ int cmd_info(int argc, char **argv) {
     gm_profile_describe(&p, buf, sizeof buf);
     fputs(buf, stdout);
     char tl[256];
-    cli_target_line(NULL, dt, tl, sizeof tl);
+    cli_target_line(dt, tl, sizeof tl);
     printf("%s\n", tl);
     return CLI_OK;
   }
@@ -159,7 +159,7 @@ int cmd_info(int argc, char **argv) {
     printf("kernels:      %s (this cpu %s; gptmeg info --cpu)\n", gm_simd_level_name(gm_cpu_simd()),
            gm_simd_level_name(gm_cpu_host()->simd));
     char tl[256];
-    cli_target_line(NULL, m.dtype, tl, sizeof tl);
+    cli_target_line(m.dtype, tl, sizeof tl);
     printf("target:       %s (%s)\n", tl, gm_dtype_name(m.dtype));
   }
   gm_gpt2_free(&m);

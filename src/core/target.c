@@ -50,9 +50,16 @@ const char *gm_onednn_isa_name(gm_onednn_isa o) {
   return (unsigned)o < 5 ? n[o] : "?";
 }
 
-int gm_torch_target_parse(const char *name, gm_torch_target *out) {
+// The target named name, or -1.
+static int lookup(const char *name) {
   for (int t = 0; t < GM_TT_N; t++)
-    if (name && strcmp(name, TARGETS[t].name) == 0) { *out = (gm_torch_target)t; return 0; }
+    if (name && strcmp(name, TARGETS[t].name) == 0) return t;
+  return -1;
+}
+
+int gm_torch_target_parse(const char *name, gm_torch_target *out) {
+  int t = lookup(name);
+  if (t >= 0) { *out = (gm_torch_target)t; return 0; }
   char known[256] = "";
   for (int t = 0; t < GM_TT_N; t++) {
     strncat(known, t ? ", " : "", sizeof known - strlen(known) - 1);
@@ -84,20 +91,26 @@ gm_torch_target gm_torch_target_detect(const gm_cpu *c, bool *exact_class) {
   return t;
 }
 
-// -1: nothing set by gm_torch_target_set.
-static atomic_int chosen = -1;
+// The target in force: chosen by gm_torch_target_set, else the environment's or the host's,
+// resolved on first use and kept (kernels ask per softmax row and per product: no getenv there).
+// -1: not set / not resolved yet.
+static atomic_int chosen = -1, resolved = -1;
 
 void gm_torch_target_set(gm_torch_target t) { atomic_store(&chosen, (int)t); }
-void gm_torch_target_unset(void) { atomic_store(&chosen, -1); }
+void gm_torch_target_unset(void) {
+  atomic_store(&chosen, -1);
+  atomic_store(&resolved, -1);
+}
 
 gm_torch_target gm_torch_target_active(void) {
   int c = atomic_load(&chosen);
   if (c >= 0) return (gm_torch_target)c;
-  const char *env = getenv("GPTMEG_TORCH_TARGET");
-  if (env && *env)
-    for (int t = 0; t < GM_TT_N; t++)
-      if (strcmp(env, TARGETS[t].name) == 0) return (gm_torch_target)t;
-  return gm_torch_target_detect(gm_cpu_host(), NULL);
+  int r = atomic_load(&resolved);
+  if (r >= 0) return (gm_torch_target)r;
+  r = lookup(getenv("GPTMEG_TORCH_TARGET"));
+  if (r < 0) r = (int)gm_torch_target_detect(gm_cpu_host(), NULL);
+  atomic_store(&resolved, r);
+  return (gm_torch_target)r;
 }
 
 int gm_torch_target_check(void) {

@@ -10,6 +10,8 @@
 // on a CPU of the target's class (an Intel AVX-512 CPU; capped to AVX2 for the avx2 target).
 #include "gptmeg/kernels.h"
 
+#include <stdio.h>
+
 const char *gm_kernel_op_name(gm_kernel_op op) {
   static const char *n[GM_KOP_N] = {"matmul", "layer_norm", "softmax", "F.gelu", "gelu ops"};
   return (unsigned)op < GM_KOP_N ? n[op] : "?";
@@ -103,4 +105,20 @@ gm_target_support gm_target_support_get(gm_torch_target t, gm_kernel_op op, gm_d
   }
   s.family = family(ti, op, dt);
   return s;
+}
+
+int gm_target_gaps(gm_torch_target t, const gm_dtype *dts, int n_dts, char *buf, size_t n) {
+  int count = 0;
+  size_t k = 0;
+  if (n) buf[0] = 0;
+  for (int op = 0; op < GM_KOP_N; op++)
+    for (int d = 0; d < n_dts; d++) {
+      gm_target_support s = gm_target_support_get(t, (gm_kernel_op)op, dts[d]);
+      if (s.exact) continue;
+      if (k < n)
+        k += (size_t)snprintf(buf + k, n - k, "%s%s%s%s%s", count ? ", " : "", n_dts > 1 ? gm_dtype_name(dts[d]) : "",
+                              n_dts > 1 ? " " : "", gm_kernel_op_name((gm_kernel_op)op), s.partial ? " (in part)" : "");
+      count++;
+    }
+  return count;
 }

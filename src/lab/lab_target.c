@@ -7,15 +7,9 @@
 #include <stdio.h>
 
 void gm_lab_target_text(char *buf, size_t n) {
-  const gm_torch_target t = gm_torch_target_active();
   static const gm_dtype dts[3] = {GM_F32, GM_F16, GM_BF16};
-  size_t k = (size_t)snprintf(buf, n, "%s", gm_torch_target_name(t));
-  const char *sep = "; not reproduced there: ";
-  for (int op = 0; op < GM_KOP_N && k < n; op++)
-    for (int d = 0; d < 3 && k < n; d++)
-      if (!gm_target_support_get(t, (gm_kernel_op)op, dts[d]).exact) {
-        k += (size_t)snprintf(buf + k, n - k, "%s%s %s%s", sep, gm_dtype_name(dts[d]), gm_kernel_op_name((gm_kernel_op)op),
-                              gm_target_support_get(t, (gm_kernel_op)op, dts[d]).partial ? " (in part)" : "");
-        sep = ", ";
-      }
+  const gm_torch_target t = gm_torch_target_active();
+  char gaps[448];
+  if (gm_target_gaps(t, dts, 3, gaps, sizeof gaps)) snprintf(buf, n, "%s; not reproduced there: %s", gm_torch_target_name(t), gaps);
+  else snprintf(buf, n, "%s", gm_torch_target_name(t));
 }
