@@ -115,8 +115,8 @@ int gm_op_act_fwd(const gm_op_ctx *c, gm_activation act, float *out, const float
   return rc;
 }
 
-int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, const float *dout, const float *inp,
+int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbias, const float *dout, const float *inp,
                   const float *bias, int N, int OC) {
-  (void)c, (void)act, (void)dinp, (void)dout, (void)inp, (void)bias, (void)N, (void)OC;
+  (void)c, (void)act, (void)dinp, (void)dbias, (void)dout, (void)inp, (void)bias, (void)N, (void)OC;
   return gm_op_not_yet("activation");
 }

@@ -9,7 +9,10 @@ int gm_op_residual_fwd(const gm_op_ctx *c, float *out, const float *resid, const
   return 0;
 }
 
-int gm_op_residual_bwd(const gm_op_ctx *c, float *dresid, float *dbranch, const float *dout, size_t n) {
-  (void)c, (void)dresid, (void)dbranch, (void)dout, (void)n;
-  return gm_op_not_yet("residual");
+// Autograd's InputBuffer adds the second gradient of a tensor to the first: one f32 addition of
+// two dtype values, one rounding (commutative, so the arrival order does not matter for two).
+int gm_op_residual_bwd(const gm_op_ctx *c, float *dresid, const float *dout, size_t n) {
+  for (size_t i = 0; i < n; i++) dresid[i] = dresid[i] + dout[i];
+  gm_op_round(c, dresid, n);
+  return 0;
 }
