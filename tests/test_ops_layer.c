@@ -159,6 +159,30 @@ static void test_crossentropy(void) {
   }
 }
 
+// The residual's backward is autograd's sum of a tensor's two gradients: one f32 addition, one
+// rounding to the dtype. In f16, 1 + 2^-11 is a tie that rounds to even (1), and 2048 + 1 likewise
+// (2048); in f32 both sums are exact. Every result must equal R(a + b) computed independently.
+static void test_residual_bwd(void) {
+  const gm_dtype dts[] = {GM_F32, GM_F16, GM_BF16};
+  const float a0[4] = {1.0f, 2048.0f, -3.5f, 0.0f}, b[4] = {0x1p-11f, 1.0f, 1.25f, -0.0f};
+  for (int d = 0; d < 3; d++) {
+    gm_profile p;
+    gm_profile_get("hf", dts[d], &p);
+    gm_op_ctx c;
+    gm_op_ctx_init(&c, &p, 1, NULL, NULL);
+    float a[4];
+    memcpy(a, a0, sizeof a);
+    CHECK(gm_op_residual_bwd(&c, a, b, 4) == 0, "residual bwd %s: %s", gm_dtype_name(dts[d]), gm_errmsg());
+    for (int i = 0; i < 4; i++) {
+      float want = gm_round_f32(dts[d], a0[i] + b[i]);
+      CHECK(memcmp(&a[i], &want, sizeof want) == 0, "residual bwd %s [%d]: %a, want %a", gm_dtype_name(dts[d]), i,
+            a[i], want);
+    }
+    if (dts[d] == GM_F16) CHECK(a[0] == 1.0f && a[1] == 2048.0f, "f16 ties must round to even: %a %a", a[0], a[1]);
+    if (dts[d] == GM_F32) CHECK(a[0] == 1.0f + 0x1p-11f && a[1] == 2049.0f, "f32 sums are exact: %a %a", a[0], a[1]);
+  }
+}
+
 static void test_backward_slots(void) {
   gm_profile p;
   gm_profile_get("hf", GM_F32, &p);
@@ -189,6 +213,7 @@ int main(void) {
   for (int d = 0; d < 3; d++)
     for (int q = 0; q < 2; q++) test_kept(dts[d], profiles[q]);
   test_crossentropy();
+  test_residual_bwd();
   test_backward_slots();
-  return test_done("test_ops");
+  return test_done("test_ops_layer");
 }

@@ -8,16 +8,16 @@
 //     own output to the dtype where eager PyTorch writes a dtype tensor, so a caller never rounds;
 //   - picks the kernel itself (the dtype's matmul, a packed weight copy, ATen's layer-norm flavour);
 //   - gives the same bits for any thread count.
-// The GPT-2 forward (src/model/gpt2_forward.c) is a list of these calls. The backward ops exist as
-// slots with their final signatures and fail with "backward of OP: not yet (training lands in
-// issue 25)". Each op's numerics contract is written above it here and at the top of its file
-// (src/ops/ops_*.c); the rules op by op are in docs/numerics.md "GPT-2 numerics profiles".
-// Backward ops (issue 25) are autograd's: each WRITES its gradients (never accumulates; a NULL
-// output is not computed), in the dtype's values, rounded where eager PyTorch's backward writes a
-// dtype tensor, so the model's backward (src/model/gpt2_backward.c) is a list of these calls plus
-// autograd's accumulation of two gradients of one tensor (gm_op_residual_bwd). Where torch's
-// backward bits depend on the thread count (layer norm's dgamma/dbeta, the f32 softmax backward's
-// tail), the op reproduces that dependence for c->threads and says so in its contract.
+// The GPT-2 forward (src/model/gpt2_forward.c) is a list of these calls. Each op's numerics
+// contract is written above it here and at the top of its file (src/ops/ops_*.c); the rules op by
+// op are in docs/numerics.md "GPT-2 numerics profiles".
+// The backward ops (issue 25) are autograd's, with their final signatures: each WRITES its
+// gradients (never accumulates; a NULL output is not computed) in the dtype's values, rounded where
+// eager PyTorch's backward writes a dtype tensor, so a model's backward can be a list of these
+// calls plus autograd's accumulation of two gradients of one tensor (gm_op_residual_bwd). Where
+// torch's backward bits depend on the thread count (layer norm's dgamma/dbeta, the f32 softmax
+// backward's tail), an op will reproduce that dependence for c->threads. Only the residual's exists
+// yet; the others fail with "backward of OP: not yet (training lands in issue 25)".
 // Shapes: N rows (B*T), C input channels, OC output channels, NH heads, hd = C/NH, V vocab.
 #ifndef GPTMEG_OPS_H
 #define GPTMEG_OPS_H
@@ -131,12 +131,6 @@ void gm_op_round(const gm_op_ctx *c, float *x, size_t n);
 void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                   float alpha, float *Cm, int ldc, int M, int N, int K);
 
-// The same with op(A) = A [M, K] (stride lda) or, with trans_a, A^T for A stored [K, M] (stride lda):
-// the backward's products (dout @ W^T, X^T @ dout, P^T @ dO, ...) in torch's order for the dtype
-// and target, as far as it is reproduced (see the kernels' contracts). 0, or fails (out of memory).
-int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
-                   const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K);
-
 // ---- linear (ops_linear.c) ---------------------------------------------------------------------
 // A weight matrix as the model holds it: f32 storage of dtype values, plus the optional copies the
 // fast kernels read instead (same bits).
@@ -154,7 +148,7 @@ int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_
                      int C, int OC);
 // Autograd of addmm/linear: dinp (N, C) = R(dout @ op(w)^T), dweight (like w->w: [C, OC], or [OC, C]
 // with trans) = R(inp^T @ dout) (or R(dout^T @ inp)), dbias (OC) = R(sum over rows of dout), each
-// in torch's order for the dtype and target; any of the three may be NULL. dout (N, OC), inp (N, C).
+// in torch's order for the dtype and target; any of the three may be NULL. dout (N, OC), inp (N, C). Not yet: fails.
 int gm_op_linear_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const gm_op_weight *w, int N, int C, int OC);
 
@@ -167,7 +161,7 @@ int gm_op_linear_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbi
 int gm_op_layernorm_fwd(const gm_op_ctx *c, float *out, float *mean, float *rstd, const float *inp, const float *weight,
                         const float *bias, int N, int C, double eps);
 // Autograd of native_layer_norm (and of the fp32 rule's casts): dinp (N, C), dweight, dbias (C), any
-// may be NULL; dout, inp (N, C); mean, rstd (N) from the forward.
+// may be NULL; dout, inp (N, C); mean, rstd (N) from the forward. Not yet: fails.
 int gm_op_layernorm_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C);
 
@@ -194,7 +188,7 @@ typedef struct {
 int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, float *scores, float *probs,
                         const float *qkv);
 // Autograd of the forward above (t0 == 0: training runs no cache): dqkv (N, 3C) written;
-// dscores (B, NH, T, len) scratch; dout (N, C); qkv, probs from the forward.
+// dscores (B, NH, T, len) scratch; dout (N, C); qkv, probs from the forward. Not yet: fails.
 int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, float *dscores, const float *dout,
                         const float *qkv, const float *probs);
 
@@ -208,7 +202,7 @@ int gm_op_act_fwd(const gm_op_ctx *c, gm_activation act, float *out, const float
 // dinp (N, OC) written; dout, inp (N, OC). Without bias: the activation's backward (autograd of
 // the written ops, ATen's GELU backward, ...). With bias (fused bias_gelu): Megatron's custom
 // backward on inp + bias; dbias (OC) = R(sum over rows of dinp) (the same tensor is returned for
-// input and bias), or NULL.
+// input and bias), or NULL. Not yet: fails.
 int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbias, const float *dout, const float *inp,
                   const float *bias, int N, int OC);
 
@@ -226,7 +220,7 @@ int gm_op_residual_bwd(const gm_op_ctx *c, float *dresid, const float *dout, siz
 int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
                         int T, int t0, int C);
 // Autograd of the embedding sum (t0 == 0): dwte (V, C) and dwpe (P, C) written (zero where no
-// token or position), repeated ids summed in torch's order; dout (B*T, C). Either may be NULL.
+// token or position), repeated ids summed in torch's order; dout (B*T, C). Either may be NULL. Not yet: fails.
 int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B,
                         int T, int t0, int C);
 
@@ -243,7 +237,7 @@ enum { GM_IGNORE_INDEX = -100 }; // a label that is not scored (torch's ignore_i
 int gm_op_crossentropy_fwd(const gm_op_ctx *c, double *loss, int64_t *n_scored, double *losses, const float *logits,
                            const int32_t *labels, int B, int T, int V);
 // dlogits (B, T, V) from dloss (the mean's gradient) of the double loss above (gptmeg's own; the
-// training loss is transformers', gm_op_lmloss_fwd/_bwd).
+// training loss will be transformers' f32 one). Not yet: fails.
 int gm_op_crossentropy_bwd(const gm_op_ctx *c, float *dlogits, double dloss, const float *logits, const int32_t *labels,
                            int B, int T, int V);
 
