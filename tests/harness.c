@@ -113,3 +113,20 @@ const char *test_golden_for(int target, const char *rel, char *buf, size_t n) {
   snprintf(buf, n, "%s/tests/golden/%s", GPTMEG_SOURCE_DIR, rel);
   return buf;
 }
+
+void test_cpu_model(char *buf, size_t n) {
+  buf[0] = 0;
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    const char *v = strchr(line, ':');
+    if (strncmp(line, "model name", 10) != 0 || !v) continue;
+    for (v++; *v == ' ' || *v == '\t'; v++) {}
+    snprintf(buf, n, "%s", v);
+    buf[strcspn(buf, "\n")] = 0;
+    for (size_t l = strlen(buf); l && buf[l - 1] == ' '; l--) buf[l - 1] = 0;
+    break;
+  }
+  fclose(f);
+}

@@ -48,6 +48,8 @@ const char *test_golden_for(int target, const char *rel, char *buf, size_t n);
 // Every test process starts under the zen4 torch CPU target (the base goldens' target), whatever
 // the host or GPTMEG_TORCH_TARGET; a test of another target sets it (gm_torch_target_set).
 // Prints the summary and returns the process exit code.
+// "model name" of /proc/cpuinfo, trimmed, as tools/ref writes it into goldens ("" if unknown).
+void test_cpu_model(char *buf, size_t n);
 int test_done(const char *name);
 
 #endif

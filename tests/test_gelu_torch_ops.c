@@ -62,25 +62,6 @@ typedef struct {
   int cases, passed, skipped;
 } tally;
 
-// "model name" of /proc/cpuinfo, as tools/ref writes it ("" if unknown).
-static void cpu_model(char *buf, size_t n) {
-  buf[0] = 0;
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    if (strncmp(line, "model name", 10) != 0) continue;
-    const char *v = strchr(line, ':');
-    if (!v) break;
-    for (v++; *v == ' ' || *v == '\t'; v++) {}
-    snprintf(buf, n, "%s", v);
-    buf[strcspn(buf, "\n")] = 0;
-    for (size_t l = strlen(buf); l && buf[l - 1] == ' '; l--) buf[l - 1] = 0;
-    break;
-  }
-  fclose(f);
-}
-
 static bool mkl_cpu_mismatch = false;
 
 static void run_file(const char *name, tally *t) {
@@ -94,7 +75,7 @@ static void run_file(const char *name, tally *t) {
   cJSON *doc = cJSON_Parse(txt);
   CHECK(doc != NULL, "%s does not parse", path);
   char here[256];
-  cpu_model(here, sizeof here);
+  test_cpu_model(here, sizeof here);
   cJSON *gcpu = cJSON_GetObjectItem(doc, "cpu");
   bool same_cpu = cJSON_IsString(gcpu) && strcmp(gcpu->valuestring, here) == 0;
   if (gm_gelu_torch_mkl_loaded() && !same_cpu) mkl_cpu_mismatch = true;

@@ -138,27 +138,10 @@ static void gelu_aten(int target, share sh[ND]) {
 // wrote the golden, with MKL capped as the target's class caps it (AVX2 for the avx2 target: MKL
 // takes its cap once per process, from the target active at its load; GM_TEST_MKL_AVX2=1 loads it
 // under the avx2 target), else skipped; quick_gelu's f32 sigmoid is ATen's and always judged.
-static void cpu_model(char *buf, size_t n) {
-  buf[0] = 0;
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    const char *v = strchr(line, ':');
-    if (strncmp(line, "model name", 10) != 0 || !v) continue;
-    for (v++; *v == ' ' || *v == '\t'; v++) {}
-    snprintf(buf, n, "%s", v);
-    buf[strcspn(buf, "\n")] = 0;
-    for (size_t l = strlen(buf); l && buf[l - 1] == ' '; l--) buf[l - 1] = 0;
-    break;
-  }
-  fclose(f);
-}
-
 static void gelu_ops(int target, share sh[ND]) {
   static const char *names[] = {"gelu_python", "gelu_new", "gelu_accurate", "gelu_fast", "gelu_megatron", "openai_gelu", "quick_gelu"};
   char here[256];
-  cpu_model(here, sizeof here);
+  test_cpu_model(here, sizeof here);
   for (size_t f = 0; f < sizeof names / sizeof *names; f++) {
     gm_gelu_spec spec = {GM_GELU_NEW, GM_MODE_TORCH_CPU};
     CHECK(gm_gelu_variant_parse(names[f], &spec.variant) == 0, "%s", gm_errmsg());
