@@ -14,6 +14,21 @@
 
 enum { ROWS = 6, VECS = 4 };
 
+// p[r][v] += a_r[l] * B[l][16v .. 16v + 15] for the nr rows: one step of a pass's chains.
+static inline __attribute__((always_inline)) void fma_step(int nr, const float *const a[ROWS], const float *B, int ldb,
+                                                          int l, const __mmask16 m[VECS], __m512 p[ROWS][VECS]) {
+  const float *b = B + (size_t)l * ldb;
+  __m512 bv[VECS];
+#pragma GCC unroll 4
+  for (int v = 0; v < VECS; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
+#pragma GCC unroll 6
+  for (int r = 0; r < nr; r++) {
+    __m512 x = _mm512_set1_ps(a[r][l]);
+#pragma GCC unroll 4
+    for (int v = 0; v < VECS; v++) p[r][v] = _mm512_fmadd_ps(x, bv[v], p[r][v]);
+  }
+}
+
 // One residue pass: p[r][v] = sum over l = kk, kk + 4, ... < K4 (then the tail K4..K-1 when kk = 0)
 // of a_r[l] * B[l][16v .. 16v + 15], in order of l.
 // nr (1 <= nr <= ROWS) is a constant at every call, so each row count gets its own unrolled loop.
@@ -25,32 +40,9 @@ static inline __attribute__((always_inline)) void residue_pass(int nr, const flo
   for (int r = 0; r < nr; r++)
 #pragma GCC unroll 4
     for (int v = 0; v < VECS; v++) p[r][v] = _mm512_setzero_ps();
-  int l = kk;
-  for (; l < K4; l += 4) {
-    const float *b = B + (size_t)l * ldb;
-    __m512 bv[VECS];
-#pragma GCC unroll 4
-    for (int v = 0; v < VECS; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
-#pragma GCC unroll 6
-    for (int r = 0; r < nr; r++) {
-      __m512 x = _mm512_set1_ps(a[r][l]);
-#pragma GCC unroll 4
-      for (int v = 0; v < VECS; v++) p[r][v] = _mm512_fmadd_ps(x, bv[v], p[r][v]);
-    }
-  }
+  for (int l = kk; l < K4; l += 4) fma_step(nr, a, B, ldb, l, m, p);
   if (kk == 0)
-    for (l = K4; l < K; l++) {
-      const float *b = B + (size_t)l * ldb;
-      __m512 bv[VECS];
-#pragma GCC unroll 4
-      for (int v = 0; v < VECS; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
-#pragma GCC unroll 6
-      for (int r = 0; r < nr; r++) {
-        __m512 x = _mm512_set1_ps(a[r][l]);
-#pragma GCC unroll 4
-        for (int v = 0; v < VECS; v++) p[r][v] = _mm512_fmadd_ps(x, bv[v], p[r][v]);
-      }
-    }
+    for (int l = K4; l < K; l++) fma_step(nr, a, B, ldb, l, m, p);
 #pragma GCC unroll 6
   for (int r = 0; r < nr; r++)
 #pragma GCC unroll 4
