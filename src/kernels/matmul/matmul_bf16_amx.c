@@ -106,6 +106,12 @@ static void copy_b_rows(uint32_t *dst, const uint32_t *src, size_t ld, int n, in
 // Row groups outermost, each over all of K: for K within one segment, for A larger than L2, and as
 // the fallback when the segmented order cannot allocate its buffers. Scratch on the stack, plus an
 // aligned copy of a misaligned B strip (read in place when that allocation fails).
+// The K tail of B (pair rows full .. full + rem - 1, rem < 16) as one zero-padded tile.
+static void load_b_tail(uint32_t btail[16][32], const uint32_t *Bs, int ldbs, int full, int rem) {
+  memset(btail, 0, 16 * 32 * sizeof(uint32_t));
+  for (int q = 0; q < rem; q++) memcpy(btail[q], Bs + (size_t)(full + q) * ldbs, 32 * sizeof(uint32_t));
+}
+
 static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                          const float *bias, float *C, int ldc) {
   const int rem = P % 16, full = P - rem;
@@ -123,10 +129,7 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, 
   // The K tail, zero-padded to a whole tile: B once per call, A per row group.
   _Alignas(64) uint32_t btail[16][32], atail[32][16];
   _Alignas(64) float sum[32][32], part[32][32];
-  if (rem) {
-    memset(btail, 0, sizeof btail);
-    for (int q = 0; q < rem; q++) memcpy(btail[q], Bs + (size_t)(full + q) * ldbs, 32 * sizeof(uint32_t));
-  }
+  if (rem) load_b_tail(btail, Bs, ldbs, full, rem);
   const __m512 va = _mm512_set1_ps(alpha);
   int cfg0 = -1, cfg1 = -1;
   for (int i0 = 0; i0 < M; i0 += 32) {
@@ -242,10 +245,7 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
     return;
   }
   _Alignas(64) uint32_t btail[16][32], atail[32][16];
-  if (rem) {
-    memset(btail, 0, sizeof btail);
-    for (int q = 0; q < rem; q++) memcpy(btail[q], Bs + (size_t)(full + q) * ldbs, 32 * sizeof(uint32_t));
-  }
+  if (rem) load_b_tail(btail, Bs, ldbs, full, rem);
   const __m512 va = _mm512_set1_ps(alpha);
   int cfg0 = -1, cfg1 = -1;
   for (int c0 = 0;; c0 += Pc) {
