@@ -8,6 +8,7 @@
 #include "gptmeg/core.h"
 #include "gptmeg/gelu.h"
 #include "gptmeg/ops.h"
+#include "gptmeg/safetensors.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -83,6 +84,24 @@ int gm_gpt2_init_random(gm_gpt2 *m, const gm_gpt2_config *cfg, uint64_t seed);
 // only when untied) so that transformers' from_pretrained loads it without warnings.
 int gm_gpt2_save(const gm_gpt2 *m, const char *dir);
 void gm_gpt2_free(gm_gpt2 *m);
+// A zeroed model of m's config, tying and dtype, without the fast copies: the layout of the
+// gradients (gm_gpt2_grad) and of an optimizer's moments. Free with gm_gpt2_free.
+int gm_gpt2_alloc_like(gm_gpt2 *g, const gm_gpt2 *m);
+// One tensor of a model under its checkpoint name ("transformer.h.0.ln_1.weight", "lm_head.weight").
+typedef struct {
+  char name[80];
+  float *data;      // into the model's storage
+  int ndim;         // 1 or 2
+  int64_t shape[2];
+  size_t numel;
+} gm_gpt2_tensor;
+// Fills out (room for n_layer * 12 + 6) with every tensor of m in checkpoint order (wte, wpe, the
+// layers, ln_f, then lm_head only when untied); returns their number, or -1 (out of memory).
+int gm_gpt2_tensors(const gm_gpt2 *m, gm_gpt2_tensor *out);
+// Writes every tensor of m under its checkpoint name ('transformer.' prefix; lm_head.weight only
+// when untied) into one safetensors file, as dt (f32, or f16/bf16 when m's storage holds values of
+// that dtype), after the n_extra entries `extra` (e.g. a loss). Atomic (gm_st_write).
+int gm_gpt2_write_tensors(const gm_gpt2 *m, const char *path, gm_dtype dt, const gm_st_entry *extra, int n_extra);
 // Rounds every weight to dt (f16/bf16, RNE: what model.half() / .bfloat16() do); the f32 storage
 // then holds dt values exactly. For bf16 the matrices are also laid out once as bf16 pairs for
 // the AVX512-BF16 kernels (half the f32 size more memory). f32 -> f16/bf16 is allowed; f16 <-> bf16 checkpoints are refused
@@ -152,6 +171,26 @@ typedef struct {
 // decode step to the same row of a full forward. Nothing of size [B, T, V] is allocated beyond
 // the caller's logits. Returns 0, or fails (bad arguments, out of memory, a probe's refusal).
 int gm_gpt2_run(const gm_gpt2 *m, const gm_gpt2_run_opts *o);
+
+// ---- backward ----------------------------------------------------------------------------------
+// One training step's loss and gradients, as `loss = model(tokens, labels=labels).loss;
+// loss.backward()` of transformers' GPT2LMHeadModel (eager attention, dropout off) with the
+// profile's pieces swapped in (tools/ref/gm_profiles.py): the loss is transformers' causal-LM
+// cross-entropy (logits.float(), labels shifted by one, mean over the counted tokens, f32), and
+// every gradient is autograd's, in the dtype, op by op (gptmeg/ops.h backward ops, in reverse).
+typedef struct {
+  const gm_profile *profile; // its dtype must be the weights'
+  const int32_t *tokens;     // [B, T], each in [0, V)
+  const int32_t *labels;     // [B, T] in [0, V) or GM_IGNORE_INDEX, or NULL: the tokens (labels = input_ids)
+  int B, T;                  // T <= n_positions
+  int threads;               // <= 0: the default; the bits depend on it only where torch's do (ops.h)
+} gm_gpt2_grad_opts;
+
+// *loss = the f32 loss; g (gm_gpt2_alloc_like(m)) receives every parameter's gradient (f32 storage
+// of dtype values; tied: wte's holds lm_head's plus the embedding's, as autograd accumulates them).
+// *n_scored (may be NULL) = the number of labels counted. Fails on bad arguments, out of memory,
+// or an op whose backward is not available under the profile.
+int gm_gpt2_grad(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, float *loss, int64_t *n_scored);
 
 // ---- generation and evaluation ----------------------------------------------------------------
 // Sampling of the next token from one row of logits [V], in HF transformers' warper order:

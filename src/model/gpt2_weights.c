@@ -235,33 +235,71 @@ int gm_gpt2_init_random(gm_gpt2 *m, const gm_gpt2_config *cfg_in, uint64_t seed)
   return 0;
 }
 
-int gm_gpt2_save(const gm_gpt2 *m_in, const char *dir) {
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return gm_fail("cannot create directory '%s': %s", dir, strerror(errno));
+int gm_gpt2_alloc_like(gm_gpt2 *g, const gm_gpt2 *m) {
+  w_desc *d;
+  int n;
+  if (allocate(g, &m->cfg, m->tied, &d, &n)) return -1;
+  free(d);
+  memset(g->storage, 0, (size_t)g->n_params * sizeof(float));
+  g->dtype = g->file_dtype = m->dtype;
+  return 0;
+}
+
+int gm_gpt2_tensors(const gm_gpt2 *m_in, gm_gpt2_tensor *out) {
   gm_gpt2 m = *m_in; // describe() only reads the pointers through this copy
   w_desc *d = calloc((size_t)m.cfg.n_layer * 12 + 6, sizeof *d);
-  gm_st_entry *e = calloc((size_t)m.cfg.n_layer * 12 + 6, sizeof *e);
-  char (*names)[80] = calloc((size_t)m.cfg.n_layer * 12 + 6, sizeof *names);
-  if (!d || !e || !names) { free(d); free(e); free(names); return gm_fail("out of memory"); }
+  if (!d) return gm_fail("out of memory");
   int n = describe(&m, d);
   for (int i = 0; i < n; i++) {
     bool top = strcmp(d[i].name, "lm_head.weight") == 0;
-    snprintf(names[i], sizeof names[i], "%s%s", top ? "" : "transformer.", d[i].name);
-    e[i].name = names[i];
-    e[i].dtype = GM_F32;
-    e[i].ndim = d[i].ndim;
-    e[i].shape[0] = d[i].shape[0];
-    e[i].shape[1] = d[i].shape[1];
-    e[i].data = *d[i].ptr;
+    snprintf(out[i].name, sizeof out[i].name, "%s%s", top ? "" : "transformer.", d[i].name);
+    out[i].data = *d[i].ptr;
+    out[i].ndim = d[i].ndim;
+    out[i].shape[0] = d[i].shape[0];
+    out[i].shape[1] = d[i].shape[1];
+    out[i].numel = (size_t)numel(&d[i]);
   }
+  free(d);
+  return n;
+}
+
+int gm_gpt2_write_tensors(const gm_gpt2 *m, const char *path, gm_dtype dt, const gm_st_entry *extra, int n_extra) {
+  if (dt != GM_F32 && dt != GM_F16 && dt != GM_BF16) return gm_fail("tensors are written as f32, f16 or bf16, not %s", gm_dtype_name(dt));
+  const size_t cap = (size_t)m->cfg.n_layer * 12 + 6;
+  gm_gpt2_tensor *t = calloc(cap, sizeof *t);
+  gm_st_entry *e = calloc(cap + (size_t)n_extra, sizeof *e);
+  uint16_t *half = dt == GM_F32 ? NULL : malloc((size_t)m->n_params * sizeof(uint16_t));
+  int n = t && e && (dt == GM_F32 || half) ? gm_gpt2_tensors(m, t) : gm_fail("out of memory");
+  if (n < 0) {
+    free(t), free(e), free(half);
+    return -1;
+  }
+  for (int i = 0; i < n_extra; i++) e[i] = extra[i];
+  uint16_t *at = half;
+  for (int i = 0; i < n; i++) {
+    gm_st_entry *o = &e[n_extra + i];
+    *o = (gm_st_entry){t[i].name, dt, t[i].ndim, {t[i].shape[0], t[i].shape[1]}, t[i].data};
+    if (half) { // the dtype's bits of values the f32 storage holds exactly
+      gm_f32_to_dtype_buf(dt, t[i].data, at, t[i].numel);
+      o->data = at;
+      at += t[i].numel;
+    }
+  }
+  int rc = gm_st_write(path, e, n_extra + n);
+  free(t);
+  free(e);
+  free(half);
+  return rc;
+}
+
+int gm_gpt2_save(const gm_gpt2 *m, const char *dir) {
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return gm_fail("cannot create directory '%s': %s", dir, strerror(errno));
   size_t pl = strlen(dir) + 32;
   char *path = malloc(pl);
   int rc = path ? 0 : gm_fail("out of memory");
-  if (!rc) { snprintf(path, pl, "%s/model.safetensors", dir); rc = gm_st_write(path, e, n); }
-  if (!rc) { snprintf(path, pl, "%s/config.json", dir); rc = gm_config_write(path, &m.cfg); }
+  if (!rc) { snprintf(path, pl, "%s/model.safetensors", dir); rc = gm_gpt2_write_tensors(m, path, GM_F32, NULL, 0); }
+  if (!rc) { snprintf(path, pl, "%s/config.json", dir); rc = gm_config_write(path, &m->cfg); }
   free(path);
-  free(d);
-  free(e);
-  free(names);
   return rc;
 }
 
