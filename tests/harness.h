@@ -45,11 +45,11 @@ int test_count_diff(const float *a, const float *b, size_t n);
 // The golden file at tests/golden/<rel> as torch made it on target t: tests/golden/targets/<t>/<rel>
 // where the target's bits differ from zen4's, else tests/golden/<rel> (zen4's). Into buf.
 const char *test_golden_for(int target, const char *rel, char *buf, size_t n);
+// "model name" of /proc/cpuinfo, trimmed, as tools/ref writes it into goldens ("" if unknown).
+void test_cpu_model(char *buf, size_t n);
 // Every test process starts under the zen4 torch CPU target (the base goldens' target), whatever
 // the host or GPTMEG_TORCH_TARGET; a test of another target sets it (gm_torch_target_set).
 // Prints the summary and returns the process exit code.
-// "model name" of /proc/cpuinfo, trimmed, as tools/ref writes it into goldens ("" if unknown).
-void test_cpu_model(char *buf, size_t n);
 int test_done(const char *name);
 
 #endif
