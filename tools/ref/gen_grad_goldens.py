@@ -9,7 +9,7 @@ gen_gelu_ops_goldens.py does): "meg" applies it to c_fc's output with a zero bia
 "megatron" to (c_fc's output without bias).float() and bias.float(), so the bias gradient is the
 f32 sum over rows of the same tensor, cast back to the dtype.
 
-Writes tests/golden/grad/index.json: per config (checkpoint and T), dtype, profile and thread count (1, 2), the f32
+Writes tests/golden/targets/intel-amx/grad/index.json: per config (checkpoint and T), dtype, profile and thread count (1, 2), the f32
 loss as hex bits and, per parameter (checkpoint names; wte's gradient includes the tied
 lm_head's), gm_hash64 of its gradient's bits in the dtype (f16/bf16 as 16-bit patterns), plus
 the full f32 gradients of base/hf and base/megatron (one thread) as safetensors for diagnosis.
@@ -31,7 +31,7 @@ import gm_inputs  # noqa: E402
 import gm_profiles  # noqa: E402
 
 SRC = os.path.join("tests", "golden", "model")
-OUT = os.path.join("tests", "golden", "grad")
+OUT = os.path.join("tests", "golden", "targets", "intel-amx", "grad")  # the CPU class that made them
 # name[@T]: the checkpoint of tests/golden/model/<name> and its tokens, cut to their first T positions
 # (13: softmax rows whose length is not a multiple of ATen's 16 lanes)
 CONFIGS = ["base", "base@13", "python_invlayer", "fast_eps", "quick_untied"]
