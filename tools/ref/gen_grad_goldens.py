@@ -6,8 +6,10 @@ loaded from the golden checkpoints of gen_model_goldens.py with each numerics pr
 swapped in by gm_profiles.load (the same forward as gen_profile_goldens.py). The Megatron GELU
 keeps Megatron-LM's custom backward (fused_bias_gelu.py's GeLUFunction, written as plain ops as
 gen_gelu_ops_goldens.py does): "meg" applies it to c_fc's output with a zero bias in the dtype;
-"megatron" to (c_fc's output without bias).float() and bias.float(), so the bias gradient is the
-f32 sum over rows of the same tensor, cast back to the dtype.
+"megatron" to c_fc's output without its bias and the bias, with gptmeg's forward (input.float() +
+bias.float(), the GELU in f32, one rounding: gm_profiles.MegatronMLP) and Megatron's backward as
+written, op by op in the dtype (bias_gelu_back; torch.jit.script runs it op by op on CPU), the
+same tensor returned for input and bias (gen_act_bwd_goldens.py's definition).
 
 Writes tests/golden/targets/intel-amx/grad/index.json: per config (checkpoint and T), dtype, profile and thread count (1, 2), the f32
 loss as hex bits and, per parameter (checkpoint names; wte's gradient includes the tied
@@ -67,6 +69,16 @@ class GeLUFunction(torch.autograd.Function):
         return tmp, tmp
 
 
+class MegatronFusedGeLU(GeLUFunction):
+    """gptmeg's megatron profile: the forward fused in f32 (one rounding), Megatron's backward in the dtype."""
+
+    @staticmethod
+    def forward(ctx, input, bias):
+        ctx.save_for_backward(input, bias)
+        x = input.float() + bias.float()
+        return (x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))).to(input.dtype)
+
+
 class MegGelu(torch.nn.Module):
     def forward(self, x):
         return GeLUFunction.apply(x, torch.zeros(x.shape[-1:], dtype=x.dtype))
@@ -80,7 +92,7 @@ class MegatronMLP(torch.nn.Module):
     def forward(self, h):
         fc = self.mlp.c_fc
         y = torch.matmul(h, fc.weight)
-        g = GeLUFunction.apply(y.float(), fc.bias.float()).to(h.dtype)
+        g = MegatronFusedGeLU.apply(y, fc.bias)
         return self.mlp.c_proj(g)
 
 
