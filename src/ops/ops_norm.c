@@ -5,6 +5,12 @@
 // f32 rows, and the fp32 rule (Megatron's LN on x.float()), its f32 kernel (8-element steps).
 // mean and rstd, when asked, are that kernel's f32 row statistics (gm_layernorm_row_stats),
 // computed before anything is rounded. Rows are independent: any thread count, the same bits.
+// Backward: autograd of torch 2.15's layer norm (gm_layernorm_bwd_f32: ATen's backward kernel, its
+// AVX2 build). Native rule on f16/bf16: ATen's kernel for dtype x, w, b (mean/rstd read rounded to
+// the dtype, dtype per-thread dgamma/dbeta buffers, every output rounded once). f32 and the fp32
+// rule: the f32 kernel, then each gradient rounded once to the dtype (the casts' backward).
+// dgamma/dbeta follow ATen's per-thread split for c->threads (torch's bits depend on its thread
+// count the same way); dx is the same for any thread count.
 #include "gptmeg/kernels.h"
 #include "ops/ops_internal.h"
 
