@@ -91,19 +91,20 @@ void gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, cons
       const float a = gm_round_f32(dt, rstd[i]), m = gm_round_f32(dt, mean[i]);
       if (want_w) {
         const float bm = -a * m;
-        for (int j = 0; j < D; j++) bw[j] = gm_round_f32(dt, fmaf(dyr[j], fmaf(a, xr[j], bm), bw[j]));
+        for (int j = 0; j < D; j++) bw[j] = fmaf(dyr[j], fmaf(a, xr[j], bm), bw[j]);
+        if (reduced) gm_round_inplace(dt, bw, (size_t)D); // the buffer is a dtype tensor
       }
-      if (want_b)
-        for (int j = 0; j < D; j++) bb[j] = gm_round_f32(dt, bb[j] + dyr[j]);
+      if (want_b) {
+        for (int j = 0; j < D; j++) bb[j] = bb[j] + dyr[j];
+        if (reduced) gm_round_inplace(dt, bb, (size_t)D);
+      }
       if (dx) {
         const float ds = reduce_row(dyr, xr, w, D, reduced), dbs = reduce_row(dyr, NULL, w, D, reduced);
         const float b2 = fmaf(dbs, m, -ds) * a * a * a * scale;
         const float c2 = fmaf(-b2, m, -(dbs * a * scale));
         float *dxr = dx + (size_t)i * D;
-        for (int j = 0; j < D; j++) {
-          const float v = fmaf(b2, xr[j], (a * dyr[j]) * w[j]) + c2;
-          dxr[j] = gm_round_f32(dt, v);
-        }
+        for (int j = 0; j < D; j++) dxr[j] = fmaf(b2, xr[j], (a * dyr[j]) * w[j]) + c2;
+        if (reduced) gm_round_inplace(dt, dxr, (size_t)D);
       }
     }
   }
