@@ -1,6 +1,7 @@
 // gm_op_embedding_bwd against PyTorch 2.15 CPU autograd (tools/ref/gen_embedding_bwd_goldens.py),
 // bit for bit: dwte and dwpe of GPT2Model's wte(input_ids) + wpe(position_ids) in f32/f16/bf16,
-// B in {1, 2, 4}, T in {1, 5, 16}, tokens with repeats, 1 and 2 threads (torch's bits do not depend
+// B in {1, 2, 4}, T in {1, 5, 16}, tokens with repeats, and B from 17 to 64 (ATen's cascade sum over
+// the batch, also past its parallel grain), 1 and 2 threads (torch's bits do not depend
 // on its thread count: the generator asserts it; ours do not either). Also: either output may be
 // NULL, positions past wpe's rows are an error, and a row of -0 gradients gives +0 as torch's
 // zeros + grad does.
@@ -17,6 +18,16 @@
 
 #define GOLDEN GPTMEG_SOURCE_DIR "/tests/golden/embedding_bwd/emb_bwd.safetensors"
 enum { V = 37, P = 16, C = 40 }; // the generator's sizes
+
+// The generator's hash_inputs: dout[i] = R(top 24 bits of i * 2654435761, centred, * 2^(i % 9 - 4)),
+// tokens[i] = (i * 40503) % V.
+static void hash_inputs(int B, int T, int c, gm_dtype dt, float *dout, int32_t *tok) {
+  for (int64_t i = 0; i < (int64_t)B * T * c; i++) {
+    uint32_t u = (uint32_t)((uint64_t)i * 2654435761u);
+    dout[i] = gm_round_f32(dt, ldexpf((float)((int32_t)(u >> 8) - (1 << 23)), -23 + (int)(i % 9) - 4));
+  }
+  for (int i = 0; i < B * T; i++) tok[i] = (int32_t)(((int64_t)i * 40503) % V);
+}
 
 int main(void) {
   gm_safetensors st;
@@ -73,6 +84,42 @@ int main(void) {
         free(ftok), free(dout), free(gwte), free(gwpe);
       }
   CHECK(cases == 27, "only %d of 27 cases", cases);
+
+  // larger batches: ATen's cascade sum over the batch (and, past 32768 elements, its parallel sum)
+  static const int big[][3] = {{64, 5, 40}, {48, 15, 50}, {20, 3, 8}, {17, 1, 6}, {64, 2, 16}};
+  int big_cases = 0;
+  for (int d = 0; d < 3; d++)
+    for (int k = 0; k < 5; k++) {
+      const int B = big[k][0], T = big[k][1], c = big[k][2];
+      char name[80];
+      snprintf(name, sizeof name, "%s.big.%d.%d.%d.dwte", dts[d].name, B, T, c);
+      float *gwte = test_st_f32(&st, name, NULL, NULL);
+      snprintf(name, sizeof name, "%s.big.%d.%d.%d.dwpe", dts[d].name, B, T, c);
+      float *gwpe = test_st_f32(&st, name, NULL, NULL);
+      float *dout = malloc((size_t)B * T * c * sizeof(float));
+      float *w1 = malloc((size_t)V * c * sizeof(float)), *w2 = malloc((size_t)P * c * sizeof(float));
+      int32_t *tok = malloc((size_t)B * T * sizeof(int32_t));
+      if (!gwte || !gwpe) {
+        CHECK(0, "%s: %s", GOLDEN, name);
+      } else {
+        hash_inputs(B, T, c, dts[d].dt, dout, tok);
+        gm_profile prof;
+        gm_profile_get("hf", dts[d].dt, &prof);
+        for (int threads = 1; threads <= 2; threads++) {
+          gm_op_ctx c1;
+          gm_op_ctx_init(&c1, &prof, threads, NULL, NULL);
+          CHECK(gm_op_embedding_bwd(&c1, w1, w2, dout, tok, B, T, 0, c, V, P) == 0, "%s", gm_errmsg());
+          int bw = test_count_diff(w1, gwte, (size_t)V * c), bp = test_count_diff(w2, gwpe, (size_t)P * c);
+          CHECK(bw == 0 && bp == 0, "%s B=%d T=%d C=%d, %d threads: dwte differs from torch in %d of %d, dwpe in %d of %d",
+                dts[d].name, B, T, c, threads, bw, V * c, bp, P * c);
+        }
+        printf("  %-4s B = %2d, T = %2d, C = %2d: dwte, dwpe bit-identical to torch (1 and 2 threads)\n", dts[d].name, B, T,
+               c);
+        big_cases++;
+      }
+      free(gwte), free(gwpe), free(dout), free(w1), free(w2), free(tok);
+    }
+  CHECK(big_cases == 15, "only %d of 15 large cases", big_cases);
   gm_st_close(&st);
 
   // positions past wpe's rows fail; -0 gradients land as +0 (torch adds them onto zeros)

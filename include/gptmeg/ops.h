@@ -231,7 +231,7 @@ int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, c
 // [1, T] broadcast over the batch): dwte (V, C) and dwpe (P, C) written, zero where no token or
 // position; either may be NULL. dout (B*T, C). dwte[tok] = R(dwte[tok] + dout[b, t]) in (b, t)
 // order, one rounding per add (ATen's embedding_dense_backward on a dtype tensor); dwpe[t0 + t] =
-// R(sum over b of dout[b, t]) (ATen's sum over the batch: f32 in b order, one rounding). V and P
+// R(sum over b of dout[b, t]) (ATen's cascade sum over the batch in f32, one rounding). V and P
 // are wte's and wpe's rows (t0 + T <= P, else an error). Bit-identical to torch for any thread
 // count (torch's bits do not depend on it). The tied lm_head's gradient is not added here.
 int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B,

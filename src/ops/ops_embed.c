@@ -5,14 +5,16 @@
 //   dwte: ATen's embedding_dense_backward_cpu: zeros, then for each token in (b, t) order its
 //         row of dout added onto row tok: dwte[tok] = R(dwte[tok] + dout[b, t]), one rounding to
 //         the dtype per add (add_stub on a dtype tensor);
-//   dwpe: the broadcast's gradient sum(dout, dim 0) over the batch (ATen's sum: f32 accumulation
-//         in b order, one rounding), then the embedding backward of positions t0 .. t0+T-1, each
-//         once: dwpe[t0 + t] = R(sum_b dout[b, t]), zero elsewhere.
+//   dwpe: the broadcast's gradient sum(dout, dim 0) over the batch (ATen's cascade sum, f32
+//         accumulation, one rounding: a running sum in b order below 16 rows; see batch_sum), then
+//         the embedding backward of positions t0 .. t0+T-1, each once: dwpe[t0 + t] =
+//         R(sum_b dout[b, t]), zero elsewhere.
 // Measured against torch 2.15 (tools/ref/gen_embedding_bwd_goldens.py): the bits do not depend on
 // the thread count (ATen splits embedding_dense_backward by weight row, the sum by output), nor
 // here, where the columns are split across threads.
 #include "ops/ops_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
@@ -25,6 +27,52 @@ int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, c
     }
   gm_op_round(c, out, (size_t)B * T * C);
   return 0;
+}
+
+// ATen's cascade sum (SumKernel.cpp multi_row_sum) of v[0], v[stride], ... (n values, f32): blocks of
+// 2^p values (p = max(4, ceil_log2(n) / 4)) run into level 0, each full block carried up the 4
+// levels as far as the count's bits say, the levels added at the end. n < 16: a running sum.
+static float cascade_sum(const float *v, size_t stride, int64_t n) {
+  int lg = 1;
+  if (n > 2)
+    for (lg = 0; ((uint64_t)(n - 1) >> lg) != 0; lg++) {}
+  const int p = lg / 4 > 4 ? lg / 4 : 4;
+  const int64_t step = (int64_t)1 << p, mask = step - 1;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int64_t i = 0;
+  while (i + step <= n) {
+    for (int64_t j = 0; j < step; j++, i++) acc[0] = acc[0] + v[(size_t)i * stride];
+    for (int l = 1; l < 4; l++) {
+      acc[l] = acc[l] + acc[l - 1];
+      acc[l - 1] = 0.0f;
+      if ((i & (mask << (l * p))) != 0) break;
+    }
+  }
+  for (; i < n; i++) acc[0] = acc[0] + v[(size_t)i * stride];
+  return ((acc[0] + acc[1]) + acc[2]) + acc[3];
+}
+
+// ATen's row_sum: the n values as (n / 4, 4), four cascade sums of the interleaved columns, the
+// leftover n % 4 values added to the first, then the four added in order.
+static float ilp_sum(const float *v, size_t stride, int64_t n) {
+  const int64_t m = n / 4;
+  float p[4];
+  for (int k = 0; k < 4; k++) p[k] = cascade_sum(v + (size_t)k * stride, 4 * stride, m);
+  for (int64_t i = m * 4; i < n; i++) p[0] = p[0] + v[(size_t)i * stride];
+  return ((p[0] + p[1]) + p[2]) + p[3];
+}
+
+// out[j] = sum over b < B of in[b * ncols + j], as torch 2.15's CPU sum over dim 0 (cascade_sum,
+// its AVX2 build: 8 f32 accumulator lanes): with ncols >= one input vector (8 f32, 16 f16/bf16
+// values), columns in groups of 32 take the cascade sum and the rest the interleaved row_sum; with
+// fewer columns, groups of 4 the cascade and the rest row_sum. f32 accumulation (f16/bf16 widened).
+// ATen splits the columns between threads on 128-byte boundaries, which keeps the groups: the bits
+// do not depend on the thread count.
+static void batch_sum(float *out, const float *in, int B, int64_t ncols, gm_dtype dt) {
+  const int64_t vec = dt == GM_F32 ? 8 : 16, group = ncols >= vec ? 32 : 4;
+  const int64_t grouped = ncols / group * group;
+  for (int64_t j = 0; j < ncols; j++)
+    out[j] = j < grouped ? cascade_sum(in + j, (size_t)ncols, B) : ilp_sum(in + j, (size_t)ncols, B);
 }
 
 int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B,
@@ -40,14 +88,12 @@ int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const floa
   if (dwpe) {
     if (t0 < 0 || t0 + T > P) return gm_fail("embedding backward: positions %d..%d outside wpe's %d rows", t0, t0 + T - 1, P);
     memset(dwpe, 0, (size_t)P * C * sizeof(float));
-    for (int t = 0; t < T; t++) {
-      float *w = dwpe + (size_t)(t0 + t) * C;
-      for (int j = 0; j < C; j++) {
-        float s = dout[(size_t)t * C + j];
-        for (int b = 1; b < B; b++) s = s + dout[((size_t)b * T + t) * C + j];
-        w[j] = gm_round_f32(c->dtype, w[j] + s); // onto the zeros, as torch (-0 becomes +0)
-      }
-    }
+    float *w = dwpe + (size_t)t0 * C;
+    const size_t n = (size_t)T * C;
+    if (B == 1) memcpy(w, dout, n * sizeof(float)); // autograd's sum_to_size: no sum
+    else batch_sum(w, dout, B, (int64_t)n, c->dtype);
+    // the sum lands on torch's zero-filled output, then the embedding backward adds it onto zeros
+    for (size_t j = 0; j < n; j++) w[j] = gm_round_f32(c->dtype, 0.0f + w[j]);
   }
   return 0;
 }
