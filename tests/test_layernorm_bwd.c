@@ -4,7 +4,8 @@
 // {8, 24, 64, 768}, N rows in {1, 3, 16, 64} (768: 1, 3), plus rows of 12, 40, 44 (partial vectors,
 // x offset so that the reductions' last bits show in dx), with 1, 2, 3 and 4 threads (torch's
 // dgamma and dbeta depend on its thread count; ours follow c->threads). mean and rstd come from
-// gm_op_layernorm_fwd, as the model's backward gets them. Also: NULL outputs are skipped.
+// gm_op_layernorm_fwd, as the model's backward gets them. Also: NULL outputs are skipped; no rows give zero
+// parameter gradients.
 #include "gptmeg/core.h"
 #include "gptmeg/model.h"
 #include "gptmeg/ops.h"
@@ -101,5 +102,17 @@ int main(void) {
   printf("  %d cases, %d values compared bit for bit\n", cases, compared);
   CHECK(cases == 3 * 2 * (test_quick() ? n_shapes - 1 : n_shapes), "only %d cases", cases);
   gm_st_close(&st);
+  { // no rows: the parameter gradients are zeros (torch's too), nothing else is touched
+    gm_profile prof;
+    gm_profile_get("hf", GM_BF16, &prof);
+    gm_op_ctx c;
+    gm_op_ctx_init(&c, &prof, 2, NULL, NULL);
+    float dw[8], db[8];
+    for (int j = 0; j < 8; j++) dw[j] = db[j] = 1.0f;
+    CHECK(gm_op_layernorm_bwd(&c, NULL, dw, db, NULL, NULL, NULL, NULL, NULL, 0, 8) == 0, "%s", gm_errmsg());
+    int nz = 0;
+    for (int j = 0; j < 8; j++) nz += dw[j] != 0.0f || db[j] != 0.0f;
+    CHECK(nz == 0, "no rows: %d parameter gradients not zero", nz);
+  }
   return test_done("test_layernorm_bwd");
 }

@@ -134,7 +134,8 @@ void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kern
 // kernel for f16/bf16 x, w, b: mean and rstd read rounded to the dtype, per-thread dgamma/dbeta
 // buffers rounded to the dtype at every row, dx, dw, db rounded. dw and db follow ATen's split of
 // the rows into min(threads, R) chunks (their bits depend on `threads`); dx does not. No aliasing.
-void gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+// 0, or -1 (gm_fail) when the buffers cannot be allocated.
+int gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                           const float *mean, const float *rstd, int R, int D, gm_ln_kernel kernel, int threads);
 
 // In place softmax of s[0..n) followed by n_masked entries holding mask_value (not stored), as

@@ -35,16 +35,22 @@ int gm_op_layernorm_fwd(const gm_op_ctx *c, float *out, float *mean, float *rstd
 
 int gm_op_layernorm_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C) {
-  if (N <= 0 || C <= 0) return 0;
+  if (N <= 0 || C <= 0) { // no rows: zero parameter gradients, as torch's
+    for (int j = 0; j < C; j++) {
+      if (dweight) dweight[j] = 0.0f;
+      if (dbias) dbias[j] = 0.0f;
+    }
+    return 0;
+  }
   if (c->profile->layer_norm == GM_LN_NATIVE && c->dtype != GM_F32) {
     // ATen's kernel for f16/bf16 x, w, b: it rounds everything it writes itself
-    gm_layernorm_bwd_f32(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
-                         c->dtype == GM_F16 ? GM_LN_KERNEL_F16 : GM_LN_KERNEL_BF16, c->threads);
-    return 0;
+    return gm_layernorm_bwd_f32(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                                c->dtype == GM_F16 ? GM_LN_KERNEL_F16 : GM_LN_KERNEL_BF16, c->threads);
   }
   // f32 tensors (f32 runs, and the fp32 rule's x.float(), w.float()): the f32 kernel, then the
   // casts' backward rounds each gradient once to the dtype
-  gm_layernorm_bwd_f32(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, GM_LN_KERNEL_F32, c->threads);
+  if (gm_layernorm_bwd_f32(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, GM_LN_KERNEL_F32, c->threads))
+    return -1;
   if (dinp) gm_op_round(c, dinp, (size_t)N * C);
   if (dweight) gm_op_round(c, dweight, (size_t)C);
   if (dbias) gm_op_round(c, dbias, (size_t)C);

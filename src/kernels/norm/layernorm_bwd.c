@@ -67,7 +67,7 @@ static float reduce_row(const float *dy, const float *x, const float *g, int n, 
   return acc[0];
 }
 
-void gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+int gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
                           const float *mean, const float *rstd, int R, int D, gm_ln_kernel kernel, int threads) {
   if (threads <= 0) threads = omp_get_max_threads();
   const bool reduced = kernel != GM_LN_KERNEL_F32;
@@ -80,7 +80,7 @@ void gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, cons
   float *buf = NULL;
   if (want_w || want_b) {
     buf = calloc((size_t)2 * chunks * D, sizeof(float));
-    if (!buf) abort();
+    if (!buf) return gm_fail("layer norm backward: out of memory for 2 x %d x %d buffer floats", chunks, D);
   }
 #pragma omp parallel for schedule(static, 1) num_threads(chunks)
   for (int t = 0; t < chunks; t++) {
@@ -118,4 +118,5 @@ void gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, cons
     if (want_b) db[j] = gm_round_f32(dt, sb);
   }
   free(buf);
+  return 0;
 }
