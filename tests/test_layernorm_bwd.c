@@ -4,7 +4,8 @@
 // {8, 24, 64, 768}, N rows in {1, 3, 16, 64} (768: 1, 3), plus rows of 12, 40, 44 (partial vectors,
 // x offset so that the reductions' last bits show in dx), with 1, 2, 3 and 4 threads (torch's
 // dgamma and dbeta depend on its thread count; ours follow c->threads). mean and rstd come from
-// gm_op_layernorm_fwd, as the model's backward gets them. Also: NULL outputs are skipped; no rows give zero
+// gm_op_layernorm_fwd, as the model's backward gets them. And GPT-2's width C = 768 over 256 rows
+// (inputs from an integer hash the generator shares): dw, db for 1 to 4 threads, dx of two rows. Also: NULL outputs are skipped; no rows give zero
 // parameter gradients.
 #include "gptmeg/core.h"
 #include "gptmeg/model.h"
@@ -12,11 +13,25 @@
 #include "gptmeg/safetensors.h"
 #include "harness.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define GOLDEN GPTMEG_SOURCE_DIR "/tests/golden/layernorm_bwd/ln_bwd.safetensors"
+
+// The generator's hash_inputs (all values exact in f32, then rounded to the dtype).
+static uint32_t h24(int64_t i) { return (uint32_t)((uint64_t)i * 2654435761u) >> 8; }
+static void hash_inputs(int C, int N, gm_dtype dt, float *x, float *w, float *b, float *dy) {
+  for (int64_t i = 0; i < (int64_t)N * C; i++) {
+    x[i] = gm_round_f32(dt, ldexpf((float)((int32_t)h24(i) - (1 << 23) + (1 << 21)), -21));
+    dy[i] = gm_round_f32(dt, ldexpf((float)((int32_t)h24(i + 1000003) - (1 << 23)), (int)(i % 5) - 25));
+  }
+  for (int j = 0; j < C; j++) {
+    w[j] = gm_round_f32(dt, ldexpf((float)((1 << 23) + (int32_t)(h24(j + 77) >> 1) - (1 << 22)), -23));
+    b[j] = gm_round_f32(dt, ldexpf((float)((int32_t)h24(j + 999) - (1 << 23)), -26));
+  }
+}
 
 static float *get(const gm_safetensors *st, const char *prefix, const char *what) {
   char name[160];
@@ -101,6 +116,44 @@ int main(void) {
     }
   printf("  %d cases, %d values compared bit for bit\n", cases, compared);
   CHECK(cases == 3 * 2 * (test_quick() ? n_shapes - 1 : n_shapes), "only %d cases", cases);
+  // GPT-2's width over 256 rows (hashed inputs): dw, db with 1 to 4 threads, dx of two rows
+  for (size_t d = 0; d < 3; d++)
+    for (int r = 0; r < (dts[d].dt == GM_F32 ? 1 : 2); r++) {
+      const int C = 768, N = 256, rows[2] = {0, 255};
+      const size_t n = (size_t)N * C;
+      float *x = malloc(n * sizeof(float)), *dy = malloc(n * sizeof(float)), *dx = malloc(n * sizeof(float));
+      float *w = malloc(C * sizeof(float)), *b = malloc(C * sizeof(float)), *dw = malloc(C * sizeof(float));
+      float *db = malloc(C * sizeof(float)), *y = malloc(n * sizeof(float));
+      float *mean = malloc(N * sizeof(float)), *rstd = malloc(N * sizeof(float));
+      hash_inputs(C, N, dts[d].dt, x, w, b, dy);
+      gm_profile prof;
+      gm_profile_get(rules[r].profile, dts[d].dt, &prof);
+      gm_op_ctx c;
+      gm_op_ctx_init(&c, &prof, 1, NULL, NULL);
+      CHECK(gm_op_layernorm_fwd(&c, y, mean, rstd, x, w, b, N, C, 1e-5) == 0, "forward: %s", gm_errmsg());
+      char q[96];
+      snprintf(q, sizeof q, "%s.big.%d.%d.%s.", dts[d].name, C, N, rules[r].rule);
+      float *gdx = get(&st, q, "dx_rows");
+      for (int threads = 1; threads <= 4; threads++) {
+        gm_op_ctx_init(&c, &prof, threads, NULL, NULL);
+        CHECK(gm_op_layernorm_bwd(&c, dx, dw, db, dy, x, w, mean, rstd, N, C) == 0, "%s", gm_errmsg());
+        char tq[128];
+        snprintf(tq, sizeof tq, "%st%d.", q, threads);
+        float *gdw = get(&st, tq, "dw"), *gdb = get(&st, tq, "db");
+        if (!gdx || !gdw || !gdb) {
+          CHECK(0, "%s: %s missing", GOLDEN, tq);
+        } else {
+          int bx = test_count_diff(dx + (size_t)rows[0] * C, gdx, C) + test_count_diff(dx + (size_t)rows[1] * C, gdx + C, C);
+          int bw = test_count_diff(dw, gdw, C), bb = test_count_diff(db, gdb, C);
+          CHECK(bx == 0 && bw == 0 && bb == 0, "%s, %d threads: dx (2 rows) differs in %d, dw in %d, db in %d of %d", q,
+                threads, bx, bw, bb, C);
+        }
+        free(gdw), free(gdb);
+      }
+      printf("  %-4s C = 768, N = 256 (%s rule): dw, db (1 to 4 threads) and dx rows bit-identical to torch\n",
+             dts[d].name, rules[r].rule);
+      free(gdx), free(x), free(dy), free(dx), free(w), free(b), free(dw), free(db), free(y), free(mean), free(rstd);
+    }
   gm_st_close(&st);
   { // no rows: the parameter gradients are zeros (torch's too), nothing else is touched
     gm_profile prof;

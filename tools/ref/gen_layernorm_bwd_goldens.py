@@ -28,6 +28,30 @@ SHAPES = [(c, n) for c in (8, 24, 64) for n in (1, 3, 16, 64)] + [(768, n) for n
 # the ds/db reductions even after rounding to f16/bf16.
 TAIL_SHAPES = [(12, 32), (40, 32), (44, 32)]
 OFFSET = 300.0
+# GPT-2's width over many rows (each thread's buffer accumulates N / T rows): inputs from an integer
+# hash that tests/test_layernorm_bwd.c computes too (hash_inputs), so only dw, db (1 to 4 threads)
+# and the dx of rows DX_ROWS are stored.
+BIG = [(768, 256)]
+DX_ROWS = [0, 255]
+
+
+def h24(i):
+    """The top 24 bits of i * 2654435761 (mod 2^32), as an integer in [0, 2^24)."""
+    return ((i * 2654435761) & 0xFFFFFFFF) >> 8
+
+
+def hash_inputs(c, n, dt):
+    """x[i] = (h24(i) - 2^23 + 2^21) 2^-21, dy[i] = (h24(i + 1000003) - 2^23) 2^(i % 5 - 25),
+    w[j] = (2^23 + h24(j + 77) / 2 (floor) - 2^22) 2^-23, b[j] = (h24(j + 999) - 2^23) 2^-26:
+    each exact in f32, then rounded to the dtype."""
+    x = [(h24(i) - (1 << 23) + (1 << 21)) * 2.0 ** -21 for i in range(n * c)]
+    dy = [(h24(i + 1000003) - (1 << 23)) * 2.0 ** (i % 5 - 25) for i in range(n * c)]
+    w = [((1 << 23) + (h24(j + 77) >> 1) - (1 << 22)) * 2.0 ** -23 for j in range(c)]
+    b = [(h24(j + 999) - (1 << 23)) * 2.0 ** -26 for j in range(c)]
+
+    def f(v, *shape):
+        return torch.tensor(v, dtype=torch.float32).to(dt).view(*shape)
+    return f(x, n, c), f(w, c), f(b, c), f(dy, n, c)
 EPS = 1e-5
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -94,6 +118,18 @@ def main():
                 t[q + "t3.dw"], t[q + "t3.db"] = g3[1], g3[2]
                 t[q + "t4.dw"], t[q + "t4.db"] = g4[1], g4[2]
                 thread_dep += (not same(g1[1], g2[1])) + (not same(g1[2], g2[2]))
+        for c, n in BIG:
+            x, w, b, dy = hash_inputs(c, n, dt)
+            for rule in ("native", "fp32"):
+                if name == "f32" and rule == "fp32":
+                    continue
+                g = [grads(rule, x, w, b, dy, th) for th in (1, 2, 3, 4)]
+                for gt in g[1:]:
+                    assert same(g[0][0], gt[0]), f"{name} big {rule}: dx depends on the thread count"
+                q = f"{name}.big.{c}.{n}.{rule}."
+                t[q + "dx_rows"] = g[0][0][DX_ROWS]
+                for th in range(4):
+                    t[q + f"t{th + 1}.dw"], t[q + f"t{th + 1}.db"] = g[th][1], g[th][2]
     torch.set_num_threads(1)
     os.makedirs(OUT, exist_ok=True)
     path = os.path.join(OUT, "ln_bwd.safetensors")
