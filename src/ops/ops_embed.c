@@ -10,8 +10,8 @@
 //         the embedding backward of positions t0 .. t0+T-1, each once: dwpe[t0 + t] =
 //         R(sum_b dout[b, t]), zero elsewhere.
 // Measured against torch 2.15 (tools/ref/gen_embedding_bwd_goldens.py): the bits do not depend on
-// the thread count (ATen splits embedding_dense_backward by weight row, the sum by output), nor
-// here, where the columns are split across threads.
+// the thread count (ATen splits embedding_dense_backward by weight row, the sum by output columns),
+// nor do gptmeg's (dwpe's column groups are shared between c->threads; dwte is one pass in order).
 #include "ops/ops_internal.h"
 
 #include <stdint.h>
@@ -29,35 +29,42 @@ int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, c
   return 0;
 }
 
-// ATen's cascade sum (SumKernel.cpp multi_row_sum) of v[0], v[stride], ... (n values, f32): blocks of
-// 2^p values (p = max(4, ceil_log2(n) / 4)) run into level 0, each full block carried up the 4
-// levels as far as the count's bits say, the levels added at the end. n < 16: a running sum.
-static float cascade_sum(const float *v, size_t stride, int64_t n) {
+enum { SUM_COLS = 32 }; // the widest column group ATen sums at once (4 vectors of 8 f32 lanes)
+
+// ATen's cascade sum (SumKernel.cpp multi_row_sum) down each of w <= SUM_COLS adjacent columns:
+// out[k] = sum of v[i * stride + k] for i < n, f32. Blocks of 2^p rows (p = max(4, ceil_log2(n) / 4))
+// run into level 0, each full block is carried up the 4 levels as far as the row count's bits say,
+// and the levels are added at the end; n < 16 is a running sum from 0.
+static void cascade_sum(float *out, const float *v, size_t stride, int64_t n, int w) {
   int lg = 1;
   if (n > 2)
     for (lg = 0; ((uint64_t)(n - 1) >> lg) != 0; lg++) {}
   const int p = lg / 4 > 4 ? lg / 4 : 4;
   const int64_t step = (int64_t)1 << p, mask = step - 1;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float acc[4][SUM_COLS] = {{0.0f}};
   int64_t i = 0;
   while (i + step <= n) {
-    for (int64_t j = 0; j < step; j++, i++) acc[0] = acc[0] + v[(size_t)i * stride];
+    for (int64_t j = 0; j < step; j++, i++)
+      for (int k = 0; k < w; k++) acc[0][k] = acc[0][k] + v[(size_t)i * stride + k];
     for (int l = 1; l < 4; l++) {
-      acc[l] = acc[l] + acc[l - 1];
-      acc[l - 1] = 0.0f;
+      for (int k = 0; k < w; k++) {
+        acc[l][k] = acc[l][k] + acc[l - 1][k];
+        acc[l - 1][k] = 0.0f;
+      }
       if ((i & (mask << (l * p))) != 0) break;
     }
   }
-  for (; i < n; i++) acc[0] = acc[0] + v[(size_t)i * stride];
-  return ((acc[0] + acc[1]) + acc[2]) + acc[3];
+  for (; i < n; i++)
+    for (int k = 0; k < w; k++) acc[0][k] = acc[0][k] + v[(size_t)i * stride + k];
+  for (int k = 0; k < w; k++) out[k] = ((acc[0][k] + acc[1][k]) + acc[2][k]) + acc[3][k];
 }
 
-// ATen's row_sum: the n values as (n / 4, 4), four cascade sums of the interleaved columns, the
-// leftover n % 4 values added to the first, then the four added in order.
+// ATen's row_sum down one column: its n values as (n / 4, 4), a cascade sum of each of the four
+// interleaved sub-columns, the leftover n % 4 values added to the first, then the four in order.
 static float ilp_sum(const float *v, size_t stride, int64_t n) {
   const int64_t m = n / 4;
   float p[4];
-  for (int k = 0; k < 4; k++) p[k] = cascade_sum(v + (size_t)k * stride, 4 * stride, m);
+  for (int k = 0; k < 4; k++) cascade_sum(&p[k], v + (size_t)k * stride, 4 * stride, m, 1);
   for (int64_t i = m * 4; i < n; i++) p[0] = p[0] + v[(size_t)i * stride];
   return ((p[0] + p[1]) + p[2]) + p[3];
 }
@@ -67,12 +74,13 @@ static float ilp_sum(const float *v, size_t stride, int64_t n) {
 // values), columns in groups of 32 take the cascade sum and the rest the interleaved row_sum; with
 // fewer columns, groups of 4 the cascade and the rest row_sum. f32 accumulation (f16/bf16 widened).
 // ATen splits the columns between threads on 128-byte boundaries, which keeps the groups: the bits
-// do not depend on the thread count.
-static void batch_sum(float *out, const float *in, int B, int64_t ncols, gm_dtype dt) {
-  const int64_t vec = dt == GM_F32 ? 8 : 16, group = ncols >= vec ? 32 : 4;
-  const int64_t grouped = ncols / group * group;
-  for (int64_t j = 0; j < ncols; j++)
-    out[j] = j < grouped ? cascade_sum(in + j, (size_t)ncols, B) : ilp_sum(in + j, (size_t)ncols, B);
+// do not depend on the thread count (here the groups are shared out).
+static void batch_sum(float *out, const float *in, int B, int64_t ncols, gm_dtype dt, int threads) {
+  const int64_t vec = dt == GM_F32 ? 8 : 16, group = ncols >= vec ? SUM_COLS : 4;
+  const int64_t groups = ncols / group;
+#pragma omp parallel for schedule(static) num_threads(threads) if (groups > 64)
+  for (int64_t g = 0; g < groups; g++) cascade_sum(out + g * group, in + g * group, (size_t)ncols, B, (int)group);
+  for (int64_t j = groups * group; j < ncols; j++) out[j] = ilp_sum(in + j, (size_t)ncols, B);
 }
 
 int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B,
@@ -82,7 +90,8 @@ int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const floa
     for (int i = 0; i < B * T; i++) {
       float *w = dwte + (size_t)tokens[i] * C;
       const float *g = dout + (size_t)i * C;
-      for (int j = 0; j < C; j++) w[j] = gm_round_f32(c->dtype, w[j] + g[j]);
+      for (int j = 0; j < C; j++) w[j] = w[j] + g[j];
+      gm_op_round(c, w, (size_t)C); // each add rounds: dwte is a dtype tensor
     }
   }
   if (dwpe) {
@@ -91,7 +100,7 @@ int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const floa
     float *w = dwpe + (size_t)t0 * C;
     const size_t n = (size_t)T * C;
     if (B == 1) memcpy(w, dout, n * sizeof(float)); // autograd's sum_to_size: no sum
-    else batch_sum(w, dout, B, (int64_t)n, c->dtype);
+    else batch_sum(w, dout, B, (int64_t)n, c->dtype, c->threads);
     // the sum lands on torch's zero-filled output, then the embedding backward adds it onto zeros
     for (size_t j = 0; j < n; j++) w[j] = gm_round_f32(c->dtype, 0.0f + w[j]);
   }
