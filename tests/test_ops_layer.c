@@ -199,10 +199,8 @@ static void test_backward_slots(void) {
           "backward of %s: rc %d, message '%s'", op, rc_, gm_errmsg());                               \
   } while (0)
   SLOT("linear", gm_op_linear_bwd(&c, NULL, NULL, NULL, NULL, NULL, &w, 0, 0, 0));
-  SLOT("layer norm", gm_op_layernorm_bwd(&c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0));
   SLOT("attention", gm_op_attention_bwd(&c, &a, NULL, NULL, NULL, NULL, NULL));
   SLOT("activation", gm_op_act_bwd(&c, act, NULL, NULL, NULL, NULL, NULL, 0, 0));
-  SLOT("embedding", gm_op_embedding_bwd(&c, NULL, NULL, NULL, NULL, 0, 0, 0, 0));
   SLOT("cross-entropy", gm_op_crossentropy_bwd(&c, NULL, 0, NULL, NULL, 0, 0, 0));
 #undef SLOT
 }

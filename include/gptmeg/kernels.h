@@ -128,6 +128,15 @@ void gm_layernorm_f32(const float *x, const float *w, const float *b, float *y, 
 // The row's mean and rstd = 1/sqrt(var + (float)eps) as that kernel computes them (f32, before
 // anything is rounded to the dtype): what torch.native_layer_norm returns with f32 weights.
 void gm_layernorm_row_stats(const float *x, int D, double eps, gm_ln_kernel kernel, float *mean, float *rstd);
+// Layer-norm backward in ATen's CPU order (layernorm_bwd.c; capability AVX512, 16 lanes): dx [R, D]
+// (or NULL), dw, db [D] (or NULL) from dy, x [R, D], w [D] (dtype values in f32), mean, rstd [R] (the
+// forward's f32 statistics). GM_LN_KERNEL_F32: ATen's f32 kernel, nothing rounded. F16/BF16: its
+// kernel for f16/bf16 x, w, b: mean and rstd read rounded to the dtype, per-thread dgamma/dbeta
+// buffers rounded to the dtype at every row, dx, dw, db rounded. dw and db follow ATen's split of
+// the rows into min(threads, R) chunks (their bits depend on `threads`); dx does not. No aliasing.
+// 0, or -1 (gm_fail) when the buffers cannot be allocated.
+int gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const float *x, const float *w,
+                          const float *mean, const float *rstd, int R, int D, gm_ln_kernel kernel, int threads);
 
 // In place softmax of s[0..n) followed by n_masked entries holding mask_value (not stored), as
 // PyTorch 2.15's CPU softmax computes it under the active torch CPU target (softmax.c): m = max

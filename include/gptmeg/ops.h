@@ -16,8 +16,9 @@
 // eager PyTorch's backward writes a dtype tensor, so a model's backward can be a list of these
 // calls plus autograd's accumulation of two gradients of one tensor (gm_op_residual_bwd). Where
 // torch's backward bits depend on the thread count (layer norm's dgamma/dbeta, the f32 softmax
-// backward's tail), an op will reproduce that dependence for c->threads. Only the residual's exists
-// yet; the others fail with "backward of OP: not yet (training lands in issue 25)".
+// backward's tail), an op will reproduce that dependence for c->threads. The residual's, the layer
+// norm's and the embedding's exist; the others fail with "backward of OP: not yet (training lands
+// in issue 25)".
 // Shapes: N rows (B*T), C input channels, OC output channels, NH heads, hd = C/NH, V vocab.
 #ifndef GPTMEG_OPS_H
 #define GPTMEG_OPS_H
@@ -160,8 +161,15 @@ int gm_op_linear_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbi
 // values (what torch.native_layer_norm saves for the backward). out may alias inp.
 int gm_op_layernorm_fwd(const gm_op_ctx *c, float *out, float *mean, float *rstd, const float *inp, const float *weight,
                         const float *bias, int N, int C, double eps);
-// Autograd of native_layer_norm (and of the fp32 rule's casts): dinp (N, C), dweight, dbias (C), any
-// may be NULL; dout, inp (N, C); mean, rstd (N) from the forward. Not yet: fails.
+// Autograd of native_layer_norm (and of the fp32 rule's casts), bit-identical to torch 2.15's CPU
+// backward (ATen's LayerNormBackwardKernel, its AVX2 build: gm_layernorm_bwd_f32): dinp (N, C),
+// dweight, dbias (C) written, any may be NULL; dout, inp (N, C) and weight (C) hold dtype values;
+// mean, rstd (N) are gm_op_layernorm_fwd's f32 statistics of the same inp. Native rule, f16/bf16:
+// ATen's kernel for dtype x, w, b (mean/rstd read rounded to the dtype, as torch saves them; the
+// per-thread dgamma/dbeta buffers rounded to the dtype at each row; every output rounded once).
+// f32 runs and the fp32 rule: ATen's f32 kernel, each gradient then rounded once to the dtype (the
+// casts' backward). dweight/dbias depend on c->threads exactly as torch's on its thread count
+// (ATen's split of the rows into min(threads, N) chunks); dinp does not. No output may alias an input.
 int gm_op_layernorm_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C);
 
@@ -219,10 +227,15 @@ int gm_op_residual_bwd(const gm_op_ctx *c, float *dresid, const float *dout, siz
 // values; out (B*T, C): out[b, t] = R(wte[tok] + wpe[t0 + t]), one rounding.
 int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
                         int T, int t0, int C);
-// Autograd of the embedding sum (t0 == 0): dwte (V, C) and dwpe (P, C) written (zero where no
-// token or position), repeated ids summed in torch's order; dout (B*T, C). Either may be NULL. Not yet: fails.
+// Autograd of the embedding sum (GPT2Model: wte(input_ids) + wpe(position_ids), position_ids
+// [1, T] broadcast over the batch): dwte (V, C) and dwpe (P, C) written, zero where no token or
+// position; either may be NULL. dout (B*T, C). dwte[tok] = R(dwte[tok] + dout[b, t]) in (b, t)
+// order, one rounding per add (ATen's embedding_dense_backward on a dtype tensor); dwpe[t0 + t] =
+// R(sum over b of dout[b, t]) (ATen's cascade sum over the batch in f32, one rounding). V and P
+// are wte's and wpe's rows (t0 + T <= P, else an error). Bit-identical to torch for any thread
+// count (torch's bits do not depend on it). The tied lm_head's gradient is not added here.
 int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B,
-                        int T, int t0, int C);
+                        int T, int t0, int C, int V, int P);
 
 // ---- cross-entropy (ops_loss.c) ------------------------------------------------------------------
 enum { GM_IGNORE_INDEX = -100 }; // a label that is not scored (torch's ignore_index)

@@ -5,6 +5,12 @@
 // f32 rows, and the fp32 rule (Megatron's LN on x.float()), its f32 kernel (8-element steps).
 // mean and rstd, when asked, are that kernel's f32 row statistics (gm_layernorm_row_stats),
 // computed before anything is rounded. Rows are independent: any thread count, the same bits.
+// Backward: autograd of torch 2.15's layer norm (gm_layernorm_bwd_f32: ATen's backward kernel, its
+// AVX2 build). Native rule on f16/bf16: ATen's kernel for dtype x, w, b (mean/rstd read rounded to
+// the dtype, dtype per-thread dgamma/dbeta buffers, every output rounded once). f32 and the fp32
+// rule: the f32 kernel, then each gradient rounded once to the dtype (the casts' backward).
+// dgamma/dbeta follow ATen's per-thread split for c->threads (torch's bits depend on its thread
+// count the same way); dx is the same for any thread count.
 #include "gptmeg/kernels.h"
 #include "ops/ops_internal.h"
 
@@ -29,7 +35,24 @@ int gm_op_layernorm_fwd(const gm_op_ctx *c, float *out, float *mean, float *rstd
 
 int gm_op_layernorm_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean, const float *rstd, int N, int C) {
-  (void)c, (void)dinp, (void)dweight, (void)dbias, (void)dout, (void)inp, (void)weight, (void)mean, (void)rstd, (void)N,
-      (void)C;
-  return gm_op_not_yet("layer norm");
+  if (N <= 0 || C <= 0) { // no rows: zero parameter gradients, as torch's
+    for (int j = 0; j < C; j++) {
+      if (dweight) dweight[j] = 0.0f;
+      if (dbias) dbias[j] = 0.0f;
+    }
+    return 0;
+  }
+  if (c->profile->layer_norm == GM_LN_NATIVE && c->dtype != GM_F32) {
+    // ATen's kernel for f16/bf16 x, w, b: it rounds everything it writes itself
+    return gm_layernorm_bwd_f32(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C,
+                                c->dtype == GM_F16 ? GM_LN_KERNEL_F16 : GM_LN_KERNEL_BF16, c->threads);
+  }
+  // f32 tensors (f32 runs, and the fp32 rule's x.float(), w.float()): the f32 kernel, then the
+  // casts' backward rounds each gradient once to the dtype
+  if (gm_layernorm_bwd_f32(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, GM_LN_KERNEL_F32, c->threads))
+    return -1;
+  if (dinp) gm_op_round(c, dinp, (size_t)N * C);
+  if (dweight) gm_op_round(c, dweight, (size_t)C);
+  if (dbias) gm_op_round(c, dbias, (size_t)C);
+  return 0;
 }
