@@ -249,6 +249,21 @@ int gm_op_crossentropy_fwd(const gm_op_ctx *c, double *loss, int64_t *n_scored, 
 int gm_op_crossentropy_bwd(const gm_op_ctx *c, float *dlogits, double dloss, const float *logits, const int32_t *labels,
                            int B, int T, int V);
 
+// The training loss: transformers 4.57.3 GPT2LMHeadModel's ForCausalLMLoss as torch 2.15 CPU
+// computes it (contract in ops_loss.c), bit for bit for f32/f16/bf16 logits. logits (B, T, V) f32
+// storage of dtype values; labels (B, T) int32 in [0, V) or GM_IGNORE_INDEX, shifted as above
+// (row (b, t) scored against labels[b, t+1]). *loss = the f32 mean of -log_softmax(row)[label] over
+// the scored rows (NaN when none); *n_scored their number (may be NULL); logp (B*T, V) f32 = the
+// log_softmax output torch saves for the backward, or NULL (not kept). logp may alias logits.
+int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *logp, const float *logits,
+                     const int32_t *labels, int B, int T, int V);
+// dlogits (B, T, V) = the gradient of dloss * loss (dloss = 1.0f for loss.backward()) rounded to the
+// dtype: nll_loss_backward, log_softmax_backward, the .float() cast's backward. Reads logp from the
+// forward, or, when logp is NULL, recomputes it from logits (then the same bits). dlogits may alias
+// logp or logits.
+int gm_op_lmloss_bwd(const gm_op_ctx *c, float *dlogits, float dloss, const float *logp, const float *logits,
+                     const int32_t *labels, int B, int T, int V);
+
 #ifdef __cplusplus
 }
 #endif
