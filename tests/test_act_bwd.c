@@ -5,12 +5,13 @@
 // c->threads). Each case's dinp (and dbias) is compared by gm_hash64 of its bits; a failing case
 // also reports how many of the golden's 48 sampled values differ.
 //
-// The goldens were written on an Intel AVX-512/AMX CPU without dispatch caps, so the test runs the
-// intel-amx torch target (f16 `gelu` takes oneDNN there). f32 tanh/erf/exp are MKL VML calls in
+// The goldens were written on an Intel AVX-512/AMX CPU: without dispatch caps (the intel-amx torch
+// target, run first: f16 `gelu` takes oneDNN there) and under the avx2 target's caps
+// (tests/golden/targets/avx2/: 8-lane ATen, so other vector/scalar splits and sum blocks). f32 tanh/erf/exp are MKL VML calls in
 // torch: the f32 cases of gelu_new, gelu_fast, gelu_python and megatron run only with
 // GPTMEG_TORCH_MKL on the CPU model that wrote the golden, else they are skipped with the reason.
-// GPTMEG_QUICK=1 skips cases above 70,000 elements. A second part checks gm_op_sum_rows (the bias
-// sum) for thread-count independence where torch's is independent and against a plain f64 sum.
+// GPTMEG_QUICK=1 skips cases above 70,000 elements. The golden's "sums" hold torch's x.sum(dim=0) of
+// more (N, OC) shapes (1 and 2 threads): gm_op_sum_rows, the bias sum, is checked on them too.
 #include "gptmeg/core.h"
 #include "gptmeg/gelu.h"
 #include "gptmeg/inputs.h"
@@ -27,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GOLDEN GPTMEG_SOURCE_DIR "/tests/golden/act_bwd/act_bwd.json"
 
 // k(s, i) = (stream_u64(s, i) >> 40) - 2^23, scaled (the generator's stream_k).
 static double stream_k(uint64_t seed, size_t i) { return (double)((int64_t)(gm_stream_u64(seed, i) >> 40) - (1 << 23)); }
@@ -90,7 +90,14 @@ static bool mkl_variant(const char *act) {
   return !strcmp(act, "gelu_new") || !strcmp(act, "gelu_fast") || !strcmp(act, "gelu_python") || !strcmp(act, "megatron");
 }
 
-static void test_golden(void) {
+// The golden of torch target t (intel-amx: tests/golden/act_bwd/; avx2: tests/golden/targets/avx2/).
+// mkl_ok: MKL VML can still be capped for this target (it is capped once a process, at its
+// first load: the avx2 pass runs second, so its f32 MKL cases are skipped).
+static void test_golden(gm_torch_target t, bool mkl_ok) {
+  gm_torch_target_set(t);
+  char GOLDEN[512];
+  snprintf(GOLDEN, sizeof GOLDEN, "%s/tests/golden/%sact_bwd/act_bwd.json", GPTMEG_SOURCE_DIR, t == GM_TT_AVX2 ? "targets/avx2/" : "");
+  printf("  target %s: %s\n", gm_torch_target_name(t), GOLDEN);
   char *txt = test_slurp(GOLDEN);
   CHECK(txt != NULL, "%s missing (run tools/ref/gen_act_bwd_goldens.py)", GOLDEN);
   if (!txt) return;
@@ -101,8 +108,8 @@ static void test_golden(void) {
   test_cpu_model(here, sizeof here);
   const cJSON *gcpu = cJSON_GetObjectItem(doc, "cpu");
   const bool same_cpu = cJSON_IsString(gcpu) && strcmp(gcpu->valuestring, here) == 0;
-  const bool mkl_exact = gm_gelu_torch_mkl_loaded() && same_cpu;
-  int cases = 0, passed = 0, skipped_mkl = 0, skipped_quick = 0, not_reproduced = 0;
+  const bool mkl_exact = gm_gelu_torch_mkl_loaded() && same_cpu && mkl_ok;
+  int cases = 0, passed = 0, skipped_mkl = 0, skipped_quick = 0;
   const cJSON *c;
   cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cases")) {
     const char *act = cJSON_GetObjectItem(c, "act")->valuestring, *dts = cJSON_GetObjectItem(c, "dtype")->valuestring;
@@ -129,21 +136,6 @@ static void test_golden(void) {
     CHECK(rc == 0, "%s: %s", label, gm_errmsg());
     if (rc == 0) {
       bool ok = matches("dinp", label, dt, dx, n, cJSON_GetObjectItem(c, "dinp"));
-      if (fused && dt == GM_F32 && OC == 1 && N >= 16) {
-        // Not reproduced: ATen's f32 contiguous inner sum (a bias of one column) adds in an order
-        // gptmeg has not found; the bias gradient of N >= 16 rows is expected to differ.
-        uint32_t tb = (uint32_t)cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetObjectItem(c, "dbias"), "samples"), 0)->valuedouble, gb;
-        float tv;
-        memcpy(&tv, &tb, 4);
-        memcpy(&gb, &db[0], 4);
-        printf("  SKIP %s: dbias not reproduced (ATen's f32 inner sum): gptmeg %.9g, torch %.9g (%d ulp)\n", label, db[0],
-               tv, (int)((int64_t)gb - (int64_t)tb));
-        CHECK(ok, "%s: dinp not bit-identical to torch", label);
-        not_reproduced++;
-        cases++;
-        free(x), free(dy), free(dx), free(b), free(db);
-        continue;
-      }
       if (fused) ok = matches("dbias", label, dt, db, (size_t)OC, cJSON_GetObjectItem(c, "dbias")) && ok;
       CHECK(ok, "%s: not bit-identical to torch", label);
       passed += ok;
@@ -160,19 +152,45 @@ static void test_golden(void) {
     cases++;
     free(x), free(dy), free(dx), free(b), free(db);
   }
-  printf("  golden: %d of %d cases bit-identical to torch (%d with dbias not reproduced: f32, one column)\n", passed,
-         cases, not_reproduced);
+  printf("  golden: %d of %d cases bit-identical to torch\n", passed, cases);
+  // x.sum(dim=0) (gm_op_sum_rows, the bias sum) over more shapes
+  int sums = 0, sums_ok = 0;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "sums")) {
+    const char *dts = cJSON_GetObjectItem(c, "dtype")->valuestring;
+    const int N = cJSON_GetObjectItem(c, "N")->valueint, OC = cJSON_GetObjectItem(c, "OC")->valueint,
+              threads = cJSON_GetObjectItem(c, "threads")->valueint;
+    const size_t n = (size_t)N * OC;
+    gm_dtype dt;
+    CHECK(gm_dtype_parse(dts, &dt) == 0, "bad dtype %s", dts);
+    gm_profile p;
+    CHECK(gm_profile_get("hf", dt, &p) == 0, "%s", gm_errmsg());
+    gm_op_ctx ctx;
+    gm_op_ctx_init(&ctx, &p, threads, NULL, NULL);
+    float *x = malloc(n * sizeof(float)), *dy = malloc(n * sizeof(float)), *b = malloc((size_t)OC * sizeof(float)),
+          *out = malloc((size_t)OC * sizeof(float));
+    make_inputs(dt, n, OC, x, dy, b);
+    gm_op_sum_rows(&ctx, out, dy, N, OC);
+    char label[128];
+    snprintf(label, sizeof label, "sum(dim=0) %s N=%d OC=%d threads=%d", dts, N, OC, threads);
+    bool ok = matches("sum", label, dt, out, (size_t)OC, cJSON_GetObjectItem(c, "sum"));
+    CHECK(ok, "%s: not bit-identical to torch", label);
+    sums_ok += ok;
+    sums++;
+    free(x), free(dy), free(b), free(out);
+  }
+  printf("  sums: %d of %d x.sum(dim=0) bit-identical to torch\n", sums_ok, sums);
   if (skipped_mkl)
     test_skip("f32 cases of gelu_new/gelu_fast/gelu_python/megatron",
               !gm_gelu_torch_mkl_loaded() ? "GPTMEG_TORCH_MKL not set (torch's f32 tanh/erf/exp are MKL VML)"
-                                          : "the goldens were written on another CPU model (MKL VML's bits depend on it)");
+              : !mkl_ok ? "MKL VML was loaded uncapped by the intel-amx pass (one AVX2 cap a process)"
+                        : "the goldens were written on another CPU model (MKL VML's bits depend on it)");
   if (skipped_quick) test_skip("cases above 70,000 elements", "GPTMEG_QUICK=1");
   cJSON_Delete(doc);
   free(txt);
 }
 
 int main(void) {
-  gm_torch_target_set(GM_TT_INTEL_AMX);
-  test_golden();
+  test_golden(GM_TT_INTEL_AMX, true);
+  test_golden(GM_TT_AVX2, false);
   return test_done("test_act_bwd");
 }

@@ -4,13 +4,15 @@
 // the number scored exactly, the saved log_softmax (logp) and logits.grad (dlogits) by gm_hash64 of
 // their bits (a failing case also counts the golden's 48 sampled values that differ). The
 // backward runs twice: from the forward's logp, and with logp NULL (recomputed), in place over a
-// copy of the logits. Goldens from ATen's AVX512 kernels (no matmul: zen4's bits too).
+// copy of the logits. Goldens from ATen's AVX512 kernels (no matmul: zen4's and the intel targets'
+// bits, checked under zen4 and intel-amx) and under the avx2 target's caps (8 lanes).
 // GPTMEG_QUICK=1 skips the V = 50257 cases.
 #include "gptmeg/core.h"
 #include "gptmeg/inputs.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/model.h"
 #include "gptmeg/ops.h"
+#include "gptmeg/target.h"
 #include "harness.h"
 
 #include <cjson/cJSON.h>
@@ -19,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GOLDEN GPTMEG_SOURCE_DIR "/tests/golden/lmloss/lmloss.json"
 
 static double stream_k(uint64_t seed, size_t i) { return (double)((int64_t)(gm_stream_u64(seed, i) >> 40) - (1 << 23)); }
 
@@ -64,7 +65,13 @@ static bool matches(const char *what, const char *label, gm_dtype dt, const floa
   return ok;
 }
 
-static void test_golden(void) {
+// The golden of torch target t: tests/golden/lmloss/ (ATen AVX512: zen4 and the intel targets) or
+// tests/golden/targets/avx2/ (8 lanes).
+static void test_golden(gm_torch_target t) {
+  gm_torch_target_set(t);
+  char GOLDEN[512];
+  snprintf(GOLDEN, sizeof GOLDEN, "%s/tests/golden/%slmloss/lmloss.json", GPTMEG_SOURCE_DIR, t == GM_TT_AVX2 ? "targets/avx2/" : "");
+  printf("  target %s: %s\n", gm_torch_target_name(t), GOLDEN);
   char *txt = test_slurp(GOLDEN);
   CHECK(txt != NULL, "%s missing (run tools/ref/gen_lmloss_goldens.py)", GOLDEN);
   if (!txt) return;
@@ -141,7 +148,9 @@ static void test_bad_label(void) {
 }
 
 int main(void) {
-  test_golden();
+  test_golden(GM_TT_ZEN4);
+  test_golden(GM_TT_INTEL_AMX);
+  test_golden(GM_TT_AVX2);
   test_bad_label();
   return test_done("test_lmloss");
 }

@@ -209,8 +209,8 @@ int gm_op_act_fwd(const gm_op_ctx *c, gm_activation act, float *out, const float
 // in f32, one rounding. With bias (Megatron's GeLUFunction): x = R(bias + inp) in the dtype, then
 // bias_gelu_back op by op in the dtype (the gelu_megatron variant's backward), the same tensor for
 // input and bias; dbias (OC) = R(sum over rows of it) in ATen's sum(dim=0) order (f32
-// accumulation; one rounding), or NULL; dinp may be NULL when dbias is wanted. Not reproduced:
-// the f32 dbias of OC == 1 (ATen's contiguous inner sum). dinp must not alias dout or inp.
+// accumulation; one rounding), or NULL; dinp may be NULL when dbias is wanted. dinp must not
+// alias dout or inp.
 int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbias, const float *dout, const float *inp,
                   const float *bias, int N, int OC);
 

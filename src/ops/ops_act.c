@@ -13,9 +13,10 @@
 // dx = R((dy*s) * fma(x, 1 - s, 1)) (GCC's contraction, both lambdas). Fused bias (Megatron's
 // GeLUFunction): x = R(bias + inp) in the dtype, bias_gelu_back op by op in the dtype (torch.jit
 // runs it unfused on CPU), dbias = R(ATen's cascade sum over dim 0 in f32) split over the columns
-// as TensorIterator's parallel_dim_reduction does (gm_op_sum_rows; its f32 one-column inner sum is
-// not reproduced).
+// as TensorIterator's parallel_dim_reduction does, or for one column the inner sum and, on 2+
+// threads, two_pass_reduction (gm_op_sum_rows).
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 #include "ops/ops_internal.h"
 
 #include <math.h>
@@ -132,6 +133,11 @@ enum { TORCH_GRAIN = 32768 }; // at::internal::GRAIN_SIZE: TensorIterator's elem
 
 static size_t divup(size_t a, size_t b) { return (a + b - 1) / b; }
 
+// Vectorized<float>::size() of the active torch target's ATen capability: 16 (AVX512), 8 (AVX2).
+static int aten_lanes(void) {
+  return gm_torch_target_get_info(gm_torch_target_active())->aten == GM_ATEN_AVX2 ? 8 : 16;
+}
+
 // The chunk of one elementwise ATen op over n elements on `threads` threads: TensorIterator::for_each
 // runs serially below the grain or on one thread, else at::parallel_for(0, n, grain) gives each of
 // min(threads, divup(n, grain)) threads divup(n, used) elements (the last fewer).
@@ -142,11 +148,12 @@ static size_t torch_chunk(size_t n, int threads) {
 }
 
 // ATen's silu_backward on [b, e), one at::parallel_for chunk: the first floor(len/step)*step
-// elements take the vector lambda (SLEEF expf_u10), the rest the scalar one (libm expf); both
+// elements (step = two Vectorized<scalar_t>: 32 f32 / 64 f16,bf16 under AVX512, half under AVX2)
+// take the vector lambda (SLEEF expf_u10), the rest the scalar one (libm expf); both
 // s = 1/(1 + exp(-x)), dx = R((dy*s) * fma(x, 1 - s, 1)) in f32 (GCC contracts the source's
 // `1 + x*(1 - s)` in both lambdas: found against torch, tools/ref/gen_act_bwd_goldens.py).
-static void silu_bwd_chunk(gm_dtype dt, const float *x, const float *dy, float *dx, size_t b, size_t e) {
-  size_t step = dt == GM_F32 ? 32 : 64, nv = b + (e - b) / step * step;
+static void silu_bwd_chunk(gm_dtype dt, int lanes, const float *x, const float *dy, float *dx, size_t b, size_t e) {
+  size_t step = (size_t)(dt == GM_F32 ? 2 : 4) * lanes, nv = b + (e - b) / step * step;
   float ex[TORCH_CHUNK];
   for (size_t at = b; at < e; at += TORCH_CHUNK) {
     size_t len = e - at < TORCH_CHUNK ? e - at : TORCH_CHUNK;
@@ -175,10 +182,11 @@ static int act_bwd_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, con
   case GM_ACT_SILU: {
     size_t chunk = torch_chunk(n, threads);
     long chunks = (long)divup(n, chunk);
+    const int lanes = aten_lanes();
 #pragma omp parallel for schedule(static) num_threads(threads)
     for (long c = 0; c < chunks; c++) {
       size_t b = (size_t)c * chunk, e = n - b < chunk ? n : b + chunk;
-      silu_bwd_chunk(dt, x, dy, dx, b, e);
+      silu_bwd_chunk(dt, lanes, x, dy, dx, b, e);
     }
     return 0;
   }
@@ -245,37 +253,41 @@ static float row_sum(const float *X, long size, size_t s) {
 }
 
 // Columns [cb, ce) of the (N, ld) rows, unrounded f32 sums into out[cb..ce): vectorized_outer_sum
-// where the range holds a whole Vectorized<scalar_t> (16 f32, 32 f16/bf16): blocks of two of them
-// (32 f32 / 64 f16,bf16 columns) summed down the rows as lanes, the remaining columns one by one by
-// row_sum (its 16-lane vector blocks and its scalar columns add in the same order); narrower ranges
-// scalar_outer_sum: blocks of 4 columns as lanes, the rest by row_sum.
+// where the range holds a whole Vectorized<scalar_t> (vs = 8 f32; 32 f16/bf16 under ATen's AVX512
+// capability, 16 under AVX2): blocks of four f32 accumulator vectors (4 * 8 f32 columns; 4 * 16 or
+// 4 * 8 for f16/bf16) summed down the rows as lanes, the remaining columns one by one by row_sum
+// (its vector blocks and its scalar columns add in the same order); narrower ranges
+// scalar_outer_sum: blocks of 4 columns as lanes, the rest by row_sum. The f32 sum runs 8-lane
+// vectors under both capabilities (found against torch: 16 lanes fail its AVX512 goldens).
 static void outer_sum(gm_dtype dt, const float *x, size_t ld, long N, long cb, long ce, float *out) {
-  const long vs = dt == GM_F32 ? 16 : 32, blk = ce - cb >= vs ? 2 * vs : 4;
+  const long vs = dt == GM_F32 ? 8 : 2L * aten_lanes(), blk = ce - cb >= vs ? 4 * (vs / (dt == GM_F32 ? 1 : 2)) : 4;
   long j = cb;
   for (; j + blk <= ce; j += blk) multi_row_sum(x + j, N, ld, 1, (int)blk, out + j);
   for (; j < ce; j++) out[j] = row_sum(x + j, N, ld);
 }
 
 // The contiguous inner sum of n values (OC == 1): vectorized_inner_sum where n holds a whole
-// Vectorized<scalar_t> (16 f32 / 32 f16,bf16 elements a load, f16/bf16 folded to 16 f32 lanes: f16
-// neighbours 2i, 2i+1, bf16 halves i, i+16), the loads summed by row_sum as 16-lane vectors, the
-// leftover elements in order into a scalar, then the 16 lanes in order; else row_sum.
+// Vectorized<scalar_t> (L f32 / 2L f16,bf16 elements a load, L = 8 for f32, aten_lanes() for
+// f16/bf16; f16/bf16 folded to L
+// f32 lanes: f16 neighbours 2i, 2i+1, bf16 halves i, i+L), the loads summed by row_sum as L-lane
+// vectors, the leftover elements in order into a scalar, then the L lanes in order; else row_sum.
 static float inner_sum(gm_dtype dt, const float *x, long n) {
-  const long vs = dt == GM_F32 ? 16 : 32;
+  const int L = dt == GM_F32 ? 8 : aten_lanes(); // f32: 8 lanes under AVX512 too (see outer_sum)
+  const long vs = (long)(dt == GM_F32 ? 1 : 2) * L;
   if (n < vs) return row_sum(x, n, 1);
   long nv = n / vs;
-  float *lanes = malloc((size_t)nv * 16 * sizeof(float));
+  float *lanes = malloc((size_t)nv * (size_t)L * sizeof(float));
   if (!lanes) return NAN;
   for (long v = 0; v < nv; v++)
-    for (int k = 0; k < 16; k++) {
+    for (int k = 0; k < L; k++) {
       const float *p = x + v * vs;
-      lanes[v * 16 + k] = dt == GM_F32 ? p[k] : dt == GM_F16 ? (0.0f + p[2 * k]) + p[2 * k + 1] : p[k] + p[k + 16];
+      lanes[v * L + k] = dt == GM_F32 ? p[k] : dt == GM_F16 ? (0.0f + p[2 * k]) + p[2 * k + 1] : p[k] + p[k + L];
     }
   float part[16], acc = 0.0f;
-  for (int k = 0; k < 16; k++) part[k] = row_sum(lanes + k, nv, 16);
+  for (int k = 0; k < L; k++) part[k] = row_sum(lanes + k, nv, (size_t)L);
   free(lanes);
   for (long i = nv * vs; i < n; i++) acc += x[i];
-  for (int k = 0; k < 16; k++) acc += part[k];
+  for (int k = 0; k < L; k++) acc += part[k];
   return acc;
 }
 

@@ -13,9 +13,12 @@ with k(s, i) = (stream_u64(s, i) >> 40) - 2^23. The backward is autograd's:
     inp + bias in f32, the GELU in f32, one rounding) and Megatron's backward as written:
     tmp = bias_gelu_back(g, bias, y) (torch.jit.script, which runs op by op on CPU, in the dtype),
     returned for input and bias; bias.grad is autograd's sum_to_size of tmp (sum over dim 0).
+Also "sums": x.sum(dim=0) of (N, OC) tensors (x = dout's stream) in each dtype, 1 and 2 threads:
+autograd's sum_to_size of a bias gradient (gm_op_sum_rows) over more shapes than the cases.
 Stored per case: gm_hash64 of the output bits (dinp, and dbias for megatron; NaNs canonicalised)
 and SAMPLES evenly spaced output values (index k*n // SAMPLES) so a failing test can count them.
-Writes tests/golden/act_bwd/act_bwd.json. Run from the repo root with the pinned torch
+Writes tests/golden/act_bwd/act_bwd.json. With --target NAME (run under that target's dispatch caps, tests/golden/targets/README.md) it writes
+tests/golden/targets/NAME/act_bwd/act_bwd.json instead. Run from the repo root with the pinned torch
 (/work/venv/bin/python). f32 tanh/erf/exp (gelu_new, gelu_fast, gelu_python, megatron) are MKL VML
 calls in torch: their f32 bits depend on the CPU model, recorded in "cpu".
 """
@@ -39,6 +42,8 @@ DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 SHAPES = [(1, 1), (3, 7), (5, 37), (17, 1000), (13, 2571), (37000, 1), (65, 3072), (67, 2999)]
 THREADS = [1, 2]
 SAMPLES = 48
+SUM_SHAPES = [(1, 5), (7, 50), (33, 100), (300, 130), (257, 67), (1000, 37), (64, 3072), (20, 3000), (13, 2571),
+              (700, 77), (2000, 17), (40, 1003), (5000, 1), (40000, 1), (3, 40000), (129, 768), (17, 2304), (9, 3)]
 CANON_NAN = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
 
 
@@ -111,13 +116,26 @@ def run_case(act, dn, n_rows, oc, threads):
 
 
 def main():
+    global OUT
     t0 = time.time()
+    target = "intel-amx" if "act_bwd" in OUT else "any AVX512"
+    if "--target" in sys.argv:
+        target = sys.argv[sys.argv.index("--target") + 1]
+        OUT = os.path.join("tests", "golden", "targets", target, *OUT.split(os.sep)[2:])
     cases = []
     for act in ACTS:
         for dn in DTYPES:
             for (n_rows, oc) in SHAPES:
                 for th in THREADS:
                     cases.append(run_case(act, dn, n_rows, oc, th))
+    sums = []
+    for dn, dt in DTYPES.items():
+        for (n_rows, oc) in SUM_SHAPES:
+            for th in THREADS:
+                torch.set_num_threads(th)
+                _, dy, _ = inputs(dt, n_rows * oc, oc)
+                sums.append({"dtype": dn, "N": n_rows, "OC": oc, "threads": th,
+                             "sum": summary(bits(dy.reshape(n_rows, oc).sum(0), dn))})
     # the scripted backward runs op by op on CPU: the same bits as the same ops run eagerly
     for dn, dt in DTYPES.items():
         x, dy, b = inputs(dt, 65 * 3072, 3072)
@@ -128,11 +146,13 @@ def main():
         for _ in range(3):  # past the profiling executor's warm-up runs
             assert np.array_equal(bits(bias_gelu_back(dy, b, x), dn), bits(eager, dn)), f"scripted != eager ({dn})"
     doc = {"generator": "tools/ref/gen_act_bwd_goldens.py", "torch": torch.__version__,
-           "cpu": gi.cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+           "cpu": gi.cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(), "target": target,
+           "env": {k: os.environ[k] for k in ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+                   if k in os.environ},
            "mkl": torch.backends.mkl.is_available(), "samples": SAMPLES,
            "note": "intel-amx target (this CPU, no dispatch caps); f32 gelu_new/gelu_fast/gelu_python/"
                    "megatron go through MKL VML (CPU-model dependent)",
-           "cases": cases}
+           "cases": cases, "sums": sums}
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
         json.dump(doc, f, separators=(",", ":"))

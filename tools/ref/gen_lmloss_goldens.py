@@ -12,7 +12,8 @@ Inputs are deterministic streams that src/core/inputs.c reproduces bit for bit (
   labels[i] = -100 where stream_u64(22, i) >> 61 == 0 (one in eight), else stream_u64(23, i) % V
 with k(s, i) = (stream_u64(s, i) >> 40) - 2^23. Stored per case: the loss's f32 bits, the number
 scored, and gm_hash64 of logp's and dlogits' bits with SAMPLES evenly spaced values of each.
-Writes tests/golden/lmloss/lmloss.json. Run from the repo root with /work/venv/bin/python.
+Writes tests/golden/lmloss/lmloss.json. With --target NAME (run under that target's dispatch caps, tests/golden/targets/README.md) it writes
+tests/golden/targets/NAME/lmloss/lmloss.json instead. Run from the repo root with /work/venv/bin/python.
 """
 import json
 import os
@@ -92,11 +93,18 @@ def run_case(dn, V, B, T, threads):
 
 
 def main():
+    global OUT
     t0 = time.time()
+    target = "intel-amx" if "act_bwd" in OUT else "any AVX512"
+    if "--target" in sys.argv:
+        target = sys.argv[sys.argv.index("--target") + 1]
+        OUT = os.path.join("tests", "golden", "targets", target, *OUT.split(os.sep)[2:])
     cases = [run_case(dn, V, B, T, th) for dn in DTYPES for (V, B, T) in CASES for th in THREADS]
     doc = {"generator": "tools/ref/gen_lmloss_goldens.py", "torch": torch.__version__,
            "transformers": __import__("transformers").__version__, "cpu": gi.cpu_model(),
-           "cpu_capability": torch.backends.cpu.get_cpu_capability(), "samples": SAMPLES,
+           "cpu_capability": torch.backends.cpu.get_cpu_capability(), "target": target,
+           "env": {k: os.environ[k] for k in ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+                   if k in os.environ}, "samples": SAMPLES,
            "note": "no dispatch caps (ATen AVX512); log_softmax/nll_loss have no matmul: the same on zen4",
            "cases": cases}
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
