@@ -4,6 +4,7 @@
 // (batch, position) order in double and divided by their count: the same bits for any thread
 // count. (transformers computes this loss in the logits' dtype; gm_gpt2_perplexity's recipe, and
 // this op, compute it in double.)
+#include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
 #include "ops/ops_internal.h"
 
@@ -67,26 +68,29 @@ int gm_op_crossentropy_bwd(const gm_op_ctx *c, float *dlogits, double dloss, con
 // (sum(g) is g or 0; GCC contracts it to one FMA), then .float()'s backward rounds d to the dtype.
 // Rows in parallel, the nll sum serial: the bits do not depend on c->threads (as torch's do not).
 
-float Sleef_expf1_u10purecfma(float); // libsleef's scalar FMA builds (sleef.h declares them only
-float Sleef_logf1_u10purecfma(float); // under -mfma): the AVX-512 build's bits, one value at a time
+float Sleef_logf1_u10purecfma(float); // libsleef's scalar FMA build (sleef.h declares it only under
+                                      // -mfma): the AVX-512 build's bits, one value at a time
 
 // ATen's lane count for the active torch target's capability (Vectorized<float>::size()).
 static int aten_lanes(void) {
   return gm_torch_target_get_info(gm_torch_target_active())->aten == GM_ATEN_AVX2 ? 8 : 16;
 }
 
-// logp[0..V) = log_softmax(x[0..V)) in ATen's order (W lanes); logp may alias x.
-static void log_softmax_row(const float *x, float *logp, int V, int W) {
+// logp[0..V) = log_softmax(x[0..V)) in ATen's order (W lanes); logp may alias x; e is V floats of
+// scratch (the exponentials, gm_exp_shift_row: SLEEF's expf_u10 bits, vectorised).
+static void log_softmax_row(const float *x, float *logp, int V, int W, float *e) {
   float m = x[0];
   for (int j = 1; j < V; j++) m = (x[j] > m || isnan(x[j])) && !isnan(m) ? x[j] : m;
+  memcpy(e, x, sizeof(float) * (size_t)V);
+  gm_exp_shift_row(e, V, m);
   float s;
   if (V < W) {
-    s = Sleef_expf1_u10purecfma(x[0] - m);
-    for (int j = 1; j < V; j++) s += Sleef_expf1_u10purecfma(x[j] - m);
+    s = e[0];
+    for (int j = 1; j < V; j++) s += e[j];
   } else {
     float lane[16] = {0};
-    for (int k = 0; k < W; k++) lane[k] = Sleef_expf1_u10purecfma(x[k] - m);
-    for (int j = W; j < V; j++) lane[j % W] += Sleef_expf1_u10purecfma(x[j] - m);
+    for (int k = 0; k < W; k++) lane[k] = e[k];
+    for (int j = W; j < V; j++) lane[j % W] += e[j];
     for (int h = W / 2; h >= 1; h /= 2)
       for (int k = 0; k < h; k++) lane[k] += lane[k + h];
     s = lane[0];
@@ -115,8 +119,20 @@ int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *
   float *lp = logp;
   if (!lp && !(lp = malloc(sizeof(float) * (size_t)n * (size_t)V)))
     return gm_fail("out of memory for the log-softmax [%ld, %d]", n, V);
-#pragma omp parallel for schedule(static) num_threads(c->threads)
-  for (long i = 0; i < n; i++) log_softmax_row(logits + (size_t)i * V, lp + (size_t)i * V, V, W);
+  int oom = 0;
+#pragma omp parallel num_threads(c->threads) reduction(| : oom)
+  {
+    float *e = malloc(sizeof(float) * (size_t)V);
+    oom = !e;
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++)
+      if (e) log_softmax_row(logits + (size_t)i * V, lp + (size_t)i * V, V, W, e);
+    free(e);
+  }
+  if (oom) {
+    if (lp != logp) free(lp);
+    return gm_fail("out of memory for a log-softmax row [%d]", V);
+  }
   // nll_loss, reduction 'mean': ATen's cascade over the rows in order (8 levels, runs of 2^p rows)
   int clog = 0;
   while (clog < 62 && (1L << clog) < n) clog++;
@@ -151,21 +167,29 @@ int gm_op_lmloss_bwd(const gm_op_ctx *c, float *dlogits, float dloss, const floa
   long ignored = 0;
   for (long i = 0; i < n; i++) ignored += shifted_label(labels, i, T) == GM_IGNORE_INDEX;
   const float g = -(dloss / (float)(n - ignored));
-#pragma omp parallel for schedule(static) num_threads(c->threads)
-  for (long i = 0; i < n; i++) {
-    float *d = dlogits + (size_t)i * V;
-    if (logp) {
-      if (d != logp + (size_t)i * V) memcpy(d, logp + (size_t)i * V, sizeof(float) * (size_t)V);
-    } else {
-      log_softmax_row(logits + (size_t)i * V, d, V, W);
+  int oom = 0;
+#pragma omp parallel num_threads(c->threads) reduction(| : oom)
+  {
+    float *e = malloc(sizeof(float) * (size_t)V);
+    oom = !e;
+#pragma omp for schedule(static)
+    for (long i = 0; i < n; i++) {
+      if (!e) continue;
+      float *d = dlogits + (size_t)i * V;
+      if (logp) {
+        if (d != logp + (size_t)i * V) memcpy(d, logp + (size_t)i * V, sizeof(float) * (size_t)V);
+      } else {
+        log_softmax_row(logits + (size_t)i * V, d, V, W, e);
+      }
+      const int32_t t = shifted_label(labels, i, T);
+      const float s = t == GM_IGNORE_INDEX ? 0.0f : g; // sum of the row's nll gradient (one entry)
+      memcpy(e, d, sizeof(float) * (size_t)V);
+      gm_exp_shift_row(e, V, 0.0f); // exp(logp)
+      for (int j = 0; j < V; j++) d[j] = fmaf(-e[j], s, j == t ? g : 0.0f);
+      gm_op_round(c, d, (size_t)V);
     }
-    const int32_t t = shifted_label(labels, i, T);
-    const float s = t == GM_IGNORE_INDEX ? 0.0f : g; // sum of the row's nll gradient (one entry)
-    for (int j = 0; j < V; j++) {
-      const float e = Sleef_expf1_u10purecfma(d[j]);
-      d[j] = fmaf(-e, s, j == t ? g : 0.0f);
-    }
-    gm_op_round(c, d, (size_t)V);
+    free(e);
   }
+  if (oom) return gm_fail("out of memory for a log-softmax row [%d]", V);
   return 0;
 }
