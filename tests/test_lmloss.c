@@ -147,7 +147,23 @@ static void test_bad_label(void) {
   CHECK(gm_op_lmloss_bwd(&ctx, x, 1.0f, NULL, x, lab, 1, 2, 3) != 0, "label 3 of V = 3 accepted by the backward");
 }
 
+// No rows: the loss is NaN with nothing scored; an empty activation backward writes nothing.
+static void test_empty(void) {
+  gm_profile p;
+  gm_profile_get("megatron", GM_BF16, &p);
+  gm_op_ctx ctx;
+  gm_op_ctx_init(&ctx, &p, 2, NULL, NULL);
+  float loss = 0.0f, db[3] = {1, 1, 1}, bias[3] = {0}, one = 1.0f;
+  int64_t k = -1;
+  int32_t lab = 0;
+  CHECK(gm_op_lmloss_fwd(&ctx, &loss, &k, NULL, &one, &lab, 0, 1, 1) == 0 && isnan(loss) && k == 0, "empty loss");
+  gm_activation a = {GM_ACT_GELU_FAMILY, GM_GELU_NEW};
+  CHECK(gm_op_act_bwd(&ctx, a, NULL, db, &one, &one, bias, 0, 3) == 0 && db[0] == 0.0f && db[2] == 0.0f,
+        "empty fused activation backward: %s", gm_errmsg());
+}
+
 int main(void) {
+  test_empty();
   test_golden(GM_TT_ZEN4);
   test_golden(GM_TT_INTEL_AMX);
   test_golden(GM_TT_AVX2);

@@ -344,6 +344,10 @@ int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbi
   }
   if (!bias) return dinp ? act_bwd_in_dtype(act, mode, c->dtype, inp, dout, dinp, n, c->threads) : 0;
   if (!dinp && !dbias) return 0;
+  if (n == 0) {
+    if (dbias) gm_op_sum_rows(c, dbias, dout, N, OC); // zeros
+    return 0;
+  }
   // Megatron's GeLUFunction.backward: bias_gelu_back(g, bias, y) op by op in the dtype (x = bias + y
   // rounded, then the variant's backward), the same tensor for input and bias.
   float *x = malloc(n * sizeof(float)), *tmp = dinp ? dinp : malloc(n * sizeof(float));

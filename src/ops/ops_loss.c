@@ -1,4 +1,6 @@
 // Cross-entropy of a causal LM over shifted labels: the mean of -log_softmax(logits[t])[label[t+1]].
+// Two of them: gm_op_crossentropy_fwd (eval's, in double: this contract) and the training loss
+// gm_op_lmloss_fwd/bwd (transformers' f32 loss as torch computes it: its contract further down).
 // Numerics contract: each scored row's log-softmax in double over the f32 logits (max, then
 // log(sum exp(x - max)) with the sum in index order), rows in parallel, the losses summed in
 // (batch, position) order in double and divided by their count: the same bits for any thread
@@ -116,6 +118,11 @@ int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *
   const long n = (long)B * T;
   if (check_labels(labels, n, V)) return -1;
   const int W = aten_lanes();
+  if (n == 0 || V <= 0) { // no rows: torch's mean of nothing
+    *loss = NAN;
+    if (n_scored) *n_scored = 0;
+    return 0;
+  }
   float *lp = logp;
   if (!lp && !(lp = malloc(sizeof(float) * (size_t)n * (size_t)V)))
     return gm_fail("out of memory for the log-softmax [%ld, %d]", n, V);
