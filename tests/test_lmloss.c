@@ -4,7 +4,7 @@
 // the number scored exactly, the saved log_softmax (logp) and logits.grad (dlogits) by gm_hash64 of
 // their bits (a failing case also counts the golden's 48 sampled values that differ). The
 // backward runs twice: from the forward's logp, and with logp NULL (recomputed), in place over a
-// copy of the logits. Goldens from ATen's AVX512 kernels (no matmul: zen4's and the intel targets'
+// copy of the logits; the forward also runs without logp and in place (logp over the logits). Goldens from ATen's AVX512 kernels (no matmul: zen4's and the intel targets'
 // bits, checked under zen4 and intel-amx) and under the avx2 target's caps (8 lanes).
 // GPTMEG_QUICK=1 skips the V = 50257 cases.
 #include "gptmeg/core.h"
@@ -118,7 +118,11 @@ static void test_golden(gm_torch_target t) {
       float loss2 = 0.0f;
       CHECK(gm_op_lmloss_fwd(&ctx, &loss2, NULL, NULL, x, lab, B, T, V) == 0 && !memcmp(&loss2, &loss, 4),
             "%s: the loss without logp differs", label);
-      float *d2 = malloc(n * sizeof(float));
+      float *d2 = malloc(n * sizeof(float)), loss3 = 0.0f;
+      memcpy(d2, x, n * sizeof(float)); // the forward in place: logp over the logits
+      CHECK(gm_op_lmloss_fwd(&ctx, &loss3, NULL, d2, d2, lab, B, T, V) == 0 && !memcmp(&loss3, &loss, 4) &&
+                !memcmp(d2, logp, n * sizeof(float)),
+            "%s: the forward in place differs", label);
       memcpy(d2, x, n * sizeof(float));
       CHECK(gm_op_lmloss_bwd(&ctx, d2, 1.0f, NULL, d2, lab, B, T, V) == 0 && !memcmp(d2, d, n * sizeof(float)),
             "%s: dlogits recomputed in place differ", label);

@@ -254,7 +254,8 @@ int gm_op_crossentropy_bwd(const gm_op_ctx *c, float *dlogits, double dloss, con
 // storage of dtype values; labels (B, T) int32 in [0, V) or GM_IGNORE_INDEX, shifted as above
 // (row (b, t) scored against labels[b, t+1]). *loss = the f32 mean of -log_softmax(row)[label] over
 // the scored rows (NaN when none); *n_scored their number (may be NULL); logp (B*T, V) f32 = the
-// log_softmax output torch saves for the backward, or NULL (not kept). logp may alias logits.
+// log_softmax output torch saves for the backward, or NULL (not kept: then only a row a thread is
+// held). logp may alias logits.
 int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *logp, const float *logits,
                      const int32_t *labels, int B, int T, int V);
 // dlogits (B, T, V) = the gradient of dloss * loss (dloss = 1.0f for loss.backward()) rounded to the

@@ -123,21 +123,26 @@ int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *
     if (n_scored) *n_scored = 0;
     return 0;
   }
-  float *lp = logp;
-  if (!lp && !(lp = malloc(sizeof(float) * (size_t)n * (size_t)V)))
-    return gm_fail("out of memory for the log-softmax [%ld, %d]", n, V);
+  // picked[i] = logp[i, label of row i] (0 where not scored); logp rows kept only when asked for
+  float *picked = malloc(sizeof(float) * (size_t)n);
+  if (!picked) return gm_fail("out of memory for the picked log-probabilities [%ld]", n);
   int oom = 0;
 #pragma omp parallel num_threads(c->threads) reduction(| : oom)
   {
-    float *e = malloc(sizeof(float) * (size_t)V);
+    float *e = malloc(sizeof(float) * (size_t)V * (logp ? 1 : 2));
     oom = !e;
 #pragma omp for schedule(static)
-    for (long i = 0; i < n; i++)
-      if (e) log_softmax_row(logits + (size_t)i * V, lp + (size_t)i * V, V, W, e);
+    for (long i = 0; i < n; i++) {
+      if (!e) continue;
+      float *row = logp ? logp + (size_t)i * V : e + V;
+      log_softmax_row(logits + (size_t)i * V, row, V, W, e);
+      const int32_t t = shifted_label(labels, i, T);
+      picked[i] = t == GM_IGNORE_INDEX ? 0.0f : row[t];
+    }
     free(e);
   }
   if (oom) {
-    if (lp != logp) free(lp);
+    free(picked);
     return gm_fail("out of memory for a log-softmax row [%d]", V);
   }
   // nll_loss, reduction 'mean': ATen's cascade over the rows in order (8 levels, runs of 2^p rows)
@@ -150,7 +155,7 @@ int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *
   for (long b = 0; b < n; b++) {
     const int32_t t = shifted_label(labels, b, T);
     if (t == GM_IGNORE_INDEX) { ignored++; continue; }
-    part[0] -= lp[(size_t)b * V + t];
+    part[0] -= picked[b];
     for (int j = 0; j + 1 < 8; j++) {
       if ((b & (mask << (j * p))) != 0) break;
       part[j + 1] += part[j];
@@ -161,7 +166,7 @@ int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *
   for (int j = 0; j < 8; j++) sum += part[j];
   *loss = sum / (float)(n - ignored); // no label scored: 0/0 = NaN, as torch
   if (n_scored) *n_scored = n - ignored;
-  if (lp != logp) free(lp);
+  free(picked);
   return 0;
 }
 
