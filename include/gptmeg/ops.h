@@ -207,10 +207,18 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
 // contract; relu exact; silu f32 opmath, one rounding). With bias (Megatron's fused bias_gelu):
 // inp + bias in f32, the activation in f32, one rounding at the end. out must not alias inp.
 int gm_op_act_fwd(const gm_op_ctx *c, gm_activation act, float *out, const float *inp, const float *bias, int N, int OC);
-// dinp (N, OC) written; dout, inp (N, OC). Without bias: the activation's backward (autograd of
-// the written ops, ATen's GELU backward, ...). With bias (fused bias_gelu): Megatron's custom
-// backward on inp + bias; dbias (OC) = R(sum over rows of dinp) (the same tensor is returned for
-// input and bias), or NULL. Not yet: fails.
+// Autograd of the forward above as eager torch 2.15 CPU computes it on c->threads threads (its
+// split of each elementwise op, grain 32768, and of the bias sum is reproduced, so the bits depend
+// on c->threads exactly where torch's do: never for N*OC < 32768 or chunks that are whole vector
+// steps, e.g. OC = 3072). dinp (N, OC) written in the dtype; dout, inp (N, OC) the forward's input
+// (for the fused path: c_fc's output without its bias). Without bias: the GELU family through
+// gm_gelu_bwd in the profile's mode (torch-cpu: autograd of the written ops / ATen's and oneDNN's
+// GELU backward); relu = threshold_backward (inp <= 0 ? 0 : dout); silu = ATen's silu_backward
+// in f32, one rounding. With bias (Megatron's GeLUFunction): x = R(bias + inp) in the dtype, then
+// bias_gelu_back op by op in the dtype (the gelu_megatron variant's backward), the same tensor for
+// input and bias; dbias (OC) = R(sum over rows of it) in ATen's sum(dim=0) order (f32
+// accumulation; one rounding), or NULL; dinp may be NULL when dbias is wanted. dinp must not
+// alias dout or inp.
 int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbias, const float *dout, const float *inp,
                   const float *bias, int N, int OC);
 
@@ -253,6 +261,22 @@ int gm_op_crossentropy_fwd(const gm_op_ctx *c, double *loss, int64_t *n_scored, 
 // training loss will be transformers' f32 one). Not yet: fails.
 int gm_op_crossentropy_bwd(const gm_op_ctx *c, float *dlogits, double dloss, const float *logits, const int32_t *labels,
                            int B, int T, int V);
+
+// The training loss: transformers 4.57.3 GPT2LMHeadModel's ForCausalLMLoss as torch 2.15 CPU
+// computes it (contract in ops_loss.c), bit for bit for f32/f16/bf16 logits. logits (B, T, V) f32
+// storage of dtype values; labels (B, T) int32 in [0, V) or GM_IGNORE_INDEX, shifted as above
+// (row (b, t) scored against labels[b, t+1]). *loss = the f32 mean of -log_softmax(row)[label] over
+// the scored rows (NaN when none); *n_scored their number (may be NULL); logp (B*T, V) f32 = the
+// log_softmax output torch saves for the backward, or NULL (not kept: then only a row a thread is
+// held). logp may alias logits.
+int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *logp, const float *logits,
+                     const int32_t *labels, int B, int T, int V);
+// dlogits (B, T, V) = the gradient of dloss * loss (dloss = 1.0f for loss.backward()) rounded to the
+// dtype: nll_loss_backward, log_softmax_backward, the .float() cast's backward. Reads logp from the
+// forward, or, when logp is NULL, recomputes it from logits (then the same bits). dlogits may alias
+// logp or logits.
+int gm_op_lmloss_bwd(const gm_op_ctx *c, float *dlogits, float dloss, const float *logp, const float *logits,
+                     const int32_t *labels, int B, int T, int V);
 
 #ifdef __cplusplus
 }

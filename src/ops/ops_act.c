@@ -4,7 +4,19 @@
 // bits do not depend on the thread count); relu exact (NaN propagates); silu x / (1 + exp(-x)) in
 // f32 opmath as ATen's one-thread kernel, one rounding. Fused bias: inp + bias formed in f32, the
 // activation evaluated in f32, one rounding to the dtype at the end.
+// Backward (gm_op_act_bwd), autograd of eager torch 2.15 CPU on c->threads threads, bit for bit
+// (tests/test_act_bwd.c against tools/ref/gen_act_bwd_goldens.py): the GELU family through
+// gm_gelu_bwd with torch's thread count (its split of each op over the threads, grain 32768, so
+// the bits depend on c->threads where torch's do); relu threshold_backward (exact); silu ATen's
+// silu_backward: per at::parallel_for chunk the whole 32/64-element steps in the vector lambda
+// (SLEEF expf_u10), the rest in the scalar one (libm expf), s = 1/(1 + e),
+// dx = R((dy*s) * fma(x, 1 - s, 1)) (GCC's contraction, both lambdas). Fused bias (Megatron's
+// GeLUFunction): x = R(bias + inp) in the dtype, bias_gelu_back op by op in the dtype (torch.jit
+// runs it unfused on CPU), dbias = R(ATen's cascade sum over dim 0 in f32) split over the columns
+// as TensorIterator's parallel_dim_reduction does, or for one column the inner sum and, on 2+
+// threads, two_pass_reduction (gm_op_sum_rows).
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 #include "ops/ops_internal.h"
 
 #include <math.h>
@@ -115,8 +127,241 @@ int gm_op_act_fwd(const gm_op_ctx *c, gm_activation act, float *out, const float
   return rc;
 }
 
+// ---- backward ----------------------------------------------------------------------------------
+
+enum { TORCH_GRAIN = 32768 }; // at::internal::GRAIN_SIZE: TensorIterator's elementwise and reduction grain
+
+static size_t divup(size_t a, size_t b) { return (a + b - 1) / b; }
+
+// Vectorized<float>::size() of the active torch target's ATen capability: 16 (AVX512), 8 (AVX2).
+static int aten_lanes(void) {
+  return gm_torch_target_get_info(gm_torch_target_active())->aten == GM_ATEN_AVX2 ? 8 : 16;
+}
+
+// The chunk of one elementwise ATen op over n elements on `threads` threads: TensorIterator::for_each
+// runs serially below the grain or on one thread, else at::parallel_for(0, n, grain) gives each of
+// min(threads, divup(n, grain)) threads divup(n, used) elements (the last fewer).
+static size_t torch_chunk(size_t n, int threads) {
+  if (threads <= 1 || n < TORCH_GRAIN) return n ? n : 1;
+  size_t used = divup(n, TORCH_GRAIN) < (size_t)threads ? divup(n, TORCH_GRAIN) : (size_t)threads;
+  return divup(n, used);
+}
+
+// ATen's silu_backward on [b, e), one at::parallel_for chunk: the first floor(len/step)*step
+// elements (step = two Vectorized<scalar_t>: 32 f32 / 64 f16,bf16 under AVX512, half under AVX2)
+// take the vector lambda (SLEEF expf_u10), the rest the scalar one (libm expf); both
+// s = 1/(1 + exp(-x)), dx = R((dy*s) * fma(x, 1 - s, 1)) in f32 (GCC contracts the source's
+// `1 + x*(1 - s)` in both lambdas: found against torch, tools/ref/gen_act_bwd_goldens.py).
+static void silu_bwd_chunk(gm_dtype dt, int lanes, const float *x, const float *dy, float *dx, size_t b, size_t e) {
+  size_t step = (size_t)(dt == GM_F32 ? 2 : 4) * lanes, nv = b + (e - b) / step * step;
+  float ex[TORCH_CHUNK];
+  for (size_t at = b; at < e; at += TORCH_CHUNK) {
+    size_t len = e - at < TORCH_CHUNK ? e - at : TORCH_CHUNK;
+    size_t vlen = nv > at ? (nv - at < len ? nv - at : len) : 0;
+    for (size_t i = 0; i < vlen; i++) ex[i] = -x[at + i];
+    gm_exp_shift_row(ex, (int)vlen, 0.0f);
+    for (size_t i = vlen; i < len; i++) ex[i] = expf(-x[at + i]);
+    for (size_t i = 0; i < len; i++) {
+      float s = 1.0f / (1.0f + ex[i]);
+      dx[at + i] = (dy[at + i] * s) * fmaf(x[at + i], 1.0f - s, 1.0f);
+    }
+    gm_round_inplace(dt, dx + at, len);
+  }
+}
+
+// dx = act'(x) * dy for n values of dtype dt held in f32 buffers, as torch's backward computes it
+// on `threads` threads (GELU family through gm_gelu_bwd, which follows torch's split itself).
+static int act_bwd_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const float *x, const float *dy, float *dx,
+                            size_t n, int threads) {
+  long ln = (long)n;
+  switch (a.kind) {
+  case GM_ACT_RELU: // threshold_backward(dy, relu(x), 0): relu(x) <= 0 ? 0 : dy (NaN x passes dy)
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long i = 0; i < ln; i++) dx[i] = x[i] <= 0.0f ? 0.0f : dy[i];
+    return 0;
+  case GM_ACT_SILU: {
+    size_t chunk = torch_chunk(n, threads);
+    long chunks = (long)divup(n, chunk);
+    const int lanes = aten_lanes();
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long c = 0; c < chunks; c++) {
+      size_t b = (size_t)c * chunk, e = n - b < chunk ? n : b + chunk;
+      silu_bwd_chunk(dt, lanes, x, dy, dx, b, e);
+    }
+    return 0;
+  }
+  case GM_ACT_GELU_FAMILY: {
+    gm_gelu_spec s = {a.gelu, mode};
+    if (dt == GM_F32 || n == 0) return gm_gelu_bwd(s, GM_F32, x, dy, dx, n, threads);
+    uint16_t *bx = malloc(n * sizeof(uint16_t)), *bdy = malloc(n * sizeof(uint16_t)), *bdx = malloc(n * sizeof(uint16_t));
+    int rc = -1;
+    if (!bx || !bdy || !bdx) {
+      gm_fail("out of memory for the activation's backward (%zu values)", n);
+    } else {
+      gm_f32_to_dtype_buf(dt, x, bx, n);
+      gm_f32_to_dtype_buf(dt, dy, bdy, n);
+      rc = gm_gelu_bwd(s, dt, bx, bdy, bdx, n, threads);
+      if (!rc) gm_dtype_to_f32_buf(dt, bdx, dx, n);
+    }
+    free(bx);
+    free(bdy);
+    free(bdx);
+    return rc;
+  }
+  }
+  return gm_fail("unknown activation kind %d", (int)a.kind);
+}
+
+// ---- ATen's sum over dim 0 of a contiguous (N, OC) tensor (cascade_sum, SumKernel.cpp) -----------
+// multi_row_sum: `lanes` sums at once over `size` rows (lane k of row i at X[i*rs + k*ls]), in four
+// levels: rows are added into level 0 in runs of 2^p (p = max(4, ceil(log2(size)) / 4)); after
+// each run level j-1 is added into level j and cleared, climbing while the row count is a
+// multiple of the next level's span; leftover rows go into level 0; then level 0 += 1, 2, 3.
+static void multi_row_sum(const float *X, long size, size_t rs, size_t ls, int lanes, float *out) {
+  float acc[4][64] = {{0}};
+  int clog = 0;
+  while (clog < 63 && (1L << clog) < size) clog++;
+  const int p = clog / 4 > 4 ? clog / 4 : 4;
+  const long step = 1L << p, mask = step - 1;
+  long i = 0;
+  while (i + step <= size) {
+    for (long j = 0; j < step; j++, i++)
+      for (int k = 0; k < lanes; k++) acc[0][k] += X[(size_t)i * rs + (size_t)k * ls];
+    for (int j = 1; j < 4; j++) {
+      for (int k = 0; k < lanes; k++) {
+        acc[j][k] += acc[j - 1][k];
+        acc[j - 1][k] = 0.0f;
+      }
+      if ((i & (mask << (j * p))) != 0) break;
+    }
+  }
+  for (; i < size; i++)
+    for (int k = 0; k < lanes; k++) acc[0][k] += X[(size_t)i * rs + (size_t)k * ls];
+  for (int j = 1; j < 4; j++)
+    for (int k = 0; k < lanes; k++) acc[0][k] += acc[j][k];
+  for (int k = 0; k < lanes; k++) out[k] = acc[0][k];
+}
+
+// row_sum: `size` values X[i*s] as (size/4, 4): four multi_row_sum lanes, the leftover values into
+// lane 0, then lane 0 += 1, 2, 3.
+static float row_sum(const float *X, long size, size_t s) {
+  float p[4] = {0};
+  long si = size / 4;
+  if (si) multi_row_sum(X, si, 4 * s, s, 4, p);
+  for (long i = si * 4; i < size; i++) p[0] += X[(size_t)i * s];
+  return ((p[0] + p[1]) + p[2]) + p[3];
+}
+
+// Columns [cb, ce) of the (N, ld) rows, unrounded f32 sums into out[cb..ce): vectorized_outer_sum
+// where the range holds a whole Vectorized<scalar_t> (vs = 8 f32; 32 f16/bf16 under ATen's AVX512
+// capability, 16 under AVX2): blocks of four f32 accumulator vectors (4 * 8 f32 columns; 4 * 16 or
+// 4 * 8 for f16/bf16) summed down the rows as lanes, the remaining columns one by one by row_sum
+// (its vector blocks and its scalar columns add in the same order); narrower ranges
+// scalar_outer_sum: blocks of 4 columns as lanes, the rest by row_sum. The f32 sum runs 8-lane
+// vectors under both capabilities (found against torch: 16 lanes fail its AVX512 goldens).
+static void outer_sum(gm_dtype dt, const float *x, size_t ld, long N, long cb, long ce, float *out) {
+  const long vs = dt == GM_F32 ? 8 : 2L * aten_lanes(), blk = ce - cb >= vs ? 4 * (vs / (dt == GM_F32 ? 1 : 2)) : 4;
+  long j = cb;
+  for (; j + blk <= ce; j += blk) multi_row_sum(x + j, N, ld, 1, (int)blk, out + j);
+  for (; j < ce; j++) out[j] = row_sum(x + j, N, ld);
+}
+
+// The contiguous inner sum of n values (OC == 1): vectorized_inner_sum where n holds a whole
+// Vectorized<scalar_t> (L f32 / 2L f16,bf16 elements a load, L = 8 for f32, aten_lanes() for
+// f16/bf16; f16/bf16 folded to L
+// f32 lanes: f16 neighbours 2i, 2i+1, bf16 halves i, i+L), the loads summed by row_sum as L-lane
+// vectors, the leftover elements in order into a scalar, then the L lanes in order; else row_sum.
+static float inner_sum(gm_dtype dt, const float *x, long n) {
+  const int L = dt == GM_F32 ? 8 : aten_lanes(); // f32: 8 lanes under AVX512 too (see outer_sum)
+  const long vs = (long)(dt == GM_F32 ? 1 : 2) * L;
+  if (n < vs) return row_sum(x, n, 1);
+  long nv = n / vs;
+  float *lanes = malloc((size_t)nv * (size_t)L * sizeof(float));
+  if (!lanes) return NAN;
+  for (long v = 0; v < nv; v++)
+    for (int k = 0; k < L; k++) {
+      const float *p = x + v * vs;
+      lanes[v * L + k] = dt == GM_F32 ? p[k] : dt == GM_F16 ? (0.0f + p[2 * k]) + p[2 * k + 1] : p[k] + p[k + L];
+    }
+  float part[16], acc = 0.0f;
+  for (int k = 0; k < L; k++) part[k] = row_sum(lanes + k, nv, (size_t)L);
+  free(lanes);
+  for (long i = nv * vs; i < n; i++) acc += x[i];
+  for (int k = 0; k < L; k++) acc += part[k];
+  return acc;
+}
+
+void gm_op_sum_rows(const gm_op_ctx *c, float *out, const float *x, int N, int OC) {
+  const size_t n = (size_t)N * OC;
+  const int threads = c->threads;
+  if (N <= 0 || OC <= 0) {
+    for (int j = 0; j < OC; j++) out[j] = 0.0f;
+    return;
+  }
+  if (OC == 1) {
+    if (n < TORCH_GRAIN || threads <= 1) {
+      out[0] = inner_sum(c->dtype, x, N);
+    } else { // two_pass_reduction: one partial a thread, stored in the dtype, then summed in order
+      size_t chunk = torch_chunk(n, threads);
+      float acc = 0.0f;
+      for (int t = 0; t < threads; t++) {
+        size_t b = (size_t)t * chunk;
+        float part = b < n ? inner_sum(c->dtype, x + b, (long)(n - b < chunk ? n - b : chunk)) : 0.0f;
+        gm_op_round(c, &part, 1);
+        acc += part;
+      }
+      out[0] = acc;
+    }
+    gm_op_round(c, out, 1);
+    return;
+  }
+  if (n < TORCH_GRAIN || threads <= 1) {
+    outer_sum(c->dtype, x, (size_t)OC, N, 0, OC, out);
+  } else { // parallel_dim_reduction: columns split by at::parallel_for, rounded to 128-byte groups
+    const long cpb = c->dtype == GM_F32 ? 32 : 64, used = OC < threads ? OC : threads;
+    const long chunk = (OC + used - 1) / used;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long t = 0; t < used; t++) {
+      long b = t * chunk, e = b + chunk < OC ? b + chunk : OC;
+      if (b >= e) continue;
+      b -= b % cpb;
+      if (e != OC) e -= e % cpb;
+      if (b < e) outer_sum(c->dtype, x, (size_t)OC, N, b, e, out);
+    }
+  }
+  gm_op_round(c, out, (size_t)OC);
+}
+
 int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbias, const float *dout, const float *inp,
                   const float *bias, int N, int OC) {
-  (void)c, (void)act, (void)dinp, (void)dbias, (void)dout, (void)inp, (void)bias, (void)N, (void)OC;
-  return gm_op_not_yet("activation");
+  const gm_profile *p = c->profile;
+  size_t n = (size_t)N * OC;
+  gm_gelu_mode mode = p->gelu_mode;
+  if (!p->act_from_config) {
+    act.kind = GM_ACT_GELU_FAMILY;
+    act.gelu = p->act_override.variant;
+    mode = p->act_override.mode;
+  }
+  if (!bias) return dinp ? act_bwd_in_dtype(act, mode, c->dtype, inp, dout, dinp, n, c->threads) : 0;
+  if (!dinp && !dbias) return 0;
+  if (n == 0) {
+    if (dbias) gm_op_sum_rows(c, dbias, dout, N, OC); // zeros
+    return 0;
+  }
+  // Megatron's GeLUFunction.backward: bias_gelu_back(g, bias, y) op by op in the dtype (x = bias + y
+  // rounded, then the variant's backward), the same tensor for input and bias.
+  float *x = malloc(n * sizeof(float)), *tmp = dinp ? dinp : malloc(n * sizeof(float));
+  int rc = -1;
+  if (!x || !tmp) {
+    gm_fail("out of memory for the fused activation's backward (%zu values)", n);
+  } else {
+    for (size_t i = 0; i < (size_t)N; i++)
+      for (size_t j = 0; j < (size_t)OC; j++) x[i * OC + j] = bias[j] + inp[i * OC + j];
+    gm_op_round(c, x, n);
+    rc = act_bwd_in_dtype(act, mode, c->dtype, x, dout, tmp, n, c->threads);
+    if (!rc && dbias) gm_op_sum_rows(c, dbias, tmp, N, OC);
+  }
+  free(x);
+  if (tmp != dinp) free(tmp);
+  return rc;
 }
