@@ -6,7 +6,7 @@ total_norm = torch.nn.utils.clip_grad_norm_(params, CLIP) (the clip coefficient 
 applied when below 1, as Megatron writes it); optimizer.step(); scheduler.step(). The optimizer is
 torch.optim.AdamW (foreach=False: _single_tensor_adam; and fused=True), the schedule transformers'
 get_cosine_schedule_with_warmup (LambdaLR: step k uses base_lr * lambda(k - 1)). The model is the
-golden checkpoint tests/golden/model/base in f32 with each profile's pieces swapped in (gm_profiles,
+golden checkpoints tests/golden/model/{base, quick_untied} in f32 with each profile's pieces swapped in (gm_profiles,
 gen_grad_goldens.py's Megatron GELU with its custom backward), dropout off (eval mode).
 
 Writes tests/golden/targets/intel-amx/train/: batches.npy (int32 [20, B, T], drawn from numpy's
@@ -29,10 +29,11 @@ import gen_grad_goldens as gg  # noqa: E402
 import gm_inputs  # noqa: E402
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "train")
-MODEL = "base"
 STEPS, B, T = 20, 2, 16
 LR, WARMUP, WD, BETAS, EPS, CLIP = 3e-3, 4, 0.1, (0.9, 0.95), 1e-8, 1.0
-CASES = [("hf", "adamw", 1), ("hf", "adamw", 2), ("megatron", "adamw", 1), ("hf", "adamw-fused", 1)]
+# (checkpoint, profile, optimizer, threads); quick_untied's sigmoid GELU needs no MKL VML in f32
+CASES = [("base", "hf", "adamw", 1), ("base", "hf", "adamw", 2), ("base", "megatron", "adamw", 1),
+         ("base", "hf", "adamw-fused", 1), ("quick_untied", "hf", "adamw", 1), ("quick_untied", "hf", "adamw", 2)]
 
 
 def weights_hash(model):
@@ -45,9 +46,9 @@ def hexf(x):
     return f"{int(torch.tensor(float(x), dtype=torch.float32).view(torch.int32).item()) & 0xffffffff:08x}"
 
 
-def run(profile, opt_name, threads, batches):
+def run(model_name, profile, opt_name, threads, batches):
     torch.set_num_threads(threads)
-    model = gg.load(MODEL, profile, torch.float32)
+    model = gg.load(model_name, profile, torch.float32)
     params = [p for _, p in model.named_parameters()]
     opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, foreach=False,
                             fused=True if opt_name == "adamw-fused" else None)
@@ -79,16 +80,20 @@ def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
     os.makedirs(OUT)
-    vocab = json.load(open(os.path.join("tests", "golden", "model", MODEL, "config.json")))["vocab_size"]
+    vocab = min(json.load(open(os.path.join("tests", "golden", "model", m, "config.json")))["vocab_size"]
+                for m in {c[0] for c in CASES})
     batches = np.random.default_rng(7).integers(0, vocab, size=(STEPS, B, T), dtype=np.int32)
     np.save(os.path.join(OUT, "batches.npy"), batches)
-    index = dict(torch=torch.__version__, cpu=gg.cpu_model(), model=MODEL, steps=STEPS, batch=B, seq=T, lr=LR,
+    index = dict(torch=torch.__version__, cpu=gg.cpu_model(), steps=STEPS, batch=B, seq=T, lr=LR,
                  warmup=WARMUP, schedule="transformers cosine with warmup", weight_decay=WD, betas=list(BETAS), eps=EPS,
                  clip=CLIP, hash="gm_hash64 of every parameter's f32 bits, concatenated in checkpoint order", cases={})
-    for profile, opt_name, threads in CASES:
-        steps = run(profile, opt_name, threads, batches)
-        index["cases"][f"{profile}_{opt_name}_t{threads}"] = steps
-        print(f"{profile} {opt_name} threads={threads}: loss {steps[0]['loss_value']:.5f} -> {steps[-1]['loss_value']:.5f}")
+    for model_name, profile, opt_name, threads in CASES:
+        steps = run(model_name, profile, opt_name, threads, batches)
+        index["cases"][f"{model_name}/{profile}_{opt_name}_t{threads}"] = dict(model=model_name, profile=profile,
+                                                                              optimizer=opt_name, threads=threads,
+                                                                              steps=steps)
+        print(f"{model_name} {profile} {opt_name} threads={threads}: loss {steps[0]['loss_value']:.5f} -> "
+              f"{steps[-1]['loss_value']:.5f}")
     torch.set_num_threads(1)
     with open(os.path.join(OUT, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
