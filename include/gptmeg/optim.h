@@ -100,7 +100,8 @@ double gm_lr_at(const gm_lr_schedule *s, long step);
 // ---- gradient clipping ---------------------------------------------------------------------------------
 
 // The L2 norm of one f32 tensor x (n), as torch.linalg.vector_norm(x) computes it on CPU (ATen's
-// AVX-512 norm-two reduction: 16 FMA lanes, the lanes summed in order, the tail FMA'd in, IEEE sqrt).
+// norm-two reduction, AVX2 build under every target: 8 lanes, folded in order, the tail of n % 8
+// in order; the exact roundings in src/train/optim_clip.c; IEEE sqrt).
 float gm_l2_norm_f32(const float *x, size_t n);
 
 // The global L2 norm of k tensors grads[i] (ns[i] f32 each): the norm of the k per-tensor norms, as

@@ -1,10 +1,13 @@
 // Gradient clipping by the global L2 norm.
 //
 // Numerics contract (f32; checked bit for bit against torch 2.15 CPU, tests/test_optim.c):
-//   one tensor's norm (torch.linalg.vector_norm(x, 2), ATen's norm-two reduction over the last
-//   dim, AVX-512): 16 f32 lanes acc[l] = fma(x, x, acc[l]) over the first n - n % 16 elements in
-//   order, then s = acc[0] + acc[1] + ... + acc[15] left to right, then s = fma(x, x, s) for each
-//   tail element, norm = IEEE sqrt(s). Sequential: the reduction to one value runs on one thread.
+//   one tensor's norm (torch.linalg.vector_norm(x, 2): ATen's norm-two reduction over the last dim,
+//   which runs ATen's AVX2 build (8 lanes) under every torch CPU target, measured): 8 f32 lanes
+//   acc[l] = acc[l] + x*x (product rounded, then the sum: no FMA) over the first n - n % 8 elements
+//   in order; s = acc[0] + acc[1] + ... + acc[7] left to right; then the tail of t = n % 8 elements
+//   in order, its first 4 (when t >= 4: GCC's 4-lane in-order vectorization of the tail loop)
+//   s = s + x*x, the rest s = fma(x, x, s); norm = IEEE sqrt(s). Sequential: the reduction to one
+//   value runs on one thread (1 and 2 torch threads agree).
 //   the global norm (clip_grad_norm_ on CPU: the per-tensor norms, torch.stack, vector_norm again):
 //   the same reduction over the k norms.
 //   torch: coef = f32(1 / (total + f32(1e-6))) * f32(max_norm) (Python's max_norm / tensor is
@@ -18,12 +21,14 @@
 #include <stdlib.h>
 
 float gm_l2_norm_f32(const float *x, size_t n) {
-  float acc[16] = {0};
-  size_t body = n - n % 16, i = 0;
-  for (; i < body; i += 16)
-    for (int l = 0; l < 16; l++) acc[l] = fmaf(x[i + (size_t)l], x[i + (size_t)l], acc[l]);
+  float acc[8] = {0};
+  size_t body = n - n % 8, i = 0;
+  for (; i < body; i += 8)
+    for (int l = 0; l < 8; l++) acc[l] = acc[l] + x[i + (size_t)l] * x[i + (size_t)l];
   float s = acc[0];
-  for (int l = 1; l < 16; l++) s = s + acc[l];
+  for (int l = 1; l < 8; l++) s = s + acc[l];
+  size_t quad = body + (n - body) / 4 * 4;
+  for (; i < quad; i++) s = s + x[i] * x[i];
   for (; i < n; i++) s = fmaf(x[i], x[i], s);
   return sqrtf(s);
 }
