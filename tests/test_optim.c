@@ -3,10 +3,11 @@
 //   Adam/AdamW single-tensor (foreach=False; the script checks foreach=True gives the same bits)
 //   and fused=True, 24 steps over 9 tensors of 1 to 100003 elements, lr from each schedule (the lr
 //   of every step compared too), 1 and 2 threads: the final param, exp_avg and exp_avg_sq (in full
-//   up to 1000 elements, FNV-1a hashes of all). The single-tensor sqrt is MKL's (gm_adam_sqrt_name):
-//   under the zen4 target (IEEE sqrt) against the goldens torch wrote with MKL capped to AVX2
-//   (whose sqrt is IEEE's); under intel-amx with torch's MKL loaded on the goldens' CPU against the
-//   uncapped goldens; else those cases are skipped with the reason.
+//   up to 200 elements, FNV-1a hashes of all), under three targets: avx2 against torch run in the
+//   avx2 target's environment (optim_avx2.*); zen4's fused step against torch on the goldens' CPU
+//   and its single-tensor step (IEEE sqrt) against the avx2 run; intel-amx against torch on the
+//   goldens' CPU (optim.*) when torch's MKL (the single-tensor step's sqrt) is loaded there, else
+//   its single-tensor cases are skipped with the reason and asserted to differ.
 //   clip_grad_norm_ (the per-tensor and total norms, the clipped grads) and Megatron's clipping;
 //   Megatron's and DeepSpeed's loss scalers over found_inf sequences; the unscale with its check.
 // And the state file: a run saved at step 10 and resumed gives the bits of a straight run; a state
@@ -441,16 +442,21 @@ static void state_file_tests(void) {
 }
 
 int main(void) {
-  // Under zen4 (every test's start): IEEE sqrt in the single-tensor step; the MKL-AVX2 golden.
   golden avx2, full;
-  if (golden_open(&avx2, "optim_mkl_avx2")) {
-    CHECK(strcmp(gm_adam_sqrt_name(), "ieee") == 0, "zen4 target took sqrt %s", gm_adam_sqrt_name());
-    adam_cases(&avx2, "zen4 vs torch(MKL AVX2)", true, true);
-    golden_close(&avx2);
-  }
-  if (golden_open(&full, "optim")) {
+  bool have_avx2 = golden_open(&avx2, "optim_avx2"), have_full = golden_open(&full, "optim");
+  // zen4 (every test's start): the fused step runs ATen's AVX-512 kernel, as on the goldens' Intel
+  // CPU; the single-tensor step takes IEEE sqrt (Zen 4's MKL is not measured), checked against
+  // torch under the avx2 environment, whose MKL sqrt is IEEE's (its ATen ops agree lane for lane).
+  CHECK(strcmp(gm_adam_sqrt_name(), "ieee") == 0, "zen4 target took sqrt %s", gm_adam_sqrt_name());
+  if (have_full) adam_cases(&full, "zen4 fused vs torch", false, true);
+  if (have_avx2) adam_cases(&avx2, "zen4 single (IEEE sqrt) vs torch avx2 env", true, false);
+  // avx2: every case against torch under the avx2 target's environment (8-lane fused body).
+  gm_torch_target_set(GM_TT_AVX2);
+  if (have_avx2) adam_cases(&avx2, "avx2 vs torch avx2 env", true, true);
+  if (have_full) {
     clip_tests(&full);
     scaler_tests(&full);
+    // intel-amx: torch as it ran on the goldens' CPU; its single-tensor sqrt is MKL VML's.
     gm_torch_target_set(GM_TT_INTEL_AMX);
     char here[256];
     test_cpu_model(here, sizeof here);
@@ -472,9 +478,10 @@ int main(void) {
     } else {
       adam_cases(&full, "intel-amx vs torch", true, true);
     }
-    gm_torch_target_unset();
-    golden_close(&full);
   }
+  gm_torch_target_unset();
+  if (have_full) golden_close(&full);
+  if (have_avx2) golden_close(&avx2);
   state_file_tests();
   return test_done("test_optim");
 }

@@ -150,8 +150,8 @@ static void single_range(const adam_consts *k, vml_fn vsqrt, float *p, const flo
 // Where the fused kernel's vector forms end: its 16-lane body (ATen's AVX-512 Vectorized<float>)
 // plus the 8-lane part GCC vectorized of the scalar tail loop; the last (n % 16) % 8 elements run
 // the scalar statements. Its threads split at 16-element units, so this is the same for every count.
-// Under ATen's AVX2 capability (the avx2 target) the body is 8 lanes and the tail (< 8) scalar:
-// not measured.
+// Under ATen's AVX2 capability (the avx2 target) the body is 8 lanes and the tail (< 8) scalar
+// (measured against torch under the avx2 target's environment).
 static size_t fused_vector_end(size_t n) {
   bool avx2 = gm_torch_target_get_info(gm_torch_target_active())->aten != GM_ATEN_AVX512;
   if (avx2) return n - n % 8;

@@ -5,9 +5,10 @@ Inputs are not stored: every parameter and gradient comes from gm_optim_fill (sp
 (seed << 32) + i turned into an f32 with a random sign, a 23-bit mantissa, a binary exponent in
 [emin, emax] and ~1% exact zeros), which tests/test_optim.c computes identically in C.
 
-Writes tests/golden/optim/optim.safetensors + optim.json (f64 values, hashes, settings; or
-optim_mkl_avx2.* when run under
-MKL_ENABLE_INSTRUCTIONS=AVX2, the --mkl-avx2 pass this script starts itself):
+Writes tests/golden/optim/optim.safetensors + optim.json (f64 values, hashes, settings): torch as
+it runs on this CPU (the intel-amx target); and optim_avx2.* from a second pass this script starts
+itself under the avx2 target's torch environment (ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2
+MKL_ENABLE_INSTRUCTIONS=AVX2: ATen's 8-lane kernels, MKL's AVX2 code):
   adam cases: torch.optim.AdamW / Adam over the tensors of SIZES (one optimizer, one param group),
     STEPS steps, lr set each step by a schedule (constant; Megatron's OptimizerParamScheduler
     warmup + cosine, transcribed below since Megatron needs CUDA; transformers'
@@ -39,9 +40,10 @@ from safetensors.torch import save_file
 
 OUT = os.path.join("tests", "golden", "optim")
 SIZES = [1, 5, 16, 31, 33, 100, 1000, 4099, 100003, 23, 28, 52, 173]  # tails of 0..15 past 16-lane bodies
-FULL_MAX = 1000   # tensors up to this size are stored in full
+FULL_MAX = 200    # tensors up to this size are stored in full (all are hashed)
 STEPS = 24
 M64 = (1 << 64) - 1
+AVX2_ENV = "ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2"  # src/core/target.c
 
 
 def fill(seed, n, emin, emax):
@@ -139,7 +141,7 @@ def same(a, b):
 
 
 def main():
-    avx2 = "--mkl-avx2" in sys.argv
+    avx2 = "--avx2" in sys.argv
     t, meta_hash, js = {}, {}, {}
     foreach_equal = {}
     for case in CASES:
@@ -263,10 +265,10 @@ def main():
             "sched": json.dumps(SCHED), "hashes": json.dumps(meta_hash),
             "foreach_equal": json.dumps(foreach_equal),
             "cpu": cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "mkl": "AVX2 (MKL_ENABLE_INSTRUCTIONS=AVX2)" if avx2 else "uncapped",
+            "torch_env": AVX2_ENV if avx2 else "", "target": "avx2" if avx2 else "intel-amx",
             "threads": "1 and 2 (identical)"}
     os.makedirs(OUT, exist_ok=True)
-    fn = os.path.join(OUT, "optim_mkl_avx2.safetensors" if avx2 else "optim.safetensors")
+    fn = os.path.join(OUT, "optim_avx2.safetensors" if avx2 else "optim.safetensors")
     save_file({k: v.contiguous() for k, v in t.items()}, fn, metadata={"torch": torch.__version__})
     js.update(meta)
     js["hashes"], js["cases"], js["sched"], js["sizes"] = meta_hash, json.loads(meta["cases"]), SCHED, SIZES
@@ -275,8 +277,8 @@ def main():
         json.dump(js, f, indent=0)
     print(f"gen_optim_goldens: {len(CASES)} adam cases, clip, scalers -> {fn}")
     if not avx2:
-        env = dict(os.environ, MKL_ENABLE_INSTRUCTIONS="AVX2")
-        return subprocess.call([sys.executable, __file__, "--mkl-avx2"], env=env)
+        env = dict(os.environ, **dict(kv.split("=") for kv in AVX2_ENV.split()))
+        return subprocess.call([sys.executable, __file__, "--avx2"], env=env)
     return 0
 
 
