@@ -64,8 +64,10 @@ int gm_adam_step(const gm_adam_cfg *cfg, gm_adam_state *s, float *param, const f
 // How the single-tensor step takes exp_avg_sq.sqrt(): torch sends f32 sqrt to MKL VML
 // (vmsSqrt, high accuracy), whose AVX-512 code is not correctly rounded (1 ulp below in ~0.7% of
 // random inputs) while its AVX2 code is. Under an intel-* torch CPU target gptmeg calls vmsSqrt from
-// torch's own library (gm_torch_lib_path) when it finds it; otherwise, and under avx2 and zen4, the
-// IEEE sqrtf. Names the one in force: "mkl-vml" or "ieee". The fused step uses IEEE sqrt always.
+// torch's own library (gm_torch_lib_path) when it finds it ("mkl-vml"), else computes what it computes
+// with AVX-512F's vrsqrt14ps and one Newton step ("mkl-vml-avx512", bit-identical to it, measured);
+// on a CPU without AVX-512F, and under avx2 and zen4, the IEEE sqrtf ("ieee"). Names the one in force.
+// The fused step uses IEEE sqrt always.
 const char *gm_adam_sqrt_name(void);
 
 // Times gm_adam_step (AdamW, single) over a buffer of n elements for `iters` steps and returns the

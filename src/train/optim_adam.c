@@ -14,7 +14,7 @@
 //     w = f32(1 - beta1); m = |w| < 0.5 ? fma(w, g - m, m)        exp_avg.lerp_(grad, 1 - beta1)
 //                               : fma(w - 1, g - m, g)
 //     v = v * f32(beta2); v = fma(f32(1 - beta2) * g, g, v)       mul_, addcmul_ (GCC contracted s*t1*t2 + self)
-//     d = sqrt(v) / f32(bc2_sqrt) + f32(eps)                      sqrt: MKL VML (gm_adam_sqrt_name)
+//     d = sqrt(v) / f32(bc2_sqrt) + f32(eps)                      sqrt: MKL VML's (gm_adam_sqrt_name)
 //     p = p + (f32(-step_size) * m) / d                           addcdiv_
 //   foreach=True runs the same ops per tensor on CPU: the same bits (the golden script checks it).
 //   GM_ADAM_FUSED (aten/src/ATen/native/cpu/FusedAdamKernel.cpp, float opmath): the same formulas
@@ -26,7 +26,9 @@
 //     the last (n % 16) % 8: v = fma(v, f32(beta2), (f32(1 - beta2) * g) * g)
 //   Its threads split at 16-element units, so the thread count does not matter.
 #include "gptmeg/optim.h"
+#include "gptmeg/cpu.h"
 #include "gptmeg/target.h"
+#include "train/optim_isa.h"
 
 #include <dlfcn.h>
 #include <math.h>
@@ -60,14 +62,25 @@ static void vml_load(void) {
   mkl_threads_local = (mkl_threads_fn)dlsym(h, "MKL_Set_Num_Threads_Local");
 }
 
+// MKL's own vmsSqrt when torch's library is found (the real thing), else its emulation on a CPU
+// with AVX-512F (optim_sqrt_avx512.c), else none (IEEE sqrtf, not torch's bits under intel-*).
+static void emulated_sqrt(const int *n, const float *a, float *r, const long long *mode) {
+  (void)mode;
+  gm_train_vml_sqrt_avx512(a, r, (size_t)*n);
+}
+
 // Loaded on the first step that wants it (never under a target that does not).
 static vml_fn sqrt_fn(void) {
   if (!target_wants_vml()) return NULL;
   pthread_once(&vml_once, vml_load);
-  return vml_sqrt;
+  if (vml_sqrt) return vml_sqrt;
+  return gm_cpu_has(GM_CPU_AVX512F) ? emulated_sqrt : NULL;
 }
 
-const char *gm_adam_sqrt_name(void) { return sqrt_fn() ? "mkl-vml" : "ieee"; }
+const char *gm_adam_sqrt_name(void) {
+  vml_fn f = sqrt_fn();
+  return !f ? "ieee" : f == emulated_sqrt ? "mkl-vml-avx512" : "mkl-vml";
+}
 
 // ---- configuration and state -----------------------------------------------------------------------
 
