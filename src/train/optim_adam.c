@@ -110,17 +110,7 @@ void gm_adam_state_free(gm_adam_state *s) {
 
 // ---- the step ---------------------------------------------------------------------------------------
 
-typedef struct {
-  bool adamw, decay;
-  float wd;         // f32(wd) (Adam's grad.add alpha)
-  float keep;       // f32(1 - lr*wd) (AdamW's param.mul_)
-  float w, wm1;     // lerp weight f32(1 - beta1) and w - 1
-  bool w_small;     // |w| < 0.5
-  float b2, c2;     // f32(beta2), f32(1 - beta2)
-  float bc2_sqrt;   // f32(bias_correction2_sqrt)
-  float eps;        // f32(eps)
-  float neg_step;   // f32(-step_size)
-} adam_consts;
+typedef gm_train_adam_k adam_consts;
 
 static inline float lerp_m(const adam_consts *k, float m, float g) {
   float d = g - m;
@@ -130,12 +120,14 @@ static inline float lerp_m(const adam_consts *k, float m, float g) {
 enum { BLOCK = 1024 };
 
 // Elements [i0, i1) of the single-tensor (foreach) step.
-static void single_range(const adam_consts *k, vml_fn vsqrt, float *p, const float *grad, float *m,
-                         float *v, size_t i0, size_t i1) {
+static void single_range(const adam_consts *k, vml_fn vsqrt, bool avx512, float *p, const float *grad,
+                         float *m, float *v, size_t i0, size_t i1) {
   float r[BLOCK];
   for (size_t b = i0; b < i1; b += BLOCK) {
     int len = (int)(i1 - b < BLOCK ? i1 - b : BLOCK);
-    for (int j = 0; j < len; j++) {
+    int vec = avx512 ? len / 16 * 16 : 0;
+    if (vec) gm_train_adam_pre_avx512(k, p + b, grad + b, m + b, v + b, (size_t)vec);
+    for (int j = vec; j < len; j++) {
       size_t i = b + (size_t)j;
       float g = grad[i];
       if (k->decay) {
@@ -152,7 +144,8 @@ static void single_range(const adam_consts *k, vml_fn vsqrt, float *p, const flo
     } else {
       for (int j = 0; j < len; j++) r[j] = sqrtf(v[b + (size_t)j]);
     }
-    for (int j = 0; j < len; j++) {
+    if (vec) gm_train_adam_post_avx512(k, p + b, m + b, r, (size_t)vec);
+    for (int j = vec; j < len; j++) {
       size_t i = b + (size_t)j;
       float d = r[j] / k->bc2_sqrt + k->eps;
       p[i] = p[i] + (k->neg_step * m[i]) / d;
@@ -173,9 +166,15 @@ static size_t fused_vector_end(size_t n) {
 }
 
 // Elements [i0, i1) of the fused step.
-static void fused_range(const adam_consts *k, float *p, const float *grad, float *m, float *v,
+static void fused_range(const adam_consts *k, bool avx512, float *p, const float *grad, float *m, float *v,
                         size_t i0, size_t i1, size_t body) {
-  for (size_t i = i0; i < i1; i++) {
+  size_t i = i0;
+  if (avx512 && body > i0) {
+    size_t vec = ((body < i1 ? body : i1) - i0) / 16 * 16;
+    if (vec) gm_train_adam_fused_avx512(k, p + i0, grad + i0, m + i0, v + i0, vec);
+    i += vec;
+  }
+  for (; i < i1; i++) {
     float g = grad[i], pi = p[i];
     if (k->decay) {
       if (k->adamw) pi = pi * k->keep;
@@ -225,6 +224,9 @@ int gm_adam_step(const gm_adam_cfg *cfg, gm_adam_state *s, float *param, const f
   k.eps = (float)cfg->eps;
   k.neg_step = (float)(-step_size);
   vml_fn vsqrt = cfg->impl == GM_ADAM_SINGLE ? sqrt_fn() : NULL;
+  // The ISA is a speed choice: the AVX-512 bodies compute the scalar code's bits.
+  bool avx512 = gm_cpu_simd() >= GM_SIMD_AVX512;
+  size_t vec_end = fused_vector_end(n);
   // Contiguous slices of whole BLOCKs, one a thread: elementwise, so the split does not matter.
   size_t nblocks = (n + BLOCK - 1) / BLOCK;
   int nt = (size_t)threads < nblocks ? threads : (int)(nblocks ? nblocks : 1);
@@ -235,8 +237,8 @@ int gm_adam_step(const gm_adam_cfg *cfg, gm_adam_state *s, float *param, const f
     size_t b0 = nblocks * (size_t)t / (size_t)nt, b1 = nblocks * (size_t)(t + 1) / (size_t)nt;
     size_t i0 = b0 * BLOCK, i1 = b1 * BLOCK < n ? b1 * BLOCK : n;
     if (i0 < i1) {
-      if (cfg->impl == GM_ADAM_SINGLE) single_range(&k, vsqrt, param, grad, s->exp_avg, s->exp_avg_sq, i0, i1);
-      else fused_range(&k, param, grad, s->exp_avg, s->exp_avg_sq, i0, i1, fused_vector_end(n));
+      if (cfg->impl == GM_ADAM_SINGLE) single_range(&k, vsqrt, avx512, param, grad, s->exp_avg, s->exp_avg_sq, i0, i1);
+      else fused_range(&k, avx512, param, grad, s->exp_avg, s->exp_avg_sq, i0, i1, vec_end);
     }
   }
   return 0;
