@@ -57,7 +57,8 @@ void gm_adam_state_free(gm_adam_state *s);
 // One optimizer step of one tensor at learning rate lr (the value the schedule gives for this
 // step): s->step += 1, then the update of cfg->impl. param is (n) f32, updated in place; grad is
 // (n) f32, read only (Adam's weight decay works on a copy, as torch's grad.add does). n must equal
-// s->n. threads >= 1 (the bits do not depend on it). 0, or gm_fail (bad cfg, n mismatch).
+// s->n. param, grad and the state's buffers must not alias. threads >= 1 (the bits do not depend on
+// it). 0, or gm_fail (bad cfg, lr, n mismatch; then nothing changed, step not counted).
 int gm_adam_step(const gm_adam_cfg *cfg, gm_adam_state *s, float *param, const float *grad,
                  size_t n, double lr, int threads);
 
