@@ -1,6 +1,6 @@
 #!/bin/sh
 # The layering rule, checked on every build (CMake's gm_layer_check target runs it):
-#   core < io < kernels < tok < ops < model < lab < cli
+#   core < io < kernels < tok < ops < model < train < lab < cli
 # A file under src/LAYER/ may include the public headers (include/gptmeg/*.h) of LAYER and the
 # layers before it, and the private headers of its own folder (src/LAYER/...); a public header
 # may include public headers of its own layer and the layers before it. Anything else is an
@@ -10,11 +10,11 @@ cd "${1:-.}" || exit 1
 find src include/gptmeg -name '*.[ch]' | sort | xargs grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' |
 awk '
 BEGIN {
-  n = split("core io kernels tok ops model lab cli", order, " ")
+  n = split("core io kernels tok ops model train lab cli", order, " ")
   for (i = 1; i <= n; i++) rank[order[i]] = i
   # The public headers, each owned by one layer.
   split("core:core inputs:core cpu:core target:core npy:io safetensors:io config:io gelu:kernels kernels:kernels " \
-        "ckpt:io tok:tok ops:ops model:model lab:lab certify:lab diverge:lab", pairs, " ")
+        "ckpt:io tok:tok ops:ops model:model optim:train lab:lab certify:lab diverge:lab", pairs, " ")
   for (i in pairs) { split(pairs[i], kv, ":"); owner[kv[1]] = kv[2] }
   bad = 0
 }
@@ -30,7 +30,7 @@ BEGIN {
     h = inc; sub(/^gptmeg\//, "", h); sub(/\.h$/, "", h)
     if (!(h in owner)) { print file ":" line ": includes " inc ", a public header with no layer"; bad = 1; next }
     if (rank[owner[h]] > rank[layer]) {
-      print file ":" line ": includes " inc " (layer " owner[h] "), above " layer " in core < io < kernels < tok < ops < model < lab < cli"
+      print file ":" line ": includes " inc " (layer " owner[h] "), above " layer " in core < io < kernels < tok < ops < model < train < lab < cli"
       bad = 1
     }
   } else if (inc ~ /\//) {
