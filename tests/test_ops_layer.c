@@ -189,7 +189,6 @@ static void test_backward_slots(void) {
   gm_op_ctx c;
   gm_op_ctx_init(&c, &p, 1, NULL, NULL);
   gm_op_weight w = {0};
-  gm_op_attn a = {0};
   gm_activation act = {0};
   // each slot fails with the same message naming its op
 #define SLOT(op, call)                                                                                  \
@@ -200,7 +199,6 @@ static void test_backward_slots(void) {
   } while (0)
   SLOT("linear", gm_op_linear_bwd(&c, NULL, NULL, NULL, NULL, NULL, &w, 0, 0, 0));
   SLOT("layer norm", gm_op_layernorm_bwd(&c, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 0));
-  SLOT("attention", gm_op_attention_bwd(&c, &a, NULL, NULL, NULL, NULL, NULL));
   SLOT("activation", gm_op_act_bwd(&c, act, NULL, NULL, NULL, NULL, NULL, 0, 0));
   SLOT("embedding", gm_op_embedding_bwd(&c, NULL, NULL, NULL, NULL, 0, 0, 0, 0));
   SLOT("cross-entropy", gm_op_crossentropy_bwd(&c, NULL, 0, NULL, NULL, 0, 0, 0));

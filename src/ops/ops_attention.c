@@ -13,6 +13,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -76,6 +77,27 @@ static void round_unless(const gm_op_ctx *c, bool keep_f32, float *x, int n) {
   if (!keep_f32) gm_op_round(c, x, (size_t)n);
 }
 
+// ATen's small bmm kernel (baddbmm_cpu_kernel, taken when rows * cols * contraction < 400): each
+// output one f32 FMA chain from zero in k order. C[M, N] (ldc) = A[M, K] (lda) @ op(B) as gm_op_matmul.
+static void small_bmm(const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha, float *Cm, int ldc,
+                      int M, int N, int K) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; k++)
+        acc = acc + A[(size_t)i * lda + k] * (trans_b ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+      Cm[(size_t)i * ldc + j] = alpha == 1.0f ? acc : alpha * acc;
+    }
+}
+
+// torch.bmm / baddbmm(beta = 0, alpha) of one (batch, head), not rounded: ATen's small kernel when
+// M * N * K < 400, else the dtype's torch-order product (gm_op_matmul on ctx one: one thread).
+static void head_bmm(const gm_op_ctx *one, const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha,
+                     float *Cm, int ldc, int M, int N, int K) {
+  if ((int64_t)M * N * K < 400) small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
+  else gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
+}
+
 // X[T, len] = q @ (alpha * k)^T in f32 as torch's f32 baddbmm computes it here: k scaled by alpha
 // first (rounded), then one FMA per l in order (transformers' upcast path; q, k hold f16 values).
 static void upcast_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
@@ -96,6 +118,10 @@ static void causal_scores(const head_view *h, float alpha, const float *q, int l
   const int T = h->T, len = h->len, t0 = h->t0, rb = 64;
   gm_op_ctx one = *h->c;
   one.threads = 1;
+  if (t0 == 0 && (int64_t)T * len * hd < 400) { // ATen's small bmm kernel (no cache only): the whole square
+    small_bmm(q, ldq, k, hd, true, alpha, X, len, T, len, hd);
+    return;
+  }
   for (int i0 = 0; i0 < T; i0 += rb) {
     int i1 = T - i0 < rb ? T : i0 + rb;
     gm_op_matmul(&one, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1, hd);
@@ -171,15 +197,175 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
 #pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;
-    gm_op_matmul(&one, probs + bh * per_head, len, vl + (size_t)bh * a->max_t * hd, hd, false, NULL, 1.0f,
-                 out + (size_t)b * T * D + hh * hd, D, T, hd, len);
+    const float *P = probs + bh * per_head, *V = vl + (size_t)bh * a->max_t * hd;
+    float *O = out + (size_t)b * T * D + hh * hd;
+    if (a->t0 == 0) head_bmm(&one, P, len, V, hd, false, 1.0f, O, D, T, hd, len);
+    else gm_op_matmul(&one, P, len, V, hd, false, NULL, 1.0f, O, D, T, hd, len);
   }
   gm_op_round(c, out, N * D);
   return 0;
 }
 
+// ---- backward -------------------------------------------------------------------------------------
+
+// ATen's softmax backward of one row (_softmax_backward_data, last dim) on AVX-512, in place:
+// dy[0..n) becomes (dy - sum(dy * y)) * y. f32 kernel (reduced = false): 16 lanes, lane l starts
+// at R(dy_l * y_l) and adds the rounded products of its later full vectors; the tail (n % 16
+// lanes) adds with an FMA when tail_fma (torch's one-thread code) else R(dy * y) then an add (its
+// 2-thread parallel region); then the lanes fold as a tree (l ^ 8, ^ 4, ^ 2, ^ 1). A row shorter
+// than 16: the rounded products added one by one in order. Reduced (f16/bf16 rows, f32 opmath;
+// products exact): 32-element steps as two 16-lane halves, the tail into the first half then the
+// second, halves added, the same tree; shorter than 32: the halves' lanes added pairwise (lanes
+// past 16 onto lanes 0..), then the 16 (or n <= 16) lanes one by one. Not rounded here.
+static float tree16(const float *v) {
+  float w[16], u[16];
+  memcpy(w, v, sizeof w);
+  for (int s = 8; s >= 1; s >>= 1) {
+    for (int i = 0; i < 16; i++) u[i] = w[i] + w[i ^ s];
+    memcpy(w, u, sizeof w);
+  }
+  return w[0];
+}
+
+static float seq_sum(const float *v, int n) {
+  float s = v[0];
+  for (int i = 1; i < n; i++) s = s + v[i];
+  return s;
+}
+
+static float softmax_bwd_dot_f32(const float *dy, const float *y, int n, bool tail_fma) {
+  float acc[16];
+  if (n < 16) {
+    for (int i = 0; i < n; i++) acc[i] = dy[i] * y[i];
+    return seq_sum(acc, n);
+  }
+  for (int l = 0; l < 16; l++) acc[l] = dy[l] * y[l];
+  int d = 16;
+  for (; d + 16 <= n; d += 16)
+    for (int l = 0; l < 16; l++) acc[l] = acc[l] + dy[d + l] * y[d + l];
+  for (int l = 0; d + l < n; l++) acc[l] = tail_fma ? fmaf(dy[d + l], y[d + l], acc[l]) : acc[l] + dy[d + l] * y[d + l];
+  return tree16(acc);
+}
+
+static float softmax_bwd_dot_reduced(const float *dy, const float *y, int n) {
+  float a0[16], a1[16];
+  if (n < 32) {
+    for (int i = 0; i < 16 && i < n; i++) a0[i] = dy[i] * y[i];
+    if (n <= 16) return seq_sum(a0, n);
+    for (int i = 0; i + 16 < n; i++) a0[i] = a0[i] + dy[16 + i] * y[16 + i];
+    return seq_sum(a0, 16);
+  }
+  for (int l = 0; l < 16; l++) {
+    a0[l] = dy[l] * y[l];
+    a1[l] = dy[16 + l] * y[16 + l];
+  }
+  int d = 32;
+  for (; d + 32 <= n; d += 32)
+    for (int l = 0; l < 16; l++) {
+      a0[l] = a0[l] + dy[d + l] * y[d + l];
+      a1[l] = a1[l] + dy[d + 16 + l] * y[d + 16 + l];
+    }
+  int r = n - d;
+  for (int l = 0; l < 16 && l < r; l++) a0[l] = a0[l] + dy[d + l] * y[d + l];
+  for (int l = 0; l + 16 < r; l++) a1[l] = a1[l] + dy[d + 16 + l] * y[d + 16 + l];
+  for (int l = 0; l < 16; l++) a0[l] = a0[l] + a1[l];
+  return tree16(a0);
+}
+
+static void softmax_bwd_row(float *dy, const float *y, int n, bool reduced, bool tail_fma) {
+  float s = reduced ? softmax_bwd_dot_reduced(dy, y, n) : softmax_bwd_dot_f32(dy, y, n, tail_fma);
+  for (int i = 0; i < n; i++) dy[i] = (dy[i] - s) * y[i];
+}
+
+// One torch.bmm of a backward, rounded to the dtype: ATen's small kernel below its threshold,
+// else the dtype's torch-order product (gm_op_matmul, one thread).
+static void bwd_bmm(const gm_op_ctx *one, const float *A, int lda, const float *B, int ldb, bool trans_b, float *Cm,
+                    int ldc, int M, int N, int K) {
+  head_bmm(one, A, lda, B, ldb, trans_b, 1.0f, Cm, ldc, M, N, K);
+  for (int i = 0; i < M; i++) gm_op_round(one, Cm + (size_t)i * ldc, (size_t)N);
+}
+
+// dst[c, r] = src[r, c] for r < rows, c < cols (src stride lds, dst stride ldd).
+static void transpose(float *dst, int ldd, const float *src, int lds, int rows, int cols) {
+  for (int r = 0; r < rows; r++)
+    for (int c2 = 0; c2 < cols; c2++) dst[(size_t)c2 * ldd + r] = src[(size_t)r * lds + c2];
+}
+
 int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, float *dscores, const float *dout,
-                        const float *qkv, const float *probs) {
-  (void)c, (void)a, (void)dqkv, (void)dscores, (void)dout, (void)qkv, (void)probs;
-  return gm_op_not_yet("attention");
+                        const float *qkv, const float *probs, const float *scores) {
+  const int D = a->C, H = a->NH, hd = D / H, B = a->B, T = a->T, len = a->t0 + a->T;
+  if (a->t0 != 0) return gm_fail("attention backward: t0 = %d (training runs without a cache)", a->t0);
+  const score_rule s = rule_of(c, a);
+  if (s.upcast) return gm_fail("attention backward: reorder_and_upcast_attn is not reproduced");
+  const bool f32_softmax = c->dtype == GM_F32 || s.x_f32; // ATen's f32 kernel (megatron: the f32 softmax)
+  const bool recompute = c->dtype != GM_F32 && s.x_f32;   // softmax's saved output is its f32 result
+  if (recompute && !scores) return gm_fail("attention backward: the f32 softmax needs the forward's scores");
+  const bool baddbmm = c->profile->scores == GM_SCORES_BADDBMM;
+  const size_t per_head = (size_t)T * len;
+  const size_t scratch = 2 * (size_t)hd * len + (size_t)(len > hd ? len : hd) * T + (recompute ? per_head : 0);
+  int failed = 0;
+  gm_op_ctx one = *c;
+  one.threads = 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
+  for (int bh = 0; bh < B * H; bh++) {
+    float *buf = malloc(scratch * sizeof(float));
+    if (!buf) {
+      failed = 1;
+      continue;
+    }
+    float *kT = buf, *tmp = kT + (size_t)hd * len, *pT = tmp + (size_t)hd * len, *y32 = pT + (size_t)(len > hd ? len : hd) * T;
+    const int b = bh / H, hh = bh % H, ld = 3 * D;
+    const float *q = qkv + (size_t)b * T * ld + hh * hd, *k = q + D, *v = q + 2 * D;
+    const float *dO = dout + (size_t)b * T * D + hh * hd;
+    float *dq = dqkv + (size_t)b * T * ld + hh * hd, *dk = dq + D, *dv = dq + 2 * D;
+    const float *P = probs + bh * per_head;
+    float *dS = dscores + bh * per_head;
+    // dP = dO @ v^T; dv = P^T @ dO
+    bwd_bmm(&one, dO, D, v, ld, true, dS, len, T, len, hd);
+    transpose(pT, T, P, len, T, len);
+    bwd_bmm(&one, pT, T, dO, D, false, dv, ld, len, hd, T);
+    // softmax backward (the saved output: P, or megatron's f32 softmax of the scores)
+    const float *Y = P;
+    if (recompute) {
+      memcpy(y32, scores + bh * per_head, per_head * sizeof(float));
+      for (int i = 0; i < T; i++) gm_softmax_row_f32(y32 + (size_t)i * len, i + 1, len - i - 1, s.mask, false);
+      for (int i = 0; i < T; i++) memset(y32 + (size_t)i * len + i + 1, 0, (size_t)(len - i - 1) * sizeof(float));
+      Y = y32;
+    }
+    for (int i = 0; i < T; i++) {
+      float *x = dS + (size_t)i * len;
+      softmax_bwd_row(x, Y + (size_t)i * len, len, !f32_softmax, c->threads == 1);
+      if (!f32_softmax) gm_op_round(&one, x, (size_t)len);
+      memset(x + i + 1, 0, (size_t)(len - i - 1) * sizeof(float)); // the mask's where / masked_fill
+      if (s.coeff != 0.0f) {                                        // x = f32(S) * L: its backward, then f32(S)'s
+        for (int j = 0; j <= i; j++) x[j] = x[j] * s.coeff;
+        gm_op_round(&one, x, (size_t)len);
+      }
+      if (s.div2 != 0.0f) { // S / (l+1), then S / R(sqrt(hd)): grad / divisor, rounded
+        gm_div_row_f32(x, i + 1, s.div2);
+        gm_op_round(&one, x, (size_t)(i + 1));
+      }
+      if (s.div1 != 0.0f) {
+        gm_div_row_f32(x, i + 1, s.div1);
+        gm_op_round(&one, x, (size_t)(i + 1));
+      }
+    }
+    // dq = dS @ k (k^T's copy as torch's second operand, transposed); dk^T = q^T @ dS
+    transpose(kT, len, k, ld, len, hd);
+    bwd_bmm(&one, dS, len, kT, len, true, dq, ld, T, hd, len);
+    transpose(pT, T, q, ld, T, hd); // q^T [hd, T]
+    bwd_bmm(&one, pT, T, dS, len, false, tmp, len, hd, len, T);
+    transpose(dk, ld, tmp, len, hd, len);
+    if (baddbmm && s.alpha != 1.0f) { // baddbmm's backward: R(bmm) * alpha, rounded
+      for (int i = 0; i < T; i++) {
+        float *r1 = dq + (size_t)i * ld, *r2 = dk + (size_t)i * ld;
+        for (int j = 0; j < hd; j++) r1[j] = r1[j] * s.alpha, r2[j] = r2[j] * s.alpha;
+        gm_op_round(&one, r1, (size_t)hd);
+        gm_op_round(&one, r2, (size_t)hd);
+      }
+    }
+    free(buf);
+  }
+  if (failed) return gm_fail("attention backward: out of memory");
+  return 0;
 }
