@@ -9,6 +9,7 @@
 // q@k^T and P@v accumulate in f32 in torch's order for the dtype (gm_op_matmul). Work is split by
 // (batch, head) and every product is defined element by element: any thread count, the same bits.
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 #include "ops/ops_internal.h"
 
 #include <float.h>
@@ -77,6 +78,12 @@ static void round_unless(const gm_op_ctx *c, bool keep_f32, float *x, int n) {
   if (!keep_f32) gm_op_round(c, x, (size_t)n);
 }
 
+// dst[c, r] = src[r, c] for r < rows, c < cols (src stride lds, dst stride ldd).
+static void transpose(float *dst, int ldd, const float *src, int lds, int rows, int cols) {
+  for (int r = 0; r < rows; r++)
+    for (int c2 = 0; c2 < cols; c2++) dst[(size_t)c2 * ldd + r] = src[(size_t)r * lds + c2];
+}
+
 // ATen's small bmm kernel (baddbmm_cpu_kernel, taken when rows * cols * contraction < 400): each
 // output one f32 FMA chain from zero in k order. C[M, N] (ldc) = A[M, K] (lda) @ op(B) as gm_op_matmul.
 static void small_bmm(const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha, float *Cm, int ldc,
@@ -91,10 +98,18 @@ static void small_bmm(const float *A, int lda, const float *B, int ldb, bool tra
 }
 
 // torch.bmm / baddbmm(beta = 0, alpha) of one (batch, head), not rounded: ATen's small kernel when
-// M * N * K < 400, else the dtype's torch-order product (gm_op_matmul on ctx one: one thread).
-static void head_bmm(const gm_op_ctx *one, const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha,
-                     float *Cm, int ldc, int M, int N, int K) {
-  if ((int64_t)M * N * K < 400) small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
+// M * N * K < 400 and small_ok (no cache: a cached step keeps gptmeg's decode invariance); for f16
+// under a target whose oneDNN ISA is AMX, oneDNN's f16 bmm, one f32 chain over k for B as stored
+// or transposed (products exact: small_bmm's order; tools/ref/gen_attention_bwd_goldens.py); else
+// the dtype's torch-order product (gm_op_matmul on ctx one: one thread).
+static bool f16_bmm_chain(const gm_op_ctx *c) {
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  return c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX;
+}
+
+static void head_bmm(const gm_op_ctx *one, bool small_ok, const float *A, int lda, const float *B, int ldb, bool trans_b,
+                     float alpha, float *Cm, int ldc, int M, int N, int K) {
+  if ((small_ok && (int64_t)M * N * K < 400) || f16_bmm_chain(one)) small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
   else gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
 }
 
@@ -113,7 +128,11 @@ static void upcast_scores(const head_view *h, float alpha, const float *q, int l
 // (j <= t0 + i), in blocks of 64 query rows, each computing keys [0, t0 + its last row]: about half
 // the products of the full [T, len] square for a prefill. Entries past a block's keys are left as
 // they were. Every dtype's product is defined element by element, so any block gives the bits of
-// the full square. One thread: the caller runs heads in parallel.
+// the full square, with two exceptions, both of f32 without a cache (torch's bmm then reads k^T as
+// a contiguous copy, B as stored): ATen's small kernel when T * len * hd < 400 (small_bmm), and
+// MKL's Intel AVX-512 packed path, which folds alpha into B, for T and len >= 192 (baddbmm's alpha
+// != 1 only; gm_f32_torch_blocks): the full square in one call. One thread: the caller runs heads
+// in parallel.
 static void causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
   const int T = h->T, len = h->len, t0 = h->t0, rb = 64;
   gm_op_ctx one = *h->c;
@@ -122,10 +141,21 @@ static void causal_scores(const head_view *h, float alpha, const float *q, int l
     small_bmm(q, ldq, k, hd, true, alpha, X, len, T, len, hd);
     return;
   }
+  float *kT = NULL;
+  if (t0 == 0 && one.dtype == GM_F32 && (kT = malloc((size_t)hd * len * sizeof(float)))) {
+    transpose(kT, len, k, hd, len, hd);
+    if (T >= 192 && len >= 192 && alpha != 1.0f) {
+      gm_op_matmul(&one, q, ldq, kT, len, false, NULL, alpha, X, len, T, len, hd);
+      free(kT);
+      return;
+    }
+  }
   for (int i0 = 0; i0 < T; i0 += rb) {
     int i1 = T - i0 < rb ? T : i0 + rb;
-    gm_op_matmul(&one, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1, hd);
+    if (kT) gm_op_matmul(&one, q + (size_t)i0 * ldq, ldq, kT, len, false, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1, hd);
+    else gm_op_matmul(&one, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1, hd);
   }
+  free(kT);
 }
 
 // Softmax input X [T, len] of one (batch, head): masked entries (j > t0 + i) set to 0.
@@ -199,8 +229,7 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
     int b = bh / H, hh = bh % H;
     const float *P = probs + bh * per_head, *V = vl + (size_t)bh * a->max_t * hd;
     float *O = out + (size_t)b * T * D + hh * hd;
-    if (a->t0 == 0) head_bmm(&one, P, len, V, hd, false, 1.0f, O, D, T, hd, len);
-    else gm_op_matmul(&one, P, len, V, hd, false, NULL, 1.0f, O, D, T, hd, len);
+    head_bmm(&one, a->t0 == 0, P, len, V, hd, false, 1.0f, O, D, T, hd, len);
   }
   gm_op_round(c, out, N * D);
   return 0;
@@ -281,14 +310,8 @@ static void softmax_bwd_row(float *dy, const float *y, int n, bool reduced, bool
 // else the dtype's torch-order product (gm_op_matmul, one thread).
 static void bwd_bmm(const gm_op_ctx *one, const float *A, int lda, const float *B, int ldb, bool trans_b, float *Cm,
                     int ldc, int M, int N, int K) {
-  head_bmm(one, A, lda, B, ldb, trans_b, 1.0f, Cm, ldc, M, N, K);
+  head_bmm(one, true, A, lda, B, ldb, trans_b, 1.0f, Cm, ldc, M, N, K);
   for (int i = 0; i < M; i++) gm_op_round(one, Cm + (size_t)i * ldc, (size_t)N);
-}
-
-// dst[c, r] = src[r, c] for r < rows, c < cols (src stride lds, dst stride ldd).
-static void transpose(float *dst, int ldd, const float *src, int lds, int rows, int cols) {
-  for (int r = 0; r < rows; r++)
-    for (int c2 = 0; c2 < cols; c2++) dst[(size_t)c2 * ldd + r] = src[(size_t)r * lds + c2];
 }
 
 int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, float *dscores, const float *dout,

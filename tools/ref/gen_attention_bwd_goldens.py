@@ -32,7 +32,7 @@ import gm_profiles  # noqa: E402
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "attention_bwd")
 HDS = [4, 8, 64]
-TS = [1, 5, 16, 24, 64]  # 24: a softmax row with a tail (not a multiple of 16)
+TS = [1, 5, 16, 24, 64]  # 24: a softmax row with a tail (not a multiple of 16); 200 in five more cases
 LAYERS = [0, 2]
 MASK64 = (1 << 64) - 1
 
@@ -63,7 +63,7 @@ def fnv_rows(x):
 def attention_grad(profile, dtype, B, NH, hd, T, layer, threads):
     torch.set_num_threads(threads)
     C = NH * hd
-    cfg = GPT2Config(n_embd=C, n_head=NH, n_layer=3, n_positions=64, attn_implementation="eager",
+    cfg = GPT2Config(n_embd=C, n_head=NH, n_layer=3, n_positions=max(64, T), attn_implementation="eager",
                      scale_attn_by_inverse_layer_idx=(layer == 2))
     cfg._attn_implementation = "eager"
     module = modeling_gpt2.GPT2Attention(cfg, layer_idx=layer).to(dtype).eval()
@@ -100,6 +100,9 @@ def cases():
                     for T in TS:
                         for layer in LAYERS:
                             yield profile, dname, B, NH, hd, T, layer
+    # long rows: MKL's Intel packed path (T, len >= 192) folds baddbmm's alpha into B
+    yield from [("meg", "f32", 1, 2, 8, 200, 0), ("megatron", "f32", 1, 2, 8, 200, 2), ("hf", "f32", 1, 2, 64, 200, 2),
+                ("megatron", "bf16", 1, 2, 8, 200, 2), ("meg", "f16", 1, 2, 8, 200, 2)]
 
 
 def main():
