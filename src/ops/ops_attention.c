@@ -1,4 +1,4 @@
-// Causal self-attention of one layer: scores, mask, softmax, probs @ v.
+// Causal self-attention of one layer: scores, mask, softmax, probs @ v, and its backward.
 // Numerics contract (layer l, 0-based; s = 1/sqrt(hd) if scale_attn_weights, / (l+1) if
 // scale_by_inverse_layer; R = round to the dtype):
 //   matmul-div  S = R(q@k^T); S = R(S / R(sqrt(hd))); S = R(S / (l+1))   (transformers' eager path)
@@ -6,8 +6,25 @@
 //   upcast      S = q@(f32(s)*k)^T in f32 (FMA per l), no rounding (reorder_and_upcast_attn, hf)
 // Softmax input X: S, or with qk-layer-scaling S * c (in f32 when softmax is fp32, else rounded).
 // Masked keys (j > query position) take the mask value; P = R(softmax_f32(X)); out = R(P @ v).
-// q@k^T and P@v accumulate in f32 in torch's order for the dtype (gm_op_matmul). Work is split by
-// (batch, head) and every product is defined element by element: any thread count, the same bits.
+// q@k^T and P@v are torch's bmm per (batch, head) (head_bmm): ATen's small kernel (each output
+// one chain from zero, R(a*b) then add, alpha * acc) when T * len * hd < 400 and there is no cache;
+// f16 under a target whose oneDNN ISA is AMX: one f32 chain over k; else the dtype's torch order
+// (gm_op_matmul), f32 scores reading k^T as stored (torch's contiguous copy) without a cache. A
+// cached step (t0 > 0) keeps the row-invariant orders (a decoded row equals its full-forward
+// row), not torch's small kernel. Work is split by (batch, head) and every product is defined
+// element by element: any thread count, the same bits.
+// Backward (t0 == 0; autograd of the above, bit for bit torch 2.15 on intel-amx for every profile
+// and dtype, tests/test_attention_bwd.c): per (batch, head), each bmm as above then rounded:
+//   dP = R(dO @ v^T); dv = R(P^T @ dO)
+//   dX = softmax backward of dP against the softmax's saved output Y (P, or for megatron in
+//        f16/bf16 the f32 softmax of the scores, recomputed): (dP - sum(dP * Y)) * Y in f32, the
+//        sum in ATen's lanes (softmax_bwd_row), rounded for a dtype softmax (f16/bf16 rows)
+//   masked entries 0 (where / masked_fill); megatron: dS = R(dX * c) (f32 product, the .float()
+//   cast's backward rounds); matmul-div: dS = R(R(dX / (l+1)) / R(sqrt(hd)))
+//   dq = R(dS @ k), dk = R(dS^T @ q)^T as torch's bmm(q^T, dS); baddbmm: each then R(x * alpha).
+// The f32 softmax backward's tail (row length % 16 lanes) adds with an FMA when c->threads == 1
+// and as R(dP * Y) + acc otherwise, as torch's one-thread and parallel code do: the only place
+// the bits depend on the thread count.
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
 #include "ops/ops_internal.h"
@@ -85,7 +102,8 @@ static void transpose(float *dst, int ldd, const float *src, int lds, int rows, 
 }
 
 // ATen's small bmm kernel (baddbmm_cpu_kernel, taken when rows * cols * contraction < 400): each
-// output one f32 FMA chain from zero in k order. C[M, N] (ldc) = A[M, K] (lda) @ op(B) as gm_op_matmul.
+// output one f32 chain from zero in k order, acc = acc + R(a * b) (no FMA: measured against torch,
+// f32), then alpha * acc for baddbmm. C[M, N] (ldc) = alpha * A[M, K] (lda) @ op(B) as gm_op_matmul.
 static void small_bmm(const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha, float *Cm, int ldc,
                       int M, int N, int K) {
   for (int i = 0; i < M; i++)
@@ -109,8 +127,22 @@ static bool f16_bmm_chain(const gm_op_ctx *c) {
 
 static void head_bmm(const gm_op_ctx *one, bool small_ok, const float *A, int lda, const float *B, int ldb, bool trans_b,
                      float alpha, float *Cm, int ldc, int M, int N, int K) {
-  if ((small_ok && (int64_t)M * N * K < 400) || f16_bmm_chain(one)) small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
-  else gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
+  if (small_ok && (int64_t)M * N * K < 400) {
+    small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
+    return;
+  }
+  if (f16_bmm_chain(one) && !trans_b) { // the chain is gm_matmul_f16_torch's order for B transposed there
+    float *Bt = malloc((size_t)N * K * sizeof(float));
+    if (Bt) {
+      transpose(Bt, K, B, ldb, K, N);
+      gm_op_matmul(one, A, lda, Bt, K, true, NULL, alpha, Cm, ldc, M, N, K);
+      free(Bt);
+    } else {
+      small_bmm(A, lda, B, ldb, false, alpha, Cm, ldc, M, N, K);
+    }
+    return;
+  }
+  gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
 }
 
 // X[T, len] = q @ (alpha * k)^T in f32 as torch's f32 baddbmm computes it here: k scaled by alpha
@@ -128,11 +160,11 @@ static void upcast_scores(const head_view *h, float alpha, const float *q, int l
 // (j <= t0 + i), in blocks of 64 query rows, each computing keys [0, t0 + its last row]: about half
 // the products of the full [T, len] square for a prefill. Entries past a block's keys are left as
 // they were. Every dtype's product is defined element by element, so any block gives the bits of
-// the full square, with two exceptions, both of f32 without a cache (torch's bmm then reads k^T as
-// a contiguous copy, B as stored): ATen's small kernel when T * len * hd < 400 (small_bmm), and
-// MKL's Intel AVX-512 packed path, which folds alpha into B, for T and len >= 192 (baddbmm's alpha
-// != 1 only; gm_f32_torch_blocks): the full square in one call. One thread: the caller runs heads
-// in parallel.
+// the full square, with two exceptions without a cache: ATen's small kernel when T * len * hd < 400
+// (small_bmm, any dtype), and in f32, where torch's bmm reads k^T as a contiguous copy (B as
+// stored: passed so), MKL's Intel AVX-512 packed path, which folds alpha into B, for T and len >=
+// 192 (baddbmm's alpha != 1 only; gm_f32_torch_blocks): the full square in one call. One thread:
+// the caller runs heads in parallel.
 static void causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
   const int T = h->T, len = h->len, t0 = h->t0, rb = 64;
   gm_op_ctx one = *h->c;
