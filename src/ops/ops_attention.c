@@ -115,34 +115,64 @@ static void small_bmm(const float *A, int lda, const float *B, int ldb, bool tra
     }
 }
 
-// torch.bmm / baddbmm(beta = 0, alpha) of one (batch, head), not rounded: ATen's small kernel when
-// M * N * K < 400 and small_ok (no cache: a cached step keeps gptmeg's decode invariance); for f16
-// under a target whose oneDNN ISA is AMX, oneDNN's f16 bmm, one f32 chain over k for B as stored
-// or transposed (products exact: small_bmm's order; tools/ref/gen_attention_bwd_goldens.py); else
-// the dtype's torch-order product (gm_op_matmul on ctx one: one thread).
-static bool f16_bmm_chain(const gm_op_ctx *c) {
+// Which view of its operands torch's bmm gets: A and B each as stored (row-major) or as a
+// transposed view (ta, tb). The f16 orders depend on it.
+typedef struct {
+  bool ta, tb;
+} bmm_views;
+
+static bool onednn_amx(void) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
-  return c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX;
+  return ti && ti->onednn == GM_ONEDNN_AMX;
 }
 
-static void head_bmm(const gm_op_ctx *one, bool small_ok, const float *A, int lda, const float *B, int ldb, bool trans_b,
+// gm_op_matmul with op(B) given by data [K, N] (trans_b false) or [N, K] (true), run as want_trans
+// (through a transposed copy where the two differ; on allocation failure: -1, nothing written).
+static int matmul_as(const gm_op_ctx *one, bool want_trans, const float *A, int lda, const float *B, int ldb, bool trans_b,
                      float alpha, float *Cm, int ldc, int M, int N, int K) {
+  if (want_trans == trans_b) {
+    gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
+    return 0;
+  }
+  const int rows = trans_b ? N : K, cols = trans_b ? K : N;
+  float *Bt = malloc((size_t)N * K * sizeof(float));
+  if (!Bt) return -1;
+  transpose(Bt, rows, B, ldb, rows, cols);
+  gm_op_matmul(one, A, lda, Bt, rows, want_trans, NULL, alpha, Cm, ldc, M, N, K);
+  free(Bt);
+  return 0;
+}
+
+// torch.bmm / baddbmm(beta = 0, alpha) of one (batch, head), not rounded; A [M, K] (lda), op(B)
+// as for gm_op_matmul, v the views torch passes:
+//   - ATen's small kernel when M * N * K < 400 and small_ok (no cache: a cached step keeps
+//     gptmeg's decode invariance);
+//   - f16 under a target whose oneDNN ISA is AMX: oneDNN's f16 matmul, one f32 chain over k
+//     whatever the views (gm_matmul_f16_torch's order for B transposed there);
+//   - f16 elsewhere: ATen's reduced-type gemm, by the views (measured under intel-avx512-bf16):
+//     A transposed, B as stored: one chain over k (small_bmm's order, products exact); A as stored,
+//     B transposed: the f32-arithmetic dot (gm_matmul_f16_torch, B transposed); both as stored or
+//     both transposed: four partial sums (gm_matmul_f16_torch, B as stored);
+//   - else the dtype's torch-order product (gm_op_matmul; on ctx one: one thread).
+static int head_bmm(const gm_op_ctx *one, bool small_ok, bmm_views v, const float *A, int lda, const float *B, int ldb,
+                    bool trans_b, float alpha, float *Cm, int ldc, int M, int N, int K) {
   if (small_ok && (int64_t)M * N * K < 400) {
     small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
-    return;
+    return 0;
   }
-  if (f16_bmm_chain(one) && !trans_b) { // the chain is gm_matmul_f16_torch's order for B transposed there
-    float *Bt = malloc((size_t)N * K * sizeof(float));
-    if (Bt) {
-      transpose(Bt, K, B, ldb, K, N);
-      gm_op_matmul(one, A, lda, Bt, K, true, NULL, alpha, Cm, ldc, M, N, K);
-      free(Bt);
-    } else {
-      small_bmm(A, lda, B, ldb, false, alpha, Cm, ldc, M, N, K);
-    }
-    return;
+  if (one->dtype != GM_F16) {
+    gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
+    return 0;
   }
-  gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
+  const bool amx = onednn_amx();
+  if (!amx && v.ta && !v.tb) {
+    small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
+    return 0;
+  }
+  if (matmul_as(one, amx || (!v.ta && v.tb), A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K) == 0) return 0;
+  if (!amx) return -1;
+  small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K); // AMX's chain, without the copy
+  return 0;
 }
 
 // X[T, len] = q @ (alpha * k)^T in f32 as torch's f32 baddbmm computes it here: k scaled by alpha
@@ -165,38 +195,44 @@ static void upcast_scores(const head_view *h, float alpha, const float *q, int l
 // stored: passed so), MKL's Intel AVX-512 packed path, which folds alpha into B, for T and len >=
 // 192 (baddbmm's alpha != 1 only; gm_f32_torch_blocks): the full square in one call. One thread:
 // the caller runs heads in parallel.
-static void causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
+static int causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
   const int T = h->T, len = h->len, t0 = h->t0, rb = 64;
   gm_op_ctx one = *h->c;
   one.threads = 1;
   if (t0 == 0 && (int64_t)T * len * hd < 400) { // ATen's small bmm kernel (no cache only): the whole square
     small_bmm(q, ldq, k, hd, true, alpha, X, len, T, len, hd);
-    return;
+    return 0;
   }
   float *kT = NULL;
-  if (t0 == 0 && one.dtype == GM_F32 && (kT = malloc((size_t)hd * len * sizeof(float)))) {
+  if (t0 == 0 && one.dtype == GM_F32) {
+    if (!(kT = malloc((size_t)hd * len * sizeof(float)))) return -1;
     transpose(kT, len, k, hd, len, hd);
     if (T >= 192 && len >= 192 && alpha != 1.0f) {
       gm_op_matmul(&one, q, ldq, kT, len, false, NULL, alpha, X, len, T, len, hd);
       free(kT);
-      return;
+      return 0;
     }
   }
-  for (int i0 = 0; i0 < T; i0 += rb) {
+  const bmm_views v = {false, true}; // k^T: a transposed view of the cache's contiguous k
+  int rc = 0;
+  for (int i0 = 0; i0 < T && !rc; i0 += rb) {
     int i1 = T - i0 < rb ? T : i0 + rb;
-    if (kT) gm_op_matmul(&one, q + (size_t)i0 * ldq, ldq, kT, len, false, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1, hd);
-    else gm_op_matmul(&one, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1, hd);
+    const float *qi = q + (size_t)i0 * ldq;
+    float *Xi = X + (size_t)i0 * len;
+    if (kT) gm_op_matmul(&one, qi, ldq, kT, len, false, NULL, alpha, Xi, len, i1 - i0, t0 + i1, hd);
+    else rc = head_bmm(&one, false, v, qi, ldq, k, hd, true, alpha, Xi, len, i1 - i0, t0 + i1, hd);
   }
   free(kT);
+  return rc;
 }
 
 // Softmax input X [T, len] of one (batch, head): masked entries (j > t0 + i) set to 0.
-static void head_scores(const head_view *h, const score_rule *s, const float *q, int ldq, const float *k, int hd,
-                        float *X) {
+static int head_scores(const head_view *h, const score_rule *s, const float *q, int ldq, const float *k, int hd,
+                       float *X) {
   const gm_op_ctx *c = h->c;
   const int T = h->T, len = h->len;
   if (s->upcast && c->dtype != GM_F32) upcast_scores(h, s->alpha, q, ldq, k, hd, X);
-  else causal_scores(h, s->alpha, q, ldq, k, hd, X);
+  else if (causal_scores(h, s->alpha, q, ldq, k, hd, X)) return -1;
   for (int i = 0; i < T; i++) {
     float *x = X + (size_t)i * len;
     int vis = h->t0 + i + 1;
@@ -215,6 +251,7 @@ static void head_scores(const head_view *h, const score_rule *s, const float *q,
     }
     if (vis < len) memset(x + vis, 0, (size_t)(len - vis) * sizeof(float));
   }
+  return 0;
 }
 
 // P = R(softmax(X)) row by row in place, masked entries stay 0.
@@ -242,12 +279,14 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
       }
   const score_rule s = rule_of(c, a);
   const head_view hv = {c, T, a->t0, len};
-#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;
-    head_scores(&hv, &s, qkv + (size_t)b * T * 3 * D + hh * hd, 3 * D, kl + (size_t)bh * a->max_t * hd, hd,
-                scores + bh * per_head);
+    failed |= head_scores(&hv, &s, qkv + (size_t)b * T * 3 * D + hh * hd, 3 * D, kl + (size_t)bh * a->max_t * hd, hd,
+                          scores + bh * per_head) != 0;
   }
+  if (failed) return gm_fail("attention: out of memory");
   const int64_t shape[4] = {B, H, T, len};
   if (gm_op_probe(c, l, GM_PT_SCORES, scores, 4, shape)) return -1;
   if (probs != scores) memcpy(probs, scores, (size_t)B * H * per_head * sizeof(float));
@@ -256,13 +295,14 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
   if (gm_op_probe(c, l, GM_PT_PROBS, probs, 4, shape)) return -1;
   gm_op_ctx one = *c;
   one.threads = 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;
     const float *P = probs + bh * per_head, *V = vl + (size_t)bh * a->max_t * hd;
     float *O = out + (size_t)b * T * D + hh * hd;
-    head_bmm(&one, a->t0 == 0, P, len, V, hd, false, 1.0f, O, D, T, hd, len);
+    failed |= head_bmm(&one, a->t0 == 0, (bmm_views){false, false}, P, len, V, hd, false, 1.0f, O, D, T, hd, len) != 0;
   }
+  if (failed) return gm_fail("attention: out of memory");
   gm_op_round(c, out, N * D);
   return 0;
 }
@@ -338,12 +378,12 @@ static void softmax_bwd_row(float *dy, const float *y, int n, bool reduced, bool
   for (int i = 0; i < n; i++) dy[i] = (dy[i] - s) * y[i];
 }
 
-// One torch.bmm of a backward, rounded to the dtype: ATen's small kernel below its threshold,
-// else the dtype's torch-order product (gm_op_matmul, one thread).
-static void bwd_bmm(const gm_op_ctx *one, const float *A, int lda, const float *B, int ldb, bool trans_b, float *Cm,
-                    int ldc, int M, int N, int K) {
-  head_bmm(one, true, A, lda, B, ldb, trans_b, 1.0f, Cm, ldc, M, N, K);
+// One torch.bmm of a backward (head_bmm, torch's views v), rounded to the dtype. 0, or -1 (out of memory).
+static int bwd_bmm(const gm_op_ctx *one, bmm_views v, const float *A, int lda, const float *B, int ldb, bool trans_b,
+                   float *Cm, int ldc, int M, int N, int K) {
+  if (head_bmm(one, true, v, A, lda, B, ldb, trans_b, 1.0f, Cm, ldc, M, N, K)) return -1;
   for (int i = 0; i < M; i++) gm_op_round(one, Cm + (size_t)i * ldc, (size_t)N);
+  return 0;
 }
 
 int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, float *dscores, const float *dout,
@@ -357,7 +397,7 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
   if (recompute && !scores) return gm_fail("attention backward: the f32 softmax needs the forward's scores");
   const bool baddbmm = c->profile->scores == GM_SCORES_BADDBMM;
   const size_t per_head = (size_t)T * len;
-  const size_t scratch = 2 * (size_t)hd * len + (size_t)(len > hd ? len : hd) * T + (recompute ? per_head : 0);
+  const size_t scratch = (size_t)hd * len + (size_t)(len > hd ? len : hd) * T + (recompute ? per_head : 0);
   int failed = 0;
   gm_op_ctx one = *c;
   one.threads = 1;
@@ -368,7 +408,7 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
       failed = 1;
       continue;
     }
-    float *kT = buf, *tmp = kT + (size_t)hd * len, *pT = tmp + (size_t)hd * len, *y32 = pT + (size_t)(len > hd ? len : hd) * T;
+    float *tmp = buf, *pT = tmp + (size_t)hd * len, *y32 = pT + (size_t)(len > hd ? len : hd) * T;
     const int b = bh / H, hh = bh % H, ld = 3 * D;
     const float *q = qkv + (size_t)b * T * ld + hh * hd, *k = q + D, *v = q + 2 * D;
     const float *dO = dout + (size_t)b * T * D + hh * hd;
@@ -376,9 +416,9 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
     const float *P = probs + bh * per_head;
     float *dS = dscores + bh * per_head;
     // dP = dO @ v^T; dv = P^T @ dO
-    bwd_bmm(&one, dO, D, v, ld, true, dS, len, T, len, hd);
+    int rc = bwd_bmm(&one, (bmm_views){false, true}, dO, D, v, ld, true, dS, len, T, len, hd);
     transpose(pT, T, P, len, T, len);
-    bwd_bmm(&one, pT, T, dO, D, false, dv, ld, len, hd, T);
+    rc |= bwd_bmm(&one, (bmm_views){true, false}, pT, T, dO, D, false, dv, ld, len, hd, T);
     // softmax backward (the saved output: P, or megatron's f32 softmax of the scores)
     const float *Y = P;
     if (recompute) {
@@ -405,12 +445,13 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
         gm_op_round(&one, x, (size_t)(i + 1));
       }
     }
-    // dq = dS @ k (k^T's copy as torch's second operand, transposed); dk^T = q^T @ dS
-    transpose(kT, len, k, ld, len, hd);
-    bwd_bmm(&one, dS, len, kT, len, true, dq, ld, T, hd, len);
+    // dq = dS @ (k^T)^T, k^T a transposed view of the cache's contiguous k, so its transpose is k
+    // as stored; dk^T = q^T @ dS, q^T a transposed view
+    rc |= bwd_bmm(&one, (bmm_views){false, false}, dS, len, k, ld, false, dq, ld, T, hd, len);
     transpose(pT, T, q, ld, T, hd); // q^T [hd, T]
-    bwd_bmm(&one, pT, T, dS, len, false, tmp, len, hd, len, T);
+    rc |= bwd_bmm(&one, (bmm_views){true, false}, pT, T, dS, len, false, tmp, len, hd, len, T);
     transpose(dk, ld, tmp, len, hd, len);
+    failed |= rc != 0;
     if (baddbmm && s.alpha != 1.0f) { // baddbmm's backward: R(bmm) * alpha, rounded
       for (int i = 0; i < T; i++) {
         float *r1 = dq + (size_t)i * ld, *r2 = dk + (size_t)i * ld;
