@@ -6,22 +6,24 @@
 //   upcast      S = q@(f32(s)*k)^T in f32 (FMA per l), no rounding (reorder_and_upcast_attn, hf)
 // Softmax input X: S, or with qk-layer-scaling S * c (in f32 when softmax is fp32, else rounded).
 // Masked keys (j > query position) take the mask value; P = R(softmax_f32(X)); out = R(P @ v).
-// q@k^T and P@v are torch's bmm per (batch, head) (head_bmm): ATen's small kernel (each output
-// one chain from zero, R(a*b) then add, alpha * acc) when T * len * hd < 400 and there is no cache;
-// f16 under a target whose oneDNN ISA is AMX: one f32 chain over k; else the dtype's torch order
-// (gm_op_matmul), f32 scores reading k^T as stored (torch's contiguous copy) without a cache. A
-// cached step (t0 > 0) keeps the row-invariant orders (a decoded row equals its full-forward
-// row), not torch's small kernel. Work is split by (batch, head) and every product is defined
-// element by element: any thread count, the same bits.
-// Backward (t0 == 0; autograd of the above, bit for bit torch 2.15 on intel-amx for every profile
-// and dtype, tests/test_attention_bwd.c): per (batch, head), each bmm as above then rounded:
+// q@k^T and P@v are torch's bmm per (batch, head) as GPT2LMHeadModel runs it (its DynamicCache
+// hands the attention contiguous k and v: k^T a transposed view) (head_bmm): ATen's small kernel
+// (each output one chain from zero, R(a*b) then add, alpha * acc) when T * len * hd < 400 and
+// there is no cache; f16 by target and operand views (oneDNN's one chain under AMX, ATen's
+// reduced-type gemm elsewhere); else the dtype's torch order (gm_op_matmul), f32 scores passing
+// k^T as stored without a cache. A cached step (t0 > 0) keeps the row-invariant orders (a
+// decoded row equals its full-forward row), not torch's small kernel. Work is split by (batch,
+// head) and every product is defined element by element: any thread count, the same bits.
+// Backward (t0 == 0; autograd of the above; bit for bit torch 2.15 for every profile and dtype
+// under intel-amx, intel-avx512-bf16 and intel-avx512, tests/test_attention_bwd.c): per (batch,
+// head), each bmm as above (torch's views: dP's B, dv's and dk^T's A transposed) then rounded:
 //   dP = R(dO @ v^T); dv = R(P^T @ dO)
 //   dX = softmax backward of dP against the softmax's saved output Y (P, or for megatron in
 //        f16/bf16 the f32 softmax of the scores, recomputed): (dP - sum(dP * Y)) * Y in f32, the
 //        sum in ATen's lanes (softmax_bwd_row), rounded for a dtype softmax (f16/bf16 rows)
 //   masked entries 0 (where / masked_fill); megatron: dS = R(dX * c) (f32 product, the .float()
 //   cast's backward rounds); matmul-div: dS = R(R(dX / (l+1)) / R(sqrt(hd)))
-//   dq = R(dS @ k), dk = R(dS^T @ q)^T as torch's bmm(q^T, dS); baddbmm: each then R(x * alpha).
+//   dq = R(dS @ k), dk = R(q^T @ dS)^T; baddbmm: each then R(x * alpha).
 // The f32 softmax backward's tail (row length % 16 lanes) adds with an FMA when c->threads == 1
 // and as R(dP * Y) + acc otherwise, as torch's one-thread and parallel code do: the only place
 // the bits depend on the thread count.
