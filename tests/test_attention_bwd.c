@@ -1,6 +1,8 @@
 // gm_op_attention_bwd against torch 2.15 autograd (tools/ref/gen_attention_bwd_goldens.py, made on
-// an Intel Xeon with AMX, natively for intel-amx and under oneDNN's ISA caps for
-// intel-avx512-bf16 and intel-avx512; each target set here in turn). Each golden case names a
+// an Intel Xeon with AMX, natively for intel-amx and under the dispatch caps that imitate
+// intel-avx512-bf16, intel-avx512 and avx2; each target set here in turn; a target's file holds
+// the cases whose bits differ from intel-amx's). Not reproduced (skipped with the measured
+// fraction): avx2 f32 at T = 200 (MKL's AVX2 packed sgemm). Each golden case names a
 // profile, dtype, B, NH, hd, T, layer (2: scale_attn_by_inverse_layer_idx) and the torch thread
 // count(s) that gave its bits ("12": both); the inputs come from the generator both sides share
 // (a 64-bit LCG, 24-bit uniform in [-2, 2), rounded to the dtype), the forward runs through
@@ -195,6 +197,16 @@ static void run_target(gm_torch_target tt, bool exact) {
       }
       if (t < nt) tl[t].rows += n, tl[t].same += same, tl[t].cases++, tl[t].exact += same == n;
       if (!exact) continue;
+      // avx2 f32 from T = 192: MKL's AVX2 packed path of big products (blocks of 192 with their
+      // own column tails) is not reproduced by gm_matmul_f32_torch (gptmeg/kernels.h)
+      if (tt == GM_TT_AVX2 && !strcmp(g.dtype, "f32") && g.T >= 192) {
+        char what[160], why[96];
+        snprintf(what, sizeof what, "avx2 %s f32 B%d NH%d hd%d T%d layer %d threads %d", g.profile, g.B, g.NH, g.hd, g.T,
+                 g.layer, th);
+        snprintf(why, sizeof why, "MKL's AVX2 packed sgemm is not reproduced (%d of %d rows identical)", same, n);
+        test_skip(what, why);
+        continue;
+      }
       CHECK(same == n, "%s %s %s B%d NH%d hd%d T%d layer %d threads %d: %d of %d rows of dqkv differ from torch",
             gm_torch_target_name(tt), g.profile, g.dtype, g.B, g.NH, g.hd, g.T, g.layer, th, n - same, n);
       // torch's bits depend on the thread count here: ours must too (the line of the other count differs)
@@ -224,5 +236,6 @@ int main(void) {
   run_target(GM_TT_INTEL_AMX, true);
   run_target(GM_TT_INTEL_AVX512_BF16, true);
   run_target(GM_TT_INTEL_AVX512, true);
+  run_target(GM_TT_AVX2, true);
   return test_done("test_attention_bwd");
 }

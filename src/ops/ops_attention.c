@@ -162,11 +162,13 @@ static int head_bmm(const gm_op_ctx *one, bool small_ok, bmm_views v, const floa
     small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
     return 0;
   }
-  if (one->dtype != GM_F16) {
+  const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
+  const bool aten_bf16 = one->dtype == GM_BF16 && isa == GM_ONEDNN_AVX2; // no bf16 in oneDNN there: ATen's gemm
+  if (one->dtype != GM_F16 && !aten_bf16) {
     gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
     return 0;
   }
-  const bool amx = onednn_amx();
+  const bool amx = one->dtype == GM_F16 && onednn_amx();
   if (!amx && v.ta && !v.tb) {
     small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
     return 0;
@@ -193,10 +195,12 @@ static void upcast_scores(const head_view *h, float alpha, const float *q, int l
 // the products of the full [T, len] square for a prefill. Entries past a block's keys are left as
 // they were. Every dtype's product is defined element by element, so any block gives the bits of
 // the full square, with two exceptions without a cache: ATen's small kernel when T * len * hd < 400
-// (small_bmm, any dtype), and in f32, where torch's bmm reads k^T as a contiguous copy (B as
-// stored: passed so), MKL's Intel AVX-512 packed path, which folds alpha into B, for T and len >=
-// 192 (baddbmm's alpha != 1 only; gm_f32_torch_blocks): the full square in one call. One thread:
-// the caller runs heads in parallel.
+// (small_bmm, any dtype), and in f32 (k^T passed as stored): MKL's Intel AVX-512 packed path,
+// which folds alpha into B, for T and len >= 192 (baddbmm's alpha != 1 only;
+// gm_f32_torch_blocks): the full square in one call; under avx2 always the full square (MKL's
+// AVX2 row groups of six count from the top), alpha folded into k^T (R(alpha * k)) for T and len
+// >= 56 (measured under MKL_ENABLE_INSTRUCTIONS=AVX2: 48..55 multiply the sums, 56.. fold). One
+// thread: the caller runs heads in parallel.
 static int causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
   const int T = h->T, len = h->len, t0 = h->t0, rb = 64;
   gm_op_ctx one = *h->c;
@@ -209,7 +213,13 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
   if (t0 == 0 && one.dtype == GM_F32) {
     if (!(kT = malloc((size_t)hd * len * sizeof(float)))) return -1;
     transpose(kT, len, k, hd, len, hd);
-    if (T >= 192 && len >= 192 && alpha != 1.0f) {
+    const bool avx2 = gm_torch_target_get_info(gm_torch_target_active())->mkl == GM_MKL_SGEMM_INTEL_AVX2;
+    if (avx2 && T >= 56 && len >= 56 && alpha != 1.0f) { // MKL's AVX2 kernels fold alpha into B there
+      for (size_t i = 0; i < (size_t)hd * len; i++) kT[i] = alpha * kT[i];
+      alpha = 1.0f;
+    }
+    // avx2: MKL takes rows in groups of six from the top: the square in one call
+    if (avx2 || (T >= 192 && len >= 192 && alpha != 1.0f)) {
       gm_op_matmul(&one, q, ldq, kT, len, false, NULL, alpha, X, len, T, len, hd);
       free(kT);
       return 0;
@@ -311,21 +321,24 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
 
 // ---- backward -------------------------------------------------------------------------------------
 
-// ATen's softmax backward of one row (_softmax_backward_data, last dim) on AVX-512, in place:
-// dy[0..n) becomes (dy - sum(dy * y)) * y. f32 kernel (reduced = false): 16 lanes, lane l starts
-// at R(dy_l * y_l) and adds the rounded products of its later full vectors; the tail (n % 16
-// lanes) adds with an FMA when tail_fma (torch's one-thread code) else R(dy * y) then an add (its
-// 2-thread parallel region); then the lanes fold as a tree (l ^ 8, ^ 4, ^ 2, ^ 1). A row shorter
-// than 16: the rounded products added one by one in order. Reduced (f16/bf16 rows, f32 opmath;
-// products exact): 32-element steps as two 16-lane halves, the tail into the first half then the
-// second, halves added, the same tree; shorter than 32: the halves' lanes added pairwise (lanes
-// past 16 onto lanes 0..), then the 16 (or n <= 16) lanes one by one. Not rounded here.
-static float tree16(const float *v) {
+// ATen's softmax backward of one row (_softmax_backward_data, last dim), in place: dy[0..n)
+// becomes (dy - sum(dy * y)) * y, in W lanes (16 under ATen's AVX512 capability, 8 under AVX2).
+// f32 kernel (reduced = false): lane l starts at R(dy_l * y_l) and adds the rounded products of
+// its later full vectors; the tail (n % W lanes) adds with an FMA when tail_fma (torch's
+// one-thread code) else R(dy * y) then an add (its parallel region); then the lanes fold as a tree
+// (l ^ W/2, ..., ^ 1). A row shorter than W: the rounded products added one by one in order.
+// Reduced (f16/bf16 rows, f32 opmath; products exact): 2W-element steps as two W-lane halves, the
+// tail into the first half then the second, halves added, the same tree; shorter than 2W: the
+// halves' lanes added pairwise (lanes past W onto lanes 0..), then the W (or n <= W) lanes one by
+// one. Not rounded here.
+static int aten_lanes(void) { return gm_torch_target_get_info(gm_torch_target_active())->aten == GM_ATEN_AVX512 ? 16 : 8; }
+
+static float tree_fold(const float *v, int W) {
   float w[16], u[16];
-  memcpy(w, v, sizeof w);
-  for (int s = 8; s >= 1; s >>= 1) {
-    for (int i = 0; i < 16; i++) u[i] = w[i] + w[i ^ s];
-    memcpy(w, u, sizeof w);
+  memcpy(w, v, (size_t)W * sizeof(float));
+  for (int s = W / 2; s >= 1; s >>= 1) {
+    for (int i = 0; i < W; i++) u[i] = w[i] + w[i ^ s];
+    memcpy(w, u, (size_t)W * sizeof(float));
   }
   return w[0];
 }
@@ -336,47 +349,48 @@ static float seq_sum(const float *v, int n) {
   return s;
 }
 
-static float softmax_bwd_dot_f32(const float *dy, const float *y, int n, bool tail_fma) {
+static float softmax_bwd_dot_f32(const float *dy, const float *y, int n, int W, bool tail_fma) {
   float acc[16];
-  if (n < 16) {
+  if (n < W) {
     for (int i = 0; i < n; i++) acc[i] = dy[i] * y[i];
     return seq_sum(acc, n);
   }
-  for (int l = 0; l < 16; l++) acc[l] = dy[l] * y[l];
-  int d = 16;
-  for (; d + 16 <= n; d += 16)
-    for (int l = 0; l < 16; l++) acc[l] = acc[l] + dy[d + l] * y[d + l];
+  for (int l = 0; l < W; l++) acc[l] = dy[l] * y[l];
+  int d = W;
+  for (; d + W <= n; d += W)
+    for (int l = 0; l < W; l++) acc[l] = acc[l] + dy[d + l] * y[d + l];
   for (int l = 0; d + l < n; l++) acc[l] = tail_fma ? fmaf(dy[d + l], y[d + l], acc[l]) : acc[l] + dy[d + l] * y[d + l];
-  return tree16(acc);
+  return tree_fold(acc, W);
 }
 
-static float softmax_bwd_dot_reduced(const float *dy, const float *y, int n) {
+static float softmax_bwd_dot_reduced(const float *dy, const float *y, int n, int W) {
   float a0[16], a1[16];
-  if (n < 32) {
-    for (int i = 0; i < 16 && i < n; i++) a0[i] = dy[i] * y[i];
-    if (n <= 16) return seq_sum(a0, n);
-    for (int i = 0; i + 16 < n; i++) a0[i] = a0[i] + dy[16 + i] * y[16 + i];
-    return seq_sum(a0, 16);
+  if (n < 2 * W) {
+    for (int i = 0; i < W && i < n; i++) a0[i] = dy[i] * y[i];
+    if (n <= W) return seq_sum(a0, n);
+    for (int i = 0; i + W < n; i++) a0[i] = a0[i] + dy[W + i] * y[W + i];
+    return seq_sum(a0, W);
   }
-  for (int l = 0; l < 16; l++) {
+  for (int l = 0; l < W; l++) {
     a0[l] = dy[l] * y[l];
-    a1[l] = dy[16 + l] * y[16 + l];
+    a1[l] = dy[W + l] * y[W + l];
   }
-  int d = 32;
-  for (; d + 32 <= n; d += 32)
-    for (int l = 0; l < 16; l++) {
+  int d = 2 * W;
+  for (; d + 2 * W <= n; d += 2 * W)
+    for (int l = 0; l < W; l++) {
       a0[l] = a0[l] + dy[d + l] * y[d + l];
-      a1[l] = a1[l] + dy[d + 16 + l] * y[d + 16 + l];
+      a1[l] = a1[l] + dy[d + W + l] * y[d + W + l];
     }
   int r = n - d;
-  for (int l = 0; l < 16 && l < r; l++) a0[l] = a0[l] + dy[d + l] * y[d + l];
-  for (int l = 0; l + 16 < r; l++) a1[l] = a1[l] + dy[d + 16 + l] * y[d + 16 + l];
-  for (int l = 0; l < 16; l++) a0[l] = a0[l] + a1[l];
-  return tree16(a0);
+  for (int l = 0; l < W && l < r; l++) a0[l] = a0[l] + dy[d + l] * y[d + l];
+  for (int l = 0; l + W < r; l++) a1[l] = a1[l] + dy[d + W + l] * y[d + W + l];
+  for (int l = 0; l < W; l++) a0[l] = a0[l] + a1[l];
+  return tree_fold(a0, W);
 }
 
 static void softmax_bwd_row(float *dy, const float *y, int n, bool reduced, bool tail_fma) {
-  float s = reduced ? softmax_bwd_dot_reduced(dy, y, n) : softmax_bwd_dot_f32(dy, y, n, tail_fma);
+  const int W = aten_lanes();
+  float s = reduced ? softmax_bwd_dot_reduced(dy, y, n, W) : softmax_bwd_dot_f32(dy, y, n, W, tail_fma);
   for (int i = 0; i < n; i++) dy[i] = (dy[i] - s) * y[i];
 }
 
