@@ -9,14 +9,15 @@
 // q@k^T and P@v are torch's bmm per (batch, head) as GPT2LMHeadModel runs it (its DynamicCache
 // hands the attention contiguous k and v: k^T a transposed view) (head_bmm): ATen's small kernel
 // (each output one chain from zero, R(a*b) then add, alpha * acc) when T * len * hd < 400 and
-// there is no cache; f16 by target and operand views (oneDNN's one chain under AMX, ATen's
-// reduced-type gemm elsewhere); else the dtype's torch order (gm_op_matmul), f32 scores passing
-// k^T as stored without a cache. A cached step (t0 > 0) keeps the row-invariant orders (a
+// there is no cache; f16 (and bf16 under avx2) by target and operand views (oneDNN's one chain
+// under AMX, ATen's reduced-type gemm elsewhere); else the dtype's torch order (gm_op_matmul),
+// f32 scores passing k^T as stored without a cache. A cached step (t0 > 0) keeps the row-invariant orders (a
 // decoded row equals its full-forward row), not torch's small kernel. Work is split by (batch,
 // head) and every product is defined element by element: any thread count, the same bits.
 // Backward (t0 == 0; autograd of the above; bit for bit torch 2.15 for every profile and dtype
-// under intel-amx, intel-avx512-bf16 and intel-avx512, tests/test_attention_bwd.c): per (batch,
-// head), each bmm as above (torch's views: dP's B, dv's and dk^T's A transposed) then rounded:
+// under intel-amx, intel-avx512-bf16, intel-avx512 and avx2 (f32 there up to T = 64),
+// tests/test_attention_bwd.c): per (batch, head), each bmm as above (torch's views: dP's B, dv's
+// and dk^T's A transposed) then rounded:
 //   dP = R(dO @ v^T); dv = R(P^T @ dO)
 //   dX = softmax backward of dP against the softmax's saved output Y (P, or for megatron in
 //        f16/bf16 the f32 softmax of the scores, recomputed): (dP - sum(dP * Y)) * Y in f32, the
