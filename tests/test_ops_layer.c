@@ -189,7 +189,6 @@ static void test_backward_slots(void) {
   gm_op_ctx c;
   gm_op_ctx_init(&c, &p, 1, NULL, NULL);
   gm_op_weight w = {0};
-  gm_op_attn a = {0};
   // each slot fails with the same message naming its op
 #define SLOT(op, call)                                                                                  \
   do {                                                                                                  \
@@ -198,7 +197,6 @@ static void test_backward_slots(void) {
           "backward of %s: rc %d, message '%s'", op, rc_, gm_errmsg());                               \
   } while (0)
   SLOT("linear", gm_op_linear_bwd(&c, NULL, NULL, NULL, NULL, NULL, &w, 0, 0, 0));
-  SLOT("attention", gm_op_attention_bwd(&c, &a, NULL, NULL, NULL, NULL, NULL));
   SLOT("cross-entropy", gm_op_crossentropy_bwd(&c, NULL, 0, NULL, NULL, 0, 0, 0));
 #undef SLOT
 }

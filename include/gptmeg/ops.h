@@ -195,10 +195,23 @@ typedef struct {
 // rewrite them; the caller probes out. Appends k, v of the new positions to the cache.
 int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, float *scores, float *probs,
                         const float *qkv);
-// Autograd of the forward above (t0 == 0: training runs no cache): dqkv (N, 3C) written;
-// dscores (B, NH, T, len) scratch; dout (N, C); qkv, probs from the forward. Not yet: fails.
+// Autograd of the forward above (t0 == 0: training runs no cache), as torch 2.15 autograd runs the
+// profile's attention in GPT2LMHeadModel (transformers' eager_attention_forward for hf,
+// tools/ref/gm_profiles.py's for the others; k, v the DynamicCache's contiguous copies, the
+// model's default): dqkv (N, 3C) written (dq|dk|dv, heads hd wide); dout (N, C), the gradient of
+// the merged heads; qkv (N, 3C) and probs (B, NH, T, len) from the forward; scores (B, NH, T, len)
+// the forward's softmax input, read only by megatron's f32 softmax in an f16/bf16 run (torch
+// saves the f32 softmax output: recomputed from it; then it must not share the forward's probs
+// buffer), else may be NULL; dscores (B, NH, T, len) scratch, written (the gradient of the scores
+// product: q@k^T, or baddbmm's output).
+// dP = R(dO @ v^T), dv = R(P^T @ dO), dS = the softmax backward (ATen's kernel, f32 opmath),
+// masked entries 0, then each forward scaling's backward rounded as torch rounds it,
+// dq = R(dS @ k), dk = R(dS^T @ q) (times alpha, rounded, for baddbmm); each bmm in torch's order
+// for the dtype, target and operand layout (ATen's small kernel below 400 multiply-adds). The f32
+// softmax backward's tail depends on c->threads (1 vs more), as torch's does. No output may alias
+// an input. reorder_and_upcast_attn is not reproduced (an error); so is t0 > 0.
 int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, float *dscores, const float *dout,
-                        const float *qkv, const float *probs);
+                        const float *qkv, const float *probs, const float *scores);
 
 // ---- activation (ops_act.c) ----------------------------------------------------------------------
 // inp is (N, OC) f32 storage holding dtype values; out is (N, OC); bias (OC) or NULL. The

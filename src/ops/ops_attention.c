@@ -1,4 +1,4 @@
-// Causal self-attention of one layer: scores, mask, softmax, probs @ v.
+// Causal self-attention of one layer: scores, mask, softmax, probs @ v, and its backward.
 // Numerics contract (layer l, 0-based; s = 1/sqrt(hd) if scale_attn_weights, / (l+1) if
 // scale_by_inverse_layer; R = round to the dtype):
 //   matmul-div  S = R(q@k^T); S = R(S / R(sqrt(hd))); S = R(S / (l+1))   (transformers' eager path)
@@ -6,13 +6,35 @@
 //   upcast      S = q@(f32(s)*k)^T in f32 (FMA per l), no rounding (reorder_and_upcast_attn, hf)
 // Softmax input X: S, or with qk-layer-scaling S * c (in f32 when softmax is fp32, else rounded).
 // Masked keys (j > query position) take the mask value; P = R(softmax_f32(X)); out = R(P @ v).
-// q@k^T and P@v accumulate in f32 in torch's order for the dtype (gm_op_matmul). Work is split by
-// (batch, head) and every product is defined element by element: any thread count, the same bits.
+// q@k^T and P@v are torch's bmm per (batch, head) as GPT2LMHeadModel runs it (its DynamicCache
+// hands the attention contiguous k and v: k^T a transposed view) (head_bmm): ATen's small kernel
+// (each output one chain from zero, R(a*b) then add, alpha * acc) when T * len * hd < 400 and
+// there is no cache; f16 (and bf16 under avx2) by target and operand views (oneDNN's one chain
+// under AMX, ATen's reduced-type gemm elsewhere); else the dtype's torch order (gm_op_matmul),
+// f32 scores passing k^T as stored without a cache. A cached step (t0 > 0) keeps the row-invariant orders (a
+// decoded row equals its full-forward row), not torch's small kernel. Work is split by (batch,
+// head) and every product is defined element by element: any thread count, the same bits.
+// Backward (t0 == 0; autograd of the above; bit for bit torch 2.15 for every profile and dtype
+// under intel-amx, intel-avx512-bf16, intel-avx512 and avx2 (f32 there up to T = 64),
+// tests/test_attention_bwd.c): per (batch, head), each bmm as above (torch's views: dP's B, dv's
+// and dk^T's A transposed) then rounded:
+//   dP = R(dO @ v^T); dv = R(P^T @ dO)
+//   dX = softmax backward of dP against the softmax's saved output Y (P, or for megatron in
+//        f16/bf16 the f32 softmax of the scores, recomputed): (dP - sum(dP * Y)) * Y in f32, the
+//        sum in ATen's lanes (softmax_bwd_row), rounded for a dtype softmax (f16/bf16 rows)
+//   masked entries 0 (where / masked_fill); megatron: dS = R(dX * c) (f32 product, the .float()
+//   cast's backward rounds); matmul-div: dS = R(R(dX / (l+1)) / R(sqrt(hd)))
+//   dq = R(dS @ k), dk = R(q^T @ dS)^T; baddbmm: each then R(x * alpha).
+// The f32 softmax backward's tail (row length % 16 lanes) adds with an FMA when c->threads == 1
+// and as R(dP * Y) + acc otherwise, as torch's one-thread and parallel code do: the only place
+// the bits depend on the thread count.
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 #include "ops/ops_internal.h"
 
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct {
@@ -76,6 +98,88 @@ static void round_unless(const gm_op_ctx *c, bool keep_f32, float *x, int n) {
   if (!keep_f32) gm_op_round(c, x, (size_t)n);
 }
 
+// dst[c, r] = src[r, c] for r < rows, c < cols (src stride lds, dst stride ldd).
+static void transpose(float *dst, int ldd, const float *src, int lds, int rows, int cols) {
+  for (int r = 0; r < rows; r++)
+    for (int c2 = 0; c2 < cols; c2++) dst[(size_t)c2 * ldd + r] = src[(size_t)r * lds + c2];
+}
+
+// ATen's small bmm kernel (baddbmm_cpu_kernel, taken when rows * cols * contraction < 400): each
+// output one f32 chain from zero in k order, acc = acc + R(a * b) (no FMA: measured against torch,
+// f32), then alpha * acc for baddbmm. C[M, N] (ldc) = alpha * A[M, K] (lda) @ op(B) as gm_op_matmul.
+static void small_bmm(const float *A, int lda, const float *B, int ldb, bool trans_b, float alpha, float *Cm, int ldc,
+                      int M, int N, int K) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      float acc = 0.0f;
+      for (int k = 0; k < K; k++)
+        acc = acc + A[(size_t)i * lda + k] * (trans_b ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+      Cm[(size_t)i * ldc + j] = alpha == 1.0f ? acc : alpha * acc;
+    }
+}
+
+// Which view of its operands torch's bmm gets: A and B each as stored (row-major) or as a
+// transposed view (ta, tb). The f16 orders depend on it.
+typedef struct {
+  bool ta, tb;
+} bmm_views;
+
+static bool onednn_amx(void) {
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  return ti && ti->onednn == GM_ONEDNN_AMX;
+}
+
+// gm_op_matmul with op(B) given by data [K, N] (trans_b false) or [N, K] (true), run as want_trans
+// (through a transposed copy where the two differ; on allocation failure: -1, nothing written).
+static int matmul_as(const gm_op_ctx *one, bool want_trans, const float *A, int lda, const float *B, int ldb, bool trans_b,
+                     float alpha, float *Cm, int ldc, int M, int N, int K) {
+  if (want_trans == trans_b) {
+    gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
+    return 0;
+  }
+  const int rows = trans_b ? N : K, cols = trans_b ? K : N;
+  float *Bt = malloc((size_t)N * K * sizeof(float));
+  if (!Bt) return -1;
+  transpose(Bt, rows, B, ldb, rows, cols);
+  gm_op_matmul(one, A, lda, Bt, rows, want_trans, NULL, alpha, Cm, ldc, M, N, K);
+  free(Bt);
+  return 0;
+}
+
+// torch.bmm / baddbmm(beta = 0, alpha) of one (batch, head), not rounded; A [M, K] (lda), op(B)
+// as for gm_op_matmul, v the views torch passes:
+//   - ATen's small kernel when M * N * K < 400 and small_ok (no cache: a cached step keeps
+//     gptmeg's decode invariance);
+//   - f16 under a target whose oneDNN ISA is AMX: oneDNN's f16 matmul, one f32 chain over k
+//     whatever the views (gm_matmul_f16_torch's order for B transposed there);
+//   - f16 elsewhere: ATen's reduced-type gemm, by the views (measured under intel-avx512-bf16):
+//     A transposed, B as stored: one chain over k (small_bmm's order, products exact); A as stored,
+//     B transposed: the f32-arithmetic dot (gm_matmul_f16_torch, B transposed); both as stored or
+//     both transposed: four partial sums (gm_matmul_f16_torch, B as stored);
+//   - else the dtype's torch-order product (gm_op_matmul; on ctx one: one thread).
+static int head_bmm(const gm_op_ctx *one, bool small_ok, bmm_views v, const float *A, int lda, const float *B, int ldb,
+                    bool trans_b, float alpha, float *Cm, int ldc, int M, int N, int K) {
+  if (small_ok && (int64_t)M * N * K < 400) {
+    small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
+    return 0;
+  }
+  const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
+  const bool aten_bf16 = one->dtype == GM_BF16 && isa == GM_ONEDNN_AVX2; // no bf16 in oneDNN there: ATen's gemm
+  if (one->dtype != GM_F16 && !aten_bf16) {
+    gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
+    return 0;
+  }
+  const bool amx = one->dtype == GM_F16 && onednn_amx();
+  if (!amx && v.ta && !v.tb) {
+    small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
+    return 0;
+  }
+  if (matmul_as(one, amx || (!v.ta && v.tb), A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K) == 0) return 0;
+  if (!amx) return -1;
+  small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K); // AMX's chain, without the copy
+  return 0;
+}
+
 // X[T, len] = q @ (alpha * k)^T in f32 as torch's f32 baddbmm computes it here: k scaled by alpha
 // first (rounded), then one FMA per l in order (transformers' upcast path; q, k hold f16 values).
 static void upcast_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
@@ -91,24 +195,57 @@ static void upcast_scores(const head_view *h, float alpha, const float *q, int l
 // (j <= t0 + i), in blocks of 64 query rows, each computing keys [0, t0 + its last row]: about half
 // the products of the full [T, len] square for a prefill. Entries past a block's keys are left as
 // they were. Every dtype's product is defined element by element, so any block gives the bits of
-// the full square. One thread: the caller runs heads in parallel.
-static void causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
+// the full square, with two exceptions without a cache: ATen's small kernel when T * len * hd < 400
+// (small_bmm, any dtype), and in f32 (k^T passed as stored): MKL's Intel AVX-512 packed path,
+// which folds alpha into B, for T and len >= 192 (baddbmm's alpha != 1 only;
+// gm_f32_torch_blocks): the full square in one call; under avx2 always the full square (MKL's
+// AVX2 row groups of six count from the top), alpha folded into k^T (R(alpha * k)) for T and len
+// >= 56 (measured under MKL_ENABLE_INSTRUCTIONS=AVX2: 48..55 multiply the sums, 56.. fold). One
+// thread: the caller runs heads in parallel.
+static int causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
   const int T = h->T, len = h->len, t0 = h->t0, rb = 64;
   gm_op_ctx one = *h->c;
   one.threads = 1;
-  for (int i0 = 0; i0 < T; i0 += rb) {
-    int i1 = T - i0 < rb ? T : i0 + rb;
-    gm_op_matmul(&one, q + (size_t)i0 * ldq, ldq, k, hd, true, NULL, alpha, X + (size_t)i0 * len, len, i1 - i0, t0 + i1, hd);
+  if (t0 == 0 && (int64_t)T * len * hd < 400) { // ATen's small bmm kernel (no cache only): the whole square
+    small_bmm(q, ldq, k, hd, true, alpha, X, len, T, len, hd);
+    return 0;
   }
+  float *kT = NULL;
+  if (t0 == 0 && one.dtype == GM_F32) {
+    if (!(kT = malloc((size_t)hd * len * sizeof(float)))) return -1;
+    transpose(kT, len, k, hd, len, hd);
+    const bool avx2 = gm_torch_target_get_info(gm_torch_target_active())->mkl == GM_MKL_SGEMM_INTEL_AVX2;
+    if (avx2 && T >= 56 && len >= 56 && alpha != 1.0f) { // MKL's AVX2 kernels fold alpha into B there
+      for (size_t i = 0; i < (size_t)hd * len; i++) kT[i] = alpha * kT[i];
+      alpha = 1.0f;
+    }
+    // avx2: MKL takes rows in groups of six from the top: the square in one call
+    if (avx2 || (T >= 192 && len >= 192 && alpha != 1.0f)) {
+      gm_op_matmul(&one, q, ldq, kT, len, false, NULL, alpha, X, len, T, len, hd);
+      free(kT);
+      return 0;
+    }
+  }
+  const bmm_views v = {false, true}; // k^T: a transposed view of the cache's contiguous k
+  int rc = 0;
+  for (int i0 = 0; i0 < T && !rc; i0 += rb) {
+    int i1 = T - i0 < rb ? T : i0 + rb;
+    const float *qi = q + (size_t)i0 * ldq;
+    float *Xi = X + (size_t)i0 * len;
+    if (kT) gm_op_matmul(&one, qi, ldq, kT, len, false, NULL, alpha, Xi, len, i1 - i0, t0 + i1, hd);
+    else rc = head_bmm(&one, false, v, qi, ldq, k, hd, true, alpha, Xi, len, i1 - i0, t0 + i1, hd);
+  }
+  free(kT);
+  return rc;
 }
 
 // Softmax input X [T, len] of one (batch, head): masked entries (j > t0 + i) set to 0.
-static void head_scores(const head_view *h, const score_rule *s, const float *q, int ldq, const float *k, int hd,
-                        float *X) {
+static int head_scores(const head_view *h, const score_rule *s, const float *q, int ldq, const float *k, int hd,
+                       float *X) {
   const gm_op_ctx *c = h->c;
   const int T = h->T, len = h->len;
   if (s->upcast && c->dtype != GM_F32) upcast_scores(h, s->alpha, q, ldq, k, hd, X);
-  else causal_scores(h, s->alpha, q, ldq, k, hd, X);
+  else if (causal_scores(h, s->alpha, q, ldq, k, hd, X)) return -1;
   for (int i = 0; i < T; i++) {
     float *x = X + (size_t)i * len;
     int vis = h->t0 + i + 1;
@@ -127,6 +264,7 @@ static void head_scores(const head_view *h, const score_rule *s, const float *q,
     }
     if (vis < len) memset(x + vis, 0, (size_t)(len - vis) * sizeof(float));
   }
+  return 0;
 }
 
 // P = R(softmax(X)) row by row in place, masked entries stay 0.
@@ -154,12 +292,14 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
       }
   const score_rule s = rule_of(c, a);
   const head_view hv = {c, T, a->t0, len};
-#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
+  int failed = 0;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;
-    head_scores(&hv, &s, qkv + (size_t)b * T * 3 * D + hh * hd, 3 * D, kl + (size_t)bh * a->max_t * hd, hd,
-                scores + bh * per_head);
+    failed |= head_scores(&hv, &s, qkv + (size_t)b * T * 3 * D + hh * hd, 3 * D, kl + (size_t)bh * a->max_t * hd, hd,
+                          scores + bh * per_head) != 0;
   }
+  if (failed) return gm_fail("attention: out of memory");
   const int64_t shape[4] = {B, H, T, len};
   if (gm_op_probe(c, l, GM_PT_SCORES, scores, 4, shape)) return -1;
   if (probs != scores) memcpy(probs, scores, (size_t)B * H * per_head * sizeof(float));
@@ -168,18 +308,177 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
   if (gm_op_probe(c, l, GM_PT_PROBS, probs, 4, shape)) return -1;
   gm_op_ctx one = *c;
   one.threads = 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;
-    gm_op_matmul(&one, probs + bh * per_head, len, vl + (size_t)bh * a->max_t * hd, hd, false, NULL, 1.0f,
-                 out + (size_t)b * T * D + hh * hd, D, T, hd, len);
+    const float *P = probs + bh * per_head, *V = vl + (size_t)bh * a->max_t * hd;
+    float *O = out + (size_t)b * T * D + hh * hd;
+    failed |= head_bmm(&one, a->t0 == 0, (bmm_views){false, false}, P, len, V, hd, false, 1.0f, O, D, T, hd, len) != 0;
   }
+  if (failed) return gm_fail("attention: out of memory");
   gm_op_round(c, out, N * D);
   return 0;
 }
 
+// ---- backward -------------------------------------------------------------------------------------
+
+// ATen's softmax backward of one row (_softmax_backward_data, last dim), in place: dy[0..n)
+// becomes (dy - sum(dy * y)) * y, in W lanes (16 under ATen's AVX512 capability, 8 under AVX2).
+// f32 kernel (reduced = false): lane l starts at R(dy_l * y_l) and adds the rounded products of
+// its later full vectors; the tail (n % W lanes) adds with an FMA when tail_fma (torch's
+// one-thread code) else R(dy * y) then an add (its parallel region); then the lanes fold as a tree
+// (l ^ W/2, ..., ^ 1). A row shorter than W: the rounded products added one by one in order.
+// Reduced (f16/bf16 rows, f32 opmath; products exact): 2W-element steps as two W-lane halves, the
+// tail into the first half then the second, halves added, the same tree; shorter than 2W: the
+// halves' lanes added pairwise (lanes past W onto lanes 0..), then the W (or n <= W) lanes one by
+// one. Not rounded here.
+static int aten_lanes(void) { return gm_torch_target_get_info(gm_torch_target_active())->aten == GM_ATEN_AVX512 ? 16 : 8; }
+
+static float tree_fold(const float *v, int W) {
+  float w[16], u[16];
+  memcpy(w, v, (size_t)W * sizeof(float));
+  for (int s = W / 2; s >= 1; s >>= 1) {
+    for (int i = 0; i < W; i++) u[i] = w[i] + w[i ^ s];
+    memcpy(w, u, (size_t)W * sizeof(float));
+  }
+  return w[0];
+}
+
+static float seq_sum(const float *v, int n) {
+  float s = v[0];
+  for (int i = 1; i < n; i++) s = s + v[i];
+  return s;
+}
+
+static float softmax_bwd_dot_f32(const float *dy, const float *y, int n, int W, bool tail_fma) {
+  float acc[16];
+  if (n < W) {
+    for (int i = 0; i < n; i++) acc[i] = dy[i] * y[i];
+    return seq_sum(acc, n);
+  }
+  for (int l = 0; l < W; l++) acc[l] = dy[l] * y[l];
+  int d = W;
+  for (; d + W <= n; d += W)
+    for (int l = 0; l < W; l++) acc[l] = acc[l] + dy[d + l] * y[d + l];
+  for (int l = 0; d + l < n; l++) acc[l] = tail_fma ? fmaf(dy[d + l], y[d + l], acc[l]) : acc[l] + dy[d + l] * y[d + l];
+  return tree_fold(acc, W);
+}
+
+static float softmax_bwd_dot_reduced(const float *dy, const float *y, int n, int W) {
+  float a0[16], a1[16];
+  if (n < 2 * W) {
+    for (int i = 0; i < W && i < n; i++) a0[i] = dy[i] * y[i];
+    if (n <= W) return seq_sum(a0, n);
+    for (int i = 0; i + W < n; i++) a0[i] = a0[i] + dy[W + i] * y[W + i];
+    return seq_sum(a0, W);
+  }
+  for (int l = 0; l < W; l++) {
+    a0[l] = dy[l] * y[l];
+    a1[l] = dy[W + l] * y[W + l];
+  }
+  int d = 2 * W;
+  for (; d + 2 * W <= n; d += 2 * W)
+    for (int l = 0; l < W; l++) {
+      a0[l] = a0[l] + dy[d + l] * y[d + l];
+      a1[l] = a1[l] + dy[d + W + l] * y[d + W + l];
+    }
+  int r = n - d;
+  for (int l = 0; l < W && l < r; l++) a0[l] = a0[l] + dy[d + l] * y[d + l];
+  for (int l = 0; l + W < r; l++) a1[l] = a1[l] + dy[d + W + l] * y[d + W + l];
+  for (int l = 0; l < W; l++) a0[l] = a0[l] + a1[l];
+  return tree_fold(a0, W);
+}
+
+static void softmax_bwd_row(float *dy, const float *y, int n, bool reduced, bool tail_fma) {
+  const int W = aten_lanes();
+  float s = reduced ? softmax_bwd_dot_reduced(dy, y, n, W) : softmax_bwd_dot_f32(dy, y, n, W, tail_fma);
+  for (int i = 0; i < n; i++) dy[i] = (dy[i] - s) * y[i];
+}
+
+// One torch.bmm of a backward (head_bmm, torch's views v), rounded to the dtype. 0, or -1 (out of memory).
+static int bwd_bmm(const gm_op_ctx *one, bmm_views v, const float *A, int lda, const float *B, int ldb, bool trans_b,
+                   float *Cm, int ldc, int M, int N, int K) {
+  if (head_bmm(one, true, v, A, lda, B, ldb, trans_b, 1.0f, Cm, ldc, M, N, K)) return -1;
+  for (int i = 0; i < M; i++) gm_op_round(one, Cm + (size_t)i * ldc, (size_t)N);
+  return 0;
+}
+
 int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, float *dscores, const float *dout,
-                        const float *qkv, const float *probs) {
-  (void)c, (void)a, (void)dqkv, (void)dscores, (void)dout, (void)qkv, (void)probs;
-  return gm_op_not_yet("attention");
+                        const float *qkv, const float *probs, const float *scores) {
+  const int D = a->C, H = a->NH, hd = D / H, B = a->B, T = a->T, len = a->t0 + a->T;
+  if (a->t0 != 0) return gm_fail("attention backward: t0 = %d (training runs without a cache)", a->t0);
+  const score_rule s = rule_of(c, a);
+  if (s.upcast) return gm_fail("attention backward: reorder_and_upcast_attn is not reproduced");
+  const bool f32_softmax = c->dtype == GM_F32 || s.x_f32; // ATen's f32 kernel (megatron: the f32 softmax)
+  const bool recompute = c->dtype != GM_F32 && s.x_f32;   // softmax's saved output is its f32 result
+  if (recompute && !scores) return gm_fail("attention backward: the f32 softmax needs the forward's scores");
+  const bool baddbmm = c->profile->scores == GM_SCORES_BADDBMM;
+  const size_t per_head = (size_t)T * len;
+  const size_t scratch = (size_t)hd * len + (size_t)(len > hd ? len : hd) * T + (recompute ? per_head : 0);
+  int failed = 0;
+  gm_op_ctx one = *c;
+  one.threads = 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
+  for (int bh = 0; bh < B * H; bh++) {
+    float *buf = malloc(scratch * sizeof(float));
+    if (!buf) {
+      failed = 1;
+      continue;
+    }
+    float *tmp = buf, *pT = tmp + (size_t)hd * len, *y32 = pT + (size_t)(len > hd ? len : hd) * T;
+    const int b = bh / H, hh = bh % H, ld = 3 * D;
+    const float *q = qkv + (size_t)b * T * ld + hh * hd, *k = q + D, *v = q + 2 * D;
+    const float *dO = dout + (size_t)b * T * D + hh * hd;
+    float *dq = dqkv + (size_t)b * T * ld + hh * hd, *dk = dq + D, *dv = dq + 2 * D;
+    const float *P = probs + bh * per_head;
+    float *dS = dscores + bh * per_head;
+    // dP = dO @ v^T; dv = P^T @ dO
+    int rc = bwd_bmm(&one, (bmm_views){false, true}, dO, D, v, ld, true, dS, len, T, len, hd);
+    transpose(pT, T, P, len, T, len);
+    rc |= bwd_bmm(&one, (bmm_views){true, false}, pT, T, dO, D, false, dv, ld, len, hd, T);
+    // softmax backward (the saved output: P, or megatron's f32 softmax of the scores)
+    const float *Y = P;
+    if (recompute) {
+      memcpy(y32, scores + bh * per_head, per_head * sizeof(float));
+      for (int i = 0; i < T; i++) gm_softmax_row_f32(y32 + (size_t)i * len, i + 1, len - i - 1, s.mask, false);
+      for (int i = 0; i < T; i++) memset(y32 + (size_t)i * len + i + 1, 0, (size_t)(len - i - 1) * sizeof(float));
+      Y = y32;
+    }
+    for (int i = 0; i < T; i++) {
+      float *x = dS + (size_t)i * len;
+      softmax_bwd_row(x, Y + (size_t)i * len, len, !f32_softmax, c->threads == 1);
+      if (!f32_softmax) gm_op_round(&one, x, (size_t)len);
+      memset(x + i + 1, 0, (size_t)(len - i - 1) * sizeof(float)); // the mask's where / masked_fill
+      if (s.coeff != 0.0f) {                                        // x = f32(S) * L: its backward, then f32(S)'s
+        for (int j = 0; j <= i; j++) x[j] = x[j] * s.coeff;
+        gm_op_round(&one, x, (size_t)len);
+      }
+      if (s.div2 != 0.0f) { // S / (l+1), then S / R(sqrt(hd)): grad / divisor, rounded
+        gm_div_row_f32(x, i + 1, s.div2);
+        gm_op_round(&one, x, (size_t)(i + 1));
+      }
+      if (s.div1 != 0.0f) {
+        gm_div_row_f32(x, i + 1, s.div1);
+        gm_op_round(&one, x, (size_t)(i + 1));
+      }
+    }
+    // dq = dS @ (k^T)^T, k^T a transposed view of the cache's contiguous k, so its transpose is k
+    // as stored; dk^T = q^T @ dS, q^T a transposed view
+    rc |= bwd_bmm(&one, (bmm_views){false, false}, dS, len, k, ld, false, dq, ld, T, hd, len);
+    transpose(pT, T, q, ld, T, hd); // q^T [hd, T]
+    rc |= bwd_bmm(&one, (bmm_views){true, false}, pT, T, dS, len, false, tmp, len, hd, len, T);
+    transpose(dk, ld, tmp, len, hd, len);
+    failed |= rc != 0;
+    if (baddbmm && s.alpha != 1.0f) { // baddbmm's backward: R(bmm) * alpha, rounded
+      for (int i = 0; i < T; i++) {
+        float *r1 = dq + (size_t)i * ld, *r2 = dk + (size_t)i * ld;
+        for (int j = 0; j < hd; j++) r1[j] = r1[j] * s.alpha, r2[j] = r2[j] * s.alpha;
+        gm_op_round(&one, r1, (size_t)hd);
+        gm_op_round(&one, r2, (size_t)hd);
+      }
+    }
+    free(buf);
+  }
+  if (failed) return gm_fail("attention backward: out of memory");
+  return 0;
 }
