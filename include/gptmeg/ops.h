@@ -131,6 +131,11 @@ void gm_op_round(const gm_op_ctx *c, float *x, size_t n);
 void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                   float alpha, float *Cm, int ldc, int M, int N, int K);
 
+// The same with op(A) = A [M, K] (stride lda) or, with trans_a, A^T for A stored [K, M] (stride
+// lda). DRAFT
+int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                   const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K);
+
 // ---- linear (ops_linear.c) ---------------------------------------------------------------------
 // A weight matrix as the model holds it: f32 storage of dtype values, plus the optional copies the
 // fast kernels read instead (same bits).

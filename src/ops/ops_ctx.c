@@ -7,6 +7,7 @@
 #include "ops/ops_internal.h"
 
 #include <omp.h>
+#include <stdlib.h>
 
 void gm_op_ctx_init(gm_op_ctx *c, const gm_profile *p, int threads, gm_probe_fn probe, void *probe_ctx) {
   c->dtype = p->dtype;
@@ -41,6 +42,21 @@ void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, i
   if (c->dtype == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
   else if (c->dtype == GM_BF16) gm_matmul_bf16(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
   else gm_matmul_f32_torch(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+}
+
+int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                   const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K) {
+  if (!trans_a || M <= 0 || N <= 0) {
+    if (!trans_a) gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+    return 0;
+  }
+  float *At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)); // op(A) = A^T made contiguous [M, K]
+  if (!At) return gm_fail("matmul: out of memory (%d x %d)", M, K);
+  for (int k = 0; k < K; k++)
+    for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + i];
+  gm_op_matmul(c, At, K, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+  free(At);
+  return 0;
 }
 
 int gm_op_not_yet(const char *op) { return gm_fail("backward of %s: not yet (training lands in issue 25)", op); }

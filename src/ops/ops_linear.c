@@ -18,8 +18,84 @@ int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_
   return 0;
 }
 
+// ATen's cascade sum of a column x[0], x[stride], ... x[(n-1) * stride] (multi_row_sum, one lane): rows
+// added one by one into level 0; every 2^p rows (p = max(4, ceil(log2 n) / 4)) level 0 is added onto
+// level 1 and cleared, and each level whose count of rows is a multiple of the next step moves up
+// likewise (4 levels); the rest of the rows onto level 0, then level 0 + 1, + 2, + 3, in order.
+static float cascade_col(const float *x, size_t stride, int n) {
+  int lg = 0;
+  while (n > 2 && (1L << lg) < n) lg++;
+  if (n <= 2) lg = 1;
+  const int power = lg / 4 > 4 ? lg / 4 : 4;
+  const long step = 1L << power, mask = step - 1;
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  long i = 0;
+  while (i + step <= n) {
+    for (long j = 0; j < step; j++, i++) acc[0] = acc[0] + x[(size_t)i * stride];
+    for (int l = 1; l < 4; l++) {
+      acc[l] = acc[l] + acc[l - 1];
+      acc[l - 1] = 0.0f;
+      if (i & (mask << (l * power))) break;
+    }
+  }
+  for (; i < n; i++) acc[0] = acc[0] + x[(size_t)i * stride];
+  return ((acc[0] + acc[1]) + acc[2]) + acc[3];
+}
+
+// ATen's row_sum of one column: 4 interleaved cascades (rows i = 4q + l, lane l) over the n / 4
+// full groups, the rows past them onto lane 0 one by one, then lane 0 + 1, + 2, + 3.
+static float ilp_col(const float *x, size_t stride, int n) {
+  const int q = n / 4;
+  float p[4];
+  for (int l = 0; l < 4; l++) p[l] = cascade_col(x + (size_t)l * stride, 4 * stride, q);
+  for (int i = 4 * q; i < n; i++) p[0] = p[0] + x[(size_t)i * stride];
+  return ((p[0] + p[1]) + p[2]) + p[3];
+}
+
+// out[j] = sum over the N rows of x[N, OC] (row stride OC) as torch 2.15's CPU sum over dim 0
+// (SumKernel.cpp's cascade_sum, contiguous outer reduction) computes it in f32: the columns cut
+// among the threads as at::parallel_for does (when N * OC >= 32768 and threads > 1: chunks of
+// ceil(OC / threads), their ends rounded down to 32 columns); in each chunk, from its first
+// column, groups of 32 columns (4 vectors of 8: ATen registers its AVX2 sum kernel on AVX512
+// CPUs too) take the cascade, then groups of 8 and single columns take the 4-lane one (with fewer
+// than 8 columns: groups of 4 the cascade, single columns the 4-lane one).
+// Each chunk adds its sums onto zeros.
+static void aten_sum_rows(const float *x, int N, int OC, float *out, int threads) {
+  int nt = (long)N * OC >= 32768 && threads > 1 ? threads : 1;
+  if (nt > OC) nt = OC;
+  const int chunk = (OC + nt - 1) / nt;
+  for (int t = 0; t < nt; t++) {
+    int b = t * chunk, e = b + chunk < OC ? b + chunk : OC;
+    if (b >= OC) break;
+    b -= b % 32;
+    if (e != OC) e -= e % 32;
+    if (b >= e) continue;
+    const int n = e - b;
+    int full = 0; // columns [b, b + full) take the sequential cascade
+    if (n >= 8) full = n - n % 32;
+    else full = n - n % 4;
+    for (int j = b; j < e; j++) {
+      float s = j < b + full ? cascade_col(x + j, (size_t)OC, N) : ilp_col(x + j, (size_t)OC, N);
+      out[j] = 0.0f + s;
+    }
+  }
+}
+
 int gm_op_linear_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const gm_op_weight *w, int N, int C, int OC) {
-  (void)c, (void)dinp, (void)dweight, (void)dbias, (void)dout, (void)inp, (void)w, (void)N, (void)C, (void)OC;
-  return gm_op_not_yet("linear");
+  if (dinp) { // dout @ op(w)^T: Conv1D's W [C, OC] read transposed; lm_head's W [OC, C] as stored
+    if (gm_op_matmul_t(c, dout, OC, false, w->w, w->trans ? C : OC, !w->trans, NULL, 1.0f, dinp, C, N, C, OC)) return -1;
+    gm_op_round(c, dinp, (size_t)N * C);
+  }
+  if (dweight) {
+    if (w->trans) { // dout^T @ inp: [OC, C]
+      if (gm_op_matmul_t(c, dout, OC, true, inp, C, false, NULL, 1.0f, dweight, C, OC, C, N)) return -1;
+    } else if (gm_op_matmul_t(c, inp, C, true, dout, OC, false, NULL, 1.0f, dweight, OC, C, OC, N)) return -1;
+    gm_op_round(c, dweight, (size_t)C * OC);
+  }
+  if (dbias) {
+    aten_sum_rows(dout, N, OC, dbias, c->threads);
+    gm_op_round(c, dbias, (size_t)OC);
+  }
+  return 0;
 }
