@@ -69,7 +69,8 @@ typedef enum {
   GM_F32_BLOCKS_INTEL_384,
   GM_F32_BLOCKS_INTEL_DOT16,
   GM_F32_BLOCKS_AVX2_256,
-  GM_F32_BLOCKS_INTEL_GEMV // MKL's Intel AVX-512 one-row kernel against B^T (gm_f32_torch_gemv16)
+  GM_F32_BLOCKS_INTEL_GEMV, // MKL's Intel AVX-512 one-row kernel against B^T (gm_f32_torch_gemv16)
+  GM_F32_BLOCKS_INTEL_SPLIT // each half of MKL's Intel AVX-512 K split (gm_matmul_f32_torch_mt)
 } gm_f32_blocks;
 // The three column kinds of that kernel (matmul_torch_f32.c), and one output in its order (before
 // the bias).
@@ -80,6 +81,19 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0);
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b);
 // MKL's Intel dot kernel's order for one output (GM_F32_BLOCKS_INTEL_DOT16), before alpha and bias.
 float gm_f32_torch_dot16(const float *a, const float *b, int K);
+// gm_matmul_f32_torch as torch computes it on torch_threads threads (the work still runs on
+// `threads`): MKL's Intel AVX-512 sgemm (intel-amx, intel-avx512[-bf16] targets) on 2 threads cuts
+// K of a tall-K product in two (gm_f32_torch_ksplit: K > 768, K >= 8 M, N >= 16, not its dot or
+// one-row kernel; found with tools/ref/probe_linear_bwd.py) at ks = ceil(K / 2), sums each half
+// alone (GM_F32_BLOCKS_INTEL_SPLIT: a half below 768 in two halves, the first ceil(len / 2) long,
+// else blocks of 384 then the rest; one FMA chain from zero per block, blocks added in order) and
+// adds the two: C = first + second. Measured without bias and with alpha = 1 only (mm's call): with
+// either, or on other targets, or one thread, it is gm_matmul_f32_torch. The split rule is
+// measured on 2 threads; more threads take the same 2-way split (unverified). 0, or -1 when the
+// second half's scratch (M x N floats) cannot be allocated.
+int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+int gm_matmul_f32_torch_mt(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                           float *C, int ldc, int M, int N, int K, int threads, int torch_threads);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
 // count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm

@@ -46,17 +46,20 @@ void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, i
 
 int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
                    const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K) {
-  if (!trans_a || M <= 0 || N <= 0) {
-    if (!trans_a) gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+  if (M <= 0 || N <= 0) return 0;
+  if (!trans_a) {
+    if (c->dtype != GM_F32) gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+    else if (gm_matmul_f32_torch_mt(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads, c->threads))
+      return gm_fail("matmul: out of memory (%d x %d)", M, N);
     return 0;
   }
   float *At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)); // op(A) = A^T made contiguous [M, K]
   if (!At) return gm_fail("matmul: out of memory (%d x %d)", M, K);
   for (int k = 0; k < K; k++)
     for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + i];
-  gm_op_matmul(c, At, K, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+  int rc = gm_op_matmul_t(c, At, K, false, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
   free(At);
-  return 0;
+  return rc;
 }
 
 int gm_op_not_yet(const char *op) { return gm_fail("backward of %s: not yet (training lands in issue 25)", op); }
