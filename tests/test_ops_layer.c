@@ -188,7 +188,6 @@ static void test_backward_slots(void) {
   gm_profile_get("hf", GM_F32, &p);
   gm_op_ctx c;
   gm_op_ctx_init(&c, &p, 1, NULL, NULL);
-  gm_op_weight w = {0};
   gm_op_attn a = {0};
   gm_activation act = {0};
   // each slot fails with the same message naming its op
