@@ -100,6 +100,18 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, const float *B, int ldb, boo
 // through the model goldens (tests/test_profile.c).
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads);
+// f16 product in oneDNN's order on the intel-amx target (torch 2.15's mm of f16 tensors there, any
+// strides: the linear backward's products, tools/ref/probe_linear_bwd.py): C[M, N] = alpha *
+// op(A) @ op(B) (+ bias), op(A) = A [M, K] or, with trans_a, A^T for A [K, M] (stride lda); op(B)
+// as for gm_matmul_f16_torch. K in blocks (one block for K <= 512, blocks of 512 for K <= 1024,
+// else of 1024; with trans_a blocks of 512 at any K; the last block holds the rest), each output
+// one f32 chain from zero per block, acc = acc + a[k] * b[k] (products exact), the blocks added in
+// order, then alpha * sum (+ bias: unverified). One row (M = 1) against B as stored: one chain
+// over all of K (measured to K = 2304; K = 50257 differs: not reproduced). One row against B
+// transposed runs another kernel in torch (not reproduced: this order runs). Measured K: 768, 1536,
+// 2048, 2304, 3000, 3072, 50257. Same bits for any thread count.
+void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
+                          float alpha, float *C, int ldc, int M, int N, int K, int threads);
 // gm_matmul_f16_torch with B given as f16 bits (an f16 run's weights; B [K, N] as stored or, with
 // trans_b, [N, K], row stride ldb): the same bits as on B widened to f32. The AVX-512 kernels read
 // the f16 bits (half the bytes: decode streams the weights, the lm_head's strips take half the

@@ -131,8 +131,19 @@ void gm_op_round(const gm_op_ctx *c, float *x, size_t n);
 void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                   float alpha, float *Cm, int ldc, int M, int N, int K);
 
-// The same with op(A) = A [M, K] (stride lda) or, with trans_a, A^T for A stored [K, M] (stride
-// lda). DRAFT
+// C[M, N] (stride ldc) = alpha * op(A) @ op(B) (+ bias[N]), not rounded: op(A) = A [M, K] (stride lda)
+// or, with trans_a, A^T for A stored [K, M] (stride lda); op(B) as for gm_op_matmul. The product
+// torch's mm/addmm issues for these strides (ATen's addmm_impl_cpu_ swaps the operands for its
+// column-major BLAS: trans_b is the BLAS call's transa, trans_a its transb), in torch's order for
+// c->dtype and the active target, as torch computes it on c->threads threads:
+//   f32: without trans_a, gm_matmul_f32_torch_mt (MKL's order, with the Intel AVX-512 sgemm's K split
+//        on 2 threads: gptmeg/kernels.h); with trans_a (MKL's transb = T), op(A) is copied
+//        contiguous and the same order runs (measured: the same bits as torch for the linear
+//        backward's dW shapes on intel-amx, K = rows up to 2048, 1 and 2 threads);
+//   f16, bf16: gm_op_matmul on op(A) (the forward's orders; see ops_linear.c for what that
+//        reproduces of the backward's products).
+// For bmm-shaped products call it per batch. 0, or gm_fail on out of memory (scratch: M x K floats
+// with trans_a, M x N floats for the f32 K split). Cm must not alias A or B.
 int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
                    const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K);
 
@@ -153,7 +164,13 @@ int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_
                      int C, int OC);
 // Autograd of addmm/linear: dinp (N, C) = R(dout @ op(w)^T), dweight (like w->w: [C, OC], or [OC, C]
 // with trans) = R(inp^T @ dout) (or R(dout^T @ inp)), dbias (OC) = R(sum over rows of dout), each
-// in torch's order for the dtype and target; any of the three may be NULL. dout (N, OC), inp (N, C). Not yet: fails.
+// in torch's order for the dtype and target; any of the three may be NULL. dout (N, OC), inp (N, C)
+// hold dtype values; w->w is read (its packed copies are not). Conv1D (w->trans false): torch's
+// mm(dout, W^T), mm(x^T, dout) and dout.sum(0); lm_head (trans, no bias: pass dbias NULL):
+// mm(dout, W), mm(dout^T, x). f32 on the Intel targets: torch's bits on c->threads = 1 or 2, except
+// the lm_head's dinp of one row (N = 1; MKL's one-row kernel, not reproduced); dbias is ATen's sum
+// order on every target. f16/bf16: see ops_linear.c (not all bits). Outputs must not alias inputs
+// or each other. 0, or gm_fail on out of memory.
 int gm_op_linear_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const gm_op_weight *w, int N, int C, int OC);
 

@@ -4,6 +4,7 @@
 // in f32); gm_op_matmul is the dtype's torch-order product (the kernels' contracts in
 // gptmeg/kernels.h), not rounded, the same bits for any thread count.
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 #include "ops/ops_internal.h"
 
 #include <omp.h>
@@ -48,9 +49,17 @@ int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, co
                    const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K) {
   if (M <= 0 || N <= 0) return 0;
   if (!trans_a) {
-    if (c->dtype != GM_F32) gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+    const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+    if (c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX) // torch's mm runs oneDNN there
+      gm_matmul_f16_onednn(A, lda, false, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+    else if (c->dtype != GM_F32) gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
     else if (gm_matmul_f32_torch_mt(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads, c->threads))
       return gm_fail("matmul: out of memory (%d x %d)", M, N);
+    return 0;
+  }
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  if (c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX) { // oneDNN's order for A transposed
+    gm_matmul_f16_onednn(A, lda, true, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
     return 0;
   }
   float *At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)); // op(A) = A^T made contiguous [M, K]
