@@ -140,10 +140,14 @@ void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, i
 //        on 2 threads: gptmeg/kernels.h); with trans_a (MKL's transb = T), op(A) is copied
 //        contiguous and the same order runs (measured: the same bits as torch for the linear
 //        backward's dW shapes on intel-amx, K = rows up to 2048, 1 and 2 threads);
-//   f16, bf16: gm_op_matmul on op(A) (the forward's orders; see ops_linear.c for what that
+//   f16: on intel-amx torch's mm runs oneDNN: gm_matmul_f16_onednn (K-blocked chains, A^T read in
+//        place); on other targets gm_op_matmul on op(A) (ATen's orders, unverified for trans_a);
+//   bf16: gm_op_matmul on op(A) (the forward's oneDNN order; see ops_linear.c for what that
 //        reproduces of the backward's products).
-// For bmm-shaped products call it per batch. 0, or gm_fail on out of memory (scratch: M x K floats
-// with trans_a, M x N floats for the f32 K split). Cm must not alias A or B.
+// bias and alpha != 1 are passed through (the backward's products have neither; the K split is
+// not applied with them). For bmm-shaped products call it per batch (whether torch's bmm takes
+// the same order per batch is not verified here). 0, or gm_fail on out of memory (scratch: M x K
+// floats with trans_a for f32/bf16, M x N floats for the f32 K split). Cm must not alias A or B.
 int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
                    const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K);
 

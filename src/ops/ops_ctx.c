@@ -2,7 +2,10 @@
 // the dtype's matmul.
 // Numerics contract: gm_op_round rounds each value once, RNE, to the context's dtype (the identity
 // in f32); gm_op_matmul is the dtype's torch-order product (the kernels' contracts in
-// gptmeg/kernels.h), not rounded, the same bits for any thread count.
+// gptmeg/kernels.h), not rounded, the same bits for any thread count. gm_op_matmul_t is the product
+// torch's mm issues for given transpositions (ops.h), as torch computes it on c->threads threads:
+// the f32 Intel K split on 2 threads (gm_matmul_f32_torch_mt) and f16 through oneDNN on intel-amx
+// (gm_matmul_f16_onednn); with trans_a otherwise op(A) is copied contiguous and the dtype's order runs.
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
 #include "ops/ops_internal.h"

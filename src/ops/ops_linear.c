@@ -1,9 +1,28 @@
-// Linear layer: out = R(inp @ op(w) + bias).
-// Numerics contract: f32 accumulation in PyTorch 2.15's CPU order for the dtype (f32: MKL's sgemm
+// Linear layer: out = R(inp @ op(w) + bias), and its backward.
+// Numerics contract (forward): f32 accumulation in PyTorch 2.15's CPU order for the dtype (f32: MKL's sgemm
 // order; f16: ATen's; bf16: oneDNN's AVX512-BF16 pair order), the bias added inside the product as
 // addmm does, then one rounding to the dtype. The packed bf16 copy and the f16 bits copy are read
 // instead of the f32 storage where present: the same bits, faster. Any thread count, any split
 // of the rows: the same bits.
+// Numerics contract (backward, gm_op_linear_bwd): torch 2.15 autograd of transformers' Conv1D
+// (addmm(b, x, W), W [C, OC]) and of the bias-free lm_head (F.linear(x, W), W [OC, C]). Autograd
+// issues mm(dout, W^T) and mm(x^T, dout) (Conv1D), mm(dout, W) and mm(dout^T, x) (lm_head: the
+// weight is the transposed view's column-major input, so mm_mat2_backward computes dout^T @ x),
+// each through addmm_impl_cpu_ (beta 0, alpha 1) with the strides autograd gives them: here
+// gm_op_matmul_t with the same transpositions. Each product is rounded once to the dtype. dbias is
+// autograd's sum_to_size: ATen's sum over dim 0 (aten_sum_rows below: the AVX2 cascade_sum kernel,
+// which ATen also runs on AVX512 CPUs), in f32 for every dtype, rounded once.
+// Bits (measured: tests/test_linear_bwd.c, goldens of tools/ref/gen_linear_bwd_goldens.py, torch
+// on 1 and 2 threads, intel-amx target; GPT-2's shapes N in {1..256} x 8 (C, OC) + lm_head V in
+// {64, 50257}, and 7 more):
+//   f32: all three gradients on 1 and 2 threads (MKL's 2-thread K split reproduced), except the
+//        lm_head's dinp of one row (MKL's one-row kernel for B as stored: 144 of 1568 outputs);
+//   f16: all, except dinp of one row (oneDNN's one-row kernels: 3975 of 3984 outputs);
+//   bf16: dweight and dbias all; dinp on 130 of 158 cases (oneDNN's AMX K chunks: 64 and 256 rows
+//        at K >= 768, and the lm_head's K = 50257 at C = 768, differ in a few outputs: the
+//        forward's one-chunk model, matmul_bf16.c).
+// The f32 order is the Intel MKL one (intel-amx, intel-avx512, intel-avx512-bf16 share it); zen4 and
+// avx2 run the forward's kernels for these shapes, unverified. The sum is the same on every target.
 #include "gptmeg/kernels.h"
 #include "ops/ops_internal.h"
 
