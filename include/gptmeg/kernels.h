@@ -88,9 +88,10 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // alone (GM_F32_BLOCKS_INTEL_SPLIT: a half below 768 in two halves, the first ceil(len / 2) long,
 // else blocks of 384 then the rest; one FMA chain from zero per block, blocks added in order) and
 // adds the two: C = first + second. Measured without bias and with alpha = 1 only (mm's call): with
-// either, or on other targets, or one thread, it is gm_matmul_f32_torch. The split rule is
-// measured on 2 threads; more threads take the same 2-way split (unverified). 0, or -1 when the
-// second half's scratch (M x N floats) cannot be allocated.
+// either, or on other targets, or on other thread counts, it is gm_matmul_f32_torch: on 3 and 4
+// threads (on this 2-core host) torch gave the 1-thread bits for 64 x 768 x 2304 but yet another
+// order for 8 x 16 x 4097: only 1 and 2 threads are reproduced. 0, or -1 when the second half's
+// scratch (M x N floats) cannot be allocated.
 int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 int gm_matmul_f32_torch_mt(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                            float *C, int ldc, int M, int N, int K, int threads, int torch_threads);

@@ -15,7 +15,8 @@
 // Bits (measured: tests/test_linear_bwd.c, goldens of tools/ref/gen_linear_bwd_goldens.py, torch
 // on 1 and 2 threads, intel-amx target; GPT-2's shapes N in {1..256} x 8 (C, OC) + lm_head V in
 // {64, 50257}, and 7 more):
-//   f32: all three gradients on 1 and 2 threads (MKL's 2-thread K split reproduced), except the
+//   f32: all three gradients on 1 and 2 threads (MKL's 2-thread K split reproduced; 3+ threads:
+//        the 1-thread order runs, not promised), except the
 //        lm_head's dinp of one row (MKL's one-row kernel for B as stored: 144 of 1568 outputs);
 //   f16: all, except dinp of one row (oneDNN's one-row kernels: 3975 of 3984 outputs);
 //   bf16: dweight and dbias all; dinp on 130 of 158 cases (oneDNN's AMX K chunks: 64 and 256 rows
