@@ -84,7 +84,7 @@ int main(void) {
   if (!doc) return test_done("test_linear_bwd");
   gm_torch_target_set(GM_TT_INTEL_AMX);
   share sh[3][NG][2] = {{{{0}}}}; // [dtype][grad][promised]
-  int skipped = 0;
+  int skipped = 0, skipped_dt[3] = {0, 0, 0};
   const cJSON *cases = cJSON_GetObjectItem(doc, "cases"), *cj;
   cJSON_ArrayForEach(cj, cases) {
     lcase k = {cJSON_GetObjectItem(cj, "N")->valueint, cJSON_GetObjectItem(cj, "C")->valueint,
@@ -95,6 +95,7 @@ int main(void) {
     k.dt = di == 0 ? GM_F32 : di == 1 ? GM_F16 : GM_BF16;
     if (test_quick() && (double)k.N * k.C * k.OC > 2e7) {
       skipped++;
+      skipped_dt[di]++;
       continue;
     }
     uint64_t seed = (uint64_t)cJSON_GetObjectItem(cj, "seed")->valuedouble;
@@ -151,7 +152,8 @@ int main(void) {
                s->cases);
         if (s->elems) printf("; %zu/%zu outputs identical in the %s stored in full", s->elems_same, s->elems, "cases");
         printf("\n");
-        if (!pr) CHECK(s->match < s->cases, "%s %s: every unpromised case matches torch: the contract is stale", DN[d],
+        if (!pr && !skipped_dt[d]) // (with cases skipped the differing ones may be among them)
+          CHECK(s->match < s->cases, "%s %s: every unpromised case matches torch: the contract is stale", DN[d],
                        GNAME[gi]);
       }
   if (skipped) {
