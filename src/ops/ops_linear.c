@@ -38,38 +38,53 @@ int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_
   return 0;
 }
 
-// ATen's cascade sum of a column x[0], x[stride], ... x[(n-1) * stride] (multi_row_sum, one lane): rows
-// added one by one into level 0; every 2^p rows (p = max(4, ceil(log2 n) / 4)) level 0 is added onto
-// level 1 and cleared, and each level whose count of rows is a multiple of the next step moves up
-// likewise (4 levels); the rest of the rows onto level 0, then level 0 + 1, + 2, + 3, in order.
-static float cascade_col(const float *x, size_t stride, int n) {
-  int lg = 0;
+enum { SUM_GROUP = 32 }; // columns summed side by side (ATen's 4 vectors of 8)
+
+// ATen's cascade sum (multi_row_sum) of w <= SUM_GROUP side-by-side columns: out[c] = the sum of
+// x[i * stride + c] over the n rows i, each column on its own: rows added one by one into level 0;
+// every 2^p rows (p = max(4, ceil(log2 n) / 4)) level 0 is added onto level 1 and cleared, and
+// each level whose count of rows is a multiple of the next step moves up likewise (4 levels); the
+// rest of the rows onto level 0, then level 0 + 1, + 2, + 3, in order. Rows are read whole (w
+// contiguous floats), so the columns' chains run side by side.
+static void cascade_cols(const float *x, size_t stride, int n, int w, float *out) {
+  int lg = 1;
   while (n > 2 && (1L << lg) < n) lg++;
-  if (n <= 2) lg = 1;
   const int power = lg / 4 > 4 ? lg / 4 : 4;
   const long step = 1L << power, mask = step - 1;
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float acc[4][SUM_GROUP];
+  for (int l = 0; l < 4; l++)
+    for (int c = 0; c < w; c++) acc[l][c] = 0.0f;
   long i = 0;
   while (i + step <= n) {
-    for (long j = 0; j < step; j++, i++) acc[0] = acc[0] + x[(size_t)i * stride];
+    for (long j = 0; j < step; j++, i++) {
+      const float *r = x + (size_t)i * stride;
+      for (int c = 0; c < w; c++) acc[0][c] = acc[0][c] + r[c];
+    }
     for (int l = 1; l < 4; l++) {
-      acc[l] = acc[l] + acc[l - 1];
-      acc[l - 1] = 0.0f;
+      for (int c = 0; c < w; c++) {
+        acc[l][c] = acc[l][c] + acc[l - 1][c];
+        acc[l - 1][c] = 0.0f;
+      }
       if (i & (mask << (l * power))) break;
     }
   }
-  for (; i < n; i++) acc[0] = acc[0] + x[(size_t)i * stride];
-  return ((acc[0] + acc[1]) + acc[2]) + acc[3];
+  for (; i < n; i++) {
+    const float *r = x + (size_t)i * stride;
+    for (int c = 0; c < w; c++) acc[0][c] = acc[0][c] + r[c];
+  }
+  for (int c = 0; c < w; c++) out[c] = ((acc[0][c] + acc[1][c]) + acc[2][c]) + acc[3][c];
 }
 
-// ATen's row_sum of one column: 4 interleaved cascades (rows i = 4q + l, lane l) over the n / 4
-// full groups, the rows past them onto lane 0 one by one, then lane 0 + 1, + 2, + 3.
-static float ilp_col(const float *x, size_t stride, int n) {
+// ATen's row_sum of w side-by-side columns: per column 4 interleaved cascades (rows i = 4q + l,
+// lane l) over the n / 4 full groups, the rows past them onto lane 0 one by one, then lane 0 + 1,
+// + 2, + 3.
+static void ilp_cols(const float *x, size_t stride, int n, int w, float *out) {
   const int q = n / 4;
-  float p[4];
-  for (int l = 0; l < 4; l++) p[l] = cascade_col(x + (size_t)l * stride, 4 * stride, q);
-  for (int i = 4 * q; i < n; i++) p[0] = p[0] + x[(size_t)i * stride];
-  return ((p[0] + p[1]) + p[2]) + p[3];
+  float p[4][SUM_GROUP];
+  for (int l = 0; l < 4; l++) cascade_cols(x + (size_t)l * stride, 4 * stride, q, w, p[l]);
+  for (int i = 4 * q; i < n; i++)
+    for (int c = 0; c < w; c++) p[0][c] = p[0][c] + x[(size_t)i * stride + c];
+  for (int c = 0; c < w; c++) out[c] = ((p[0][c] + p[1][c]) + p[2][c]) + p[3][c];
 }
 
 // out[j] = sum over the N rows of x[N, OC] (row stride OC) as torch 2.15's CPU sum over dim 0
@@ -78,8 +93,8 @@ static float ilp_col(const float *x, size_t stride, int n) {
 // ceil(OC / threads), their ends rounded down to 32 columns); in each chunk, from its first
 // column, groups of 32 columns (4 vectors of 8: ATen registers its AVX2 sum kernel on AVX512
 // CPUs too) take the cascade, then groups of 8 and single columns take the 4-lane one (with fewer
-// than 8 columns: groups of 4 the cascade, single columns the 4-lane one).
-// Each chunk adds its sums onto zeros.
+// than 8 columns: groups of 4 the cascade, single columns the 4-lane one). Each chunk adds its
+// sums onto zeros. (The chunks are computed here one after another: the same bits.)
 static void aten_sum_rows(const float *x, int N, int OC, float *out, int threads) {
   int nt = (long)N * OC >= 32768 && threads > 1 ? threads : 1;
   if (nt > OC) nt = OC;
@@ -90,13 +105,15 @@ static void aten_sum_rows(const float *x, int N, int OC, float *out, int threads
     b -= b % 32;
     if (e != OC) e -= e % 32;
     if (b >= e) continue;
-    const int n = e - b;
-    int full = 0; // columns [b, b + full) take the sequential cascade
-    if (n >= 8) full = n - n % 32;
-    else full = n - n % 4;
-    for (int j = b; j < e; j++) {
-      float s = j < b + full ? cascade_col(x + j, (size_t)OC, N) : ilp_col(x + j, (size_t)OC, N);
-      out[j] = 0.0f + s;
+    const int n = e - b, full = n >= 8 ? n - n % 32 : n - n % 4; // columns [b, b + full): the cascade
+    const int gw = n >= 8 ? SUM_GROUP : 4;
+    float s[SUM_GROUP];
+    for (int j = b; j < e;) {
+      const int w = j < b + full ? gw : e - j < 8 || n < 8 ? 1 : 8;
+      if (j < b + full) cascade_cols(x + j, (size_t)OC, N, w, s);
+      else ilp_cols(x + j, (size_t)OC, N, w, s);
+      for (int c = 0; c < w; c++) out[j + c] = 0.0f + s[c];
+      j += w;
     }
   }
 }
