@@ -93,8 +93,13 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // order for 8 x 16 x 4097: only 1 and 2 threads are reproduced. 0, or -1 when the second half's
 // scratch (M x N floats) cannot be allocated.
 int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
-int gm_matmul_f32_torch_mt(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                           float *C, int ldc, int M, int N, int K, int threads, int torch_threads);
+// With trans_a, op(A) = A^T for A stored [K, M] (stride lda; MKL's transb = T, the backward's dW):
+// op(A) is copied contiguous (scratch M x K floats) and the same order runs, except that where
+// the Intel AVX-512 schedule is the packed one (GM_F32_BLOCKS_INTEL_384) it takes
+// GM_F32_BLOCKS_INTEL_SPLIT's (K below 768: two halves; measured 768 x 768 x 512..640).
+int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                           const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
+                           int torch_threads);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
 // count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm

@@ -136,10 +136,11 @@ void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, i
 // torch's mm/addmm issues for these strides (ATen's addmm_impl_cpu_ swaps the operands for its
 // column-major BLAS: trans_b is the BLAS call's transa, trans_a its transb), in torch's order for
 // c->dtype and the active target, as torch computes it on c->threads threads:
-//   f32: without trans_a, gm_matmul_f32_torch_mt (MKL's order, with the Intel AVX-512 sgemm's K split
+//   f32: gm_matmul_f32_torch_mt (MKL's order, with the Intel AVX-512 sgemm's K split
 //        on 2 threads: gptmeg/kernels.h); with trans_a (MKL's transb = T), op(A) is copied
-//        contiguous and the same order runs (measured: the same bits as torch for the linear
-//        backward's dW shapes on intel-amx, K = rows up to 2048, 1 and 2 threads);
+//        contiguous and that order runs, the packed schedule's short K halved (measured: the same
+//        bits as torch for the linear backward's dW shapes on intel-amx, K = rows up to 8192, 1
+//        and 2 threads);
 //   f16: on intel-amx torch's mm runs oneDNN: gm_matmul_f16_onednn (K-blocked chains, A^T read in
 //        place); on other targets gm_op_matmul on op(A) (ATen's orders, unverified for trans_a);
 //   bf16: gm_op_matmul on op(A) (the forward's oneDNN order; see ops_linear.c for what that

@@ -51,27 +51,27 @@ void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, i
 int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
                    const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K) {
   if (M <= 0 || N <= 0) return 0;
-  if (!trans_a) {
-    const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
-    if (c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX) // torch's mm runs oneDNN there
-      gm_matmul_f16_onednn(A, lda, false, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
-    else if (c->dtype != GM_F32) gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
-    else if (gm_matmul_f32_torch_mt(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads, c->threads))
-      return gm_fail("matmul: out of memory (%d x %d)", M, N);
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  if (c->dtype == GM_F32) {
+    if (gm_matmul_f32_torch_mt(A, lda, trans_a, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads, c->threads))
+      return gm_fail("matmul: out of memory (%d x %d x %d)", M, N, K);
     return 0;
   }
-  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
-  if (c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX) { // oneDNN's order for A transposed
-    gm_matmul_f16_onednn(A, lda, true, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+  if (c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX) { // torch's mm runs oneDNN there
+    gm_matmul_f16_onednn(A, lda, trans_a, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+    return 0;
+  }
+  if (!trans_a) {
+    gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
     return 0;
   }
   float *At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)); // op(A) = A^T made contiguous [M, K]
   if (!At) return gm_fail("matmul: out of memory (%d x %d)", M, K);
   for (int k = 0; k < K; k++)
     for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + i];
-  int rc = gm_op_matmul_t(c, At, K, false, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+  gm_op_matmul(c, At, K, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
   free(At);
-  return rc;
+  return 0;
 }
 
 int gm_op_not_yet(const char *op) { return gm_fail("backward of %s: not yet (training lands in issue 25)", op); }

@@ -34,7 +34,7 @@ CONV = [(16, 48), (16, 16), (16, 64), (64, 16), (768, 2304), (768, 768), (768, 3
 LMHEAD = [(16, 64), (768, 64), (16, 50257), (768, 50257)]
 # past the grid: dW and dX with MKL's K split on 2 threads (K = rows, odd K), the sum's thread split
 EXTRA = [(1024, 16, 48, False), (2048, 64, 16, False), (8, 16, 4097, True), (64, 768, 801, False),
-         (600, 100, 200, False), (3, 5, 7, False), (5, 7, 3, True)]
+         (600, 100, 200, False), (3, 5, 7, False), (5, 7, 3, True), (512, 768, 2304, False), (640, 768, 768, False)]
 
 
 def values(seed, n, scale):

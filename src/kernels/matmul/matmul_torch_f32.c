@@ -407,25 +407,41 @@ int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   return (K + 1) / 2;
 }
 
-int gm_matmul_f32_torch_mt(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                           float *C, int ldc, int M, int N, int K, int threads, int torch_threads) {
+int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                           const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
+                           int torch_threads) {
   if (M <= 0 || N <= 0) return 0;
   if (threads <= 0) threads = omp_get_max_threads();
+  float *At = NULL;
+  if (trans_a) { // op(A) made contiguous [M, K]
+    if (!(At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)))) return -1;
+    for (int k = 0; k < K; k++)
+      for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + i];
+    A = At;
+    lda = K;
+  }
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
-  int ks = bias || alpha != 1.0f ? 0 : gm_f32_torch_ksplit(ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512, M, N, K, trans_b,
-                                                          torch_threads);
+  const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
+  int ks = bias || alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
+  f32_order o = order_for(M, N, K, trans_b, alpha);
+  if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
   if (!ks) {
-    gm_matmul_f32_torch(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads);
+    matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o);
+    free(At);
     return 0;
   }
   float *P = malloc((size_t)M * N * sizeof(float));
-  if (!P) return -1;
-  const f32_order o = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
+  if (!P) {
+    free(At);
+    return -1;
+  }
+  const f32_order h = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
   const float *B1 = trans_b ? B + ks : B + (size_t)ks * ldb;
-  matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, ks, threads, o);
-  matmul_order(A + ks, lda, B1, ldb, trans_b, NULL, 1.0f, P, N, M, N, K - ks, threads, o);
+  matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, ks, threads, h);
+  matmul_order(A + ks, lda, B1, ldb, trans_b, NULL, 1.0f, P, N, M, N, K - ks, threads, h);
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = C[(size_t)i * ldc + j] + P[(size_t)i * N + j];
   free(P);
+  free(At);
   return 0;
 }
