@@ -14,14 +14,16 @@
 // which ATen also runs on AVX512 CPUs), in f32 for every dtype, rounded once.
 // Bits (measured: tests/test_linear_bwd.c, goldens of tools/ref/gen_linear_bwd_goldens.py, torch
 // on 1 and 2 threads, intel-amx target; GPT-2's shapes N in {1..256} x 8 (C, OC) + lm_head V in
-// {64, 50257}, and 7 more):
+// {64, 50257}, and 9 more):
 //   f32: all three gradients on 1 and 2 threads (MKL's 2-thread K split reproduced; 3+ threads:
 //        the 1-thread order runs, not promised), except the
 //        lm_head's dinp of one row (MKL's one-row kernel for B as stored: 144 of 1568 outputs);
 //   f16: all, except dinp of one row (oneDNN's one-row kernels: 3975 of 3984 outputs);
-//   bf16: dweight and dbias all; dinp on 130 of 158 cases (oneDNN's AMX K chunks: 64 and 256 rows
-//        at K >= 768, and the lm_head's K = 50257 at C = 768, differ in a few outputs: the
-//        forward's one-chunk model, matmul_bf16.c).
+//   bf16: dbias all; dweight on every golden case (K = rows up to 640 at C = 768, 2048 at C = 64;
+//        measured live: 1024 rows at C = 768 differ in about 1 output in 10^4, oneDNN's AMX K
+//        chunks); dinp on 131 of 162 cases (the same chunks: 64 to 512 rows at K >= 768, and the
+//        lm_head's K = 50257 at C = 768, differ in a few outputs: the forward's one-chunk model,
+//        matmul_bf16.c).
 // The f32 order is the Intel MKL one (intel-amx, intel-avx512, intel-avx512-bf16 share it); zen4 and
 // avx2 run the forward's kernels for these shapes, unverified. The sum is the same on every target.
 #include "gptmeg/kernels.h"
