@@ -75,7 +75,37 @@ typedef struct {
   size_t elems, elems_same;    // over the cases stored in full
 } share;
 
+// Each gradient alone (the others NULL) gives the bits of the full call; N = 0 rows gives zero
+// weight and bias gradients.
+static void test_null_outputs(void) {
+  const int N = 5, C = 7, OC = 9;
+  float x[5 * 7], w[7 * 9], dy[5 * 9], g[3][7 * 9], h[7 * 9];
+  values(1, (size_t)N * C, 1.0f, GM_F32, x);
+  values(2, (size_t)C * OC, 0.125f, GM_F32, w);
+  values(3, (size_t)N * OC, 1.0f, GM_F32, dy);
+  gm_profile p;
+  gm_profile_get("hf", GM_F32, &p);
+  gm_op_ctx c;
+  gm_op_ctx_init(&c, &p, 1, NULL, NULL);
+  gm_op_weight wt = {w, false, NULL, NULL};
+  CHECK(gm_op_linear_bwd(&c, g[0], g[1], g[2], dy, x, &wt, N, C, OC) == 0, "full call");
+  size_t n[3] = {(size_t)N * C, (size_t)C * OC, (size_t)OC};
+  for (int k = 0; k < 3; k++) {
+    CHECK(gm_op_linear_bwd(&c, k == 0 ? h : NULL, k == 1 ? h : NULL, k == 2 ? h : NULL, dy, x, &wt, N, C, OC) == 0,
+          "%s alone", GNAME[k]);
+    CHECK(test_count_diff(h, g[k], n[k]) == 0, "%s alone differs from the full call", GNAME[k]);
+  }
+  for (int i = 0; i < C * OC; i++) g[1][i] = 1.0f;
+  for (int i = 0; i < OC; i++) g[2][i] = 1.0f;
+  CHECK(gm_op_linear_bwd(&c, NULL, g[1], g[2], dy, x, &wt, 0, C, OC) == 0, "N = 0");
+  int nz = 0;
+  for (int i = 0; i < C * OC; i++) nz += g[1][i] != 0.0f;
+  for (int i = 0; i < OC; i++) nz += g[2][i] != 0.0f;
+  CHECK(nz == 0, "N = 0: %d non-zero weight/bias gradients", nz);
+}
+
 int main(void) {
+  test_null_outputs();
   char path[512];
   test_golden_for(GM_TT_INTEL_AMX, "linear_bwd/linear_bwd.json", path, sizeof path);
   char *txt = test_slurp(path);
