@@ -183,24 +183,6 @@ static void test_residual_bwd(void) {
   }
 }
 
-static void test_backward_slots(void) {
-  gm_profile p;
-  gm_profile_get("hf", GM_F32, &p);
-  gm_op_ctx c;
-  gm_op_ctx_init(&c, &p, 1, NULL, NULL);
-  gm_op_weight w = {0};
-  // each slot fails with the same message naming its op
-#define SLOT(op, call)                                                                                  \
-  do {                                                                                                  \
-    int rc_ = (call);                                                                                   \
-    CHECK(rc_ != 0 && strcmp(gm_errmsg(), "backward of " op ": not yet (training lands in issue 25)") == 0, \
-          "backward of %s: rc %d, message '%s'", op, rc_, gm_errmsg());                               \
-  } while (0)
-  SLOT("linear", gm_op_linear_bwd(&c, NULL, NULL, NULL, NULL, NULL, &w, 0, 0, 0));
-  SLOT("cross-entropy", gm_op_crossentropy_bwd(&c, NULL, 0, NULL, NULL, 0, 0, 0));
-#undef SLOT
-}
-
 int main(void) {
   const gm_dtype dts[] = {GM_F32, GM_F16, GM_BF16};
   const char *profiles[] = {"hf", "megatron"};
@@ -208,6 +190,5 @@ int main(void) {
     for (int q = 0; q < 2; q++) test_kept(dts[d], profiles[q]);
   test_crossentropy();
   test_residual_bwd();
-  test_backward_slots();
   return test_done("test_ops_layer");
 }

@@ -69,7 +69,8 @@ typedef enum {
   GM_F32_BLOCKS_INTEL_384,
   GM_F32_BLOCKS_INTEL_DOT16,
   GM_F32_BLOCKS_AVX2_256,
-  GM_F32_BLOCKS_INTEL_GEMV // MKL's Intel AVX-512 one-row kernel against B^T (gm_f32_torch_gemv16)
+  GM_F32_BLOCKS_INTEL_GEMV, // MKL's Intel AVX-512 one-row kernel against B^T (gm_f32_torch_gemv16)
+  GM_F32_BLOCKS_INTEL_SPLIT // each half of MKL's Intel AVX-512 K split (gm_matmul_f32_torch_mt)
 } gm_f32_blocks;
 // The three column kinds of that kernel (matmul_torch_f32.c), and one output in its order (before
 // the bias).
@@ -80,12 +81,43 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0);
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b);
 // MKL's Intel dot kernel's order for one output (GM_F32_BLOCKS_INTEL_DOT16), before alpha and bias.
 float gm_f32_torch_dot16(const float *a, const float *b, int K);
+// gm_matmul_f32_torch as torch computes it on torch_threads threads (the work still runs on
+// `threads`): MKL's Intel AVX-512 sgemm (intel-amx, intel-avx512[-bf16] targets) on 2 threads cuts
+// K of a tall-K product in two (gm_f32_torch_ksplit: K > 768, K >= 8 M, N >= 16, not its dot or
+// one-row kernel; found with tools/ref/probe_linear_bwd.py) at ks = ceil(K / 2), sums each half
+// alone (GM_F32_BLOCKS_INTEL_SPLIT: a half below 768 in two halves, the first ceil(len / 2) long,
+// else blocks of 384 then the rest; one FMA chain from zero per block, blocks added in order) and
+// adds the two: C = first + second. Measured without bias and with alpha = 1 only (mm's call): with
+// either, or on other targets, or on other thread counts, it is gm_matmul_f32_torch: on 3 and 4
+// threads (on this 2-core host) torch gave the 1-thread bits for 64 x 768 x 2304 but yet another
+// order for 8 x 16 x 4097: only 1 and 2 threads are reproduced. 0, or -1 when the second half's
+// scratch (M x N floats) cannot be allocated.
+int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+// With trans_a, op(A) = A^T for A stored [K, M] (stride lda; MKL's transb = T, the backward's dW):
+// op(A) is copied contiguous (scratch M x K floats) and the same order runs, except that where
+// the Intel AVX-512 schedule is the packed one (GM_F32_BLOCKS_INTEL_384) it takes
+// GM_F32_BLOCKS_INTEL_SPLIT's (K below 768: two halves; measured 768 x 768 x 512..640).
+int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                           const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
+                           int torch_threads);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
 // count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm
 // through the model goldens (tests/test_profile.c).
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads);
+// f16 product in oneDNN's order on the intel-amx target (torch 2.15's mm of f16 tensors there, any
+// strides: the linear backward's products, tools/ref/probe_linear_bwd.py): C[M, N] = alpha *
+// op(A) @ op(B) (+ bias), op(A) = A [M, K] or, with trans_a, A^T for A [K, M] (stride lda); op(B)
+// as for gm_matmul_f16_torch. K in blocks (one block for K <= 512, blocks of 512 for K <= 1024,
+// else of 1024; with trans_a blocks of 512 at any K; the last block holds the rest), each output
+// one f32 chain from zero per block, acc = acc + a[k] * b[k] (products exact), the blocks added in
+// order, then alpha * sum (+ bias: unverified). One row (M = 1) against B as stored: one chain
+// over all of K (measured to K = 2304; K = 50257 differs: not reproduced). One row against B
+// transposed runs another kernel in torch (not reproduced: this order runs). Measured K: 768, 1536,
+// 2048, 2304, 3000, 3072, 50257. Same bits for any thread count.
+void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
+                          float alpha, float *C, int ldc, int M, int N, int K, int threads);
 // gm_matmul_f16_torch with B given as f16 bits (an f16 run's weights; B [K, N] as stored or, with
 // trans_b, [N, K], row stride ldb): the same bits as on B widened to f32. The AVX-512 kernels read
 // the f16 bits (half the bytes: decode streams the weights, the lm_head's strips take half the

@@ -11,14 +11,12 @@
 // The GPT-2 forward (src/model/gpt2_forward.c) is a list of these calls. Each op's numerics
 // contract is written above it here and at the top of its file (src/ops/ops_*.c); the rules op by
 // op are in docs/numerics.md "GPT-2 numerics profiles".
-// The backward ops (issue 25) are autograd's, with their final signatures: each WRITES its
-// gradients (never accumulates; a NULL output is not computed) in the dtype's values, rounded where
-// eager PyTorch's backward writes a dtype tensor, so a model's backward can be a list of these
+// The backward ops are autograd's: each WRITES its gradients (never accumulates; a NULL output is
+// not computed) in the dtype's values, rounded where eager PyTorch's backward writes a dtype
+// tensor, so the model's backward (gm_gpt2_grad, src/model/gpt2_backward.c) is a list of these
 // calls plus autograd's accumulation of two gradients of one tensor (gm_op_residual_bwd). Where
 // torch's backward bits depend on the thread count (layer norm's dgamma/dbeta, the f32 softmax
-// backward's tail), an op will reproduce that dependence for c->threads. The residual's, the layer
-// norm's and the embedding's exist; the others fail with "backward of OP: not yet (training lands
-// in issue 25)".
+// backward's tail), the op reproduces that dependence for c->threads and says so in its contract.
 // Shapes: N rows (B*T), C input channels, OC output channels, NH heads, hd = C/NH, V vocab.
 #ifndef GPTMEG_OPS_H
 #define GPTMEG_OPS_H
@@ -132,6 +130,27 @@ void gm_op_round(const gm_op_ctx *c, float *x, size_t n);
 void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                   float alpha, float *Cm, int ldc, int M, int N, int K);
 
+// C[M, N] (stride ldc) = alpha * op(A) @ op(B) (+ bias[N]), not rounded: op(A) = A [M, K] (stride lda)
+// or, with trans_a, A^T for A stored [K, M] (stride lda); op(B) as for gm_op_matmul. The product
+// torch's mm/addmm issues for these strides (ATen's addmm_impl_cpu_ swaps the operands for its
+// column-major BLAS: trans_b is the BLAS call's transa, trans_a its transb), in torch's order for
+// c->dtype and the active target, as torch computes it on c->threads threads:
+//   f32: gm_matmul_f32_torch_mt (MKL's order, with the Intel AVX-512 sgemm's K split
+//        on 2 threads: gptmeg/kernels.h); with trans_a (MKL's transb = T), op(A) is copied
+//        contiguous and that order runs, the packed schedule's short K halved (measured: the same
+//        bits as torch for the linear backward's dW shapes on intel-amx, K = rows up to 8192, 1
+//        and 2 threads);
+//   f16: on intel-amx torch's mm runs oneDNN: gm_matmul_f16_onednn (K-blocked chains, A^T read in
+//        place); on other targets gm_op_matmul on op(A) (ATen's orders, unverified for trans_a);
+//   bf16: gm_op_matmul on op(A) (the forward's oneDNN order; see ops_linear.c for what that
+//        reproduces of the backward's products).
+// bias and alpha != 1 are passed through (the backward's products have neither; the K split is
+// not applied with them). For bmm-shaped products call it per batch (whether torch's bmm takes
+// the same order per batch is not verified here). 0, or gm_fail on out of memory (scratch: M x K
+// floats with trans_a for f32/bf16, M x N floats for the f32 K split). Cm must not alias A or B.
+int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                   const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K);
+
 // ---- linear (ops_linear.c) ---------------------------------------------------------------------
 // A weight matrix as the model holds it: f32 storage of dtype values, plus the optional copies the
 // fast kernels read instead (same bits).
@@ -149,7 +168,13 @@ int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_
                      int C, int OC);
 // Autograd of addmm/linear: dinp (N, C) = R(dout @ op(w)^T), dweight (like w->w: [C, OC], or [OC, C]
 // with trans) = R(inp^T @ dout) (or R(dout^T @ inp)), dbias (OC) = R(sum over rows of dout), each
-// in torch's order for the dtype and target; any of the three may be NULL. dout (N, OC), inp (N, C). Not yet: fails.
+// in torch's order for the dtype and target; any of the three may be NULL. dout (N, OC), inp (N, C)
+// hold dtype values; w->w is read (its packed copies are not). Conv1D (w->trans false): torch's
+// mm(dout, W^T), mm(x^T, dout) and dout.sum(0); lm_head (trans, no bias: pass dbias NULL):
+// mm(dout, W), mm(dout^T, x). f32 on the Intel targets: torch's bits on c->threads = 1 or 2, except
+// the lm_head's dinp of one row (N = 1; MKL's one-row kernel, not reproduced); dbias is ATen's sum
+// order on every target. f16/bf16: see ops_linear.c (not all bits). Outputs must not alias inputs
+// or each other. 0, or gm_fail on out of memory.
 int gm_op_linear_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const gm_op_weight *w, int N, int C, int OC);
 
@@ -270,10 +295,6 @@ enum { GM_IGNORE_INDEX = -100 }; // a label that is not scored (torch's ignore_i
 // is an error. Rows in parallel, sum in order: the bits do not depend on threads.
 int gm_op_crossentropy_fwd(const gm_op_ctx *c, double *loss, int64_t *n_scored, double *losses, const float *logits,
                            const int32_t *labels, int B, int T, int V);
-// dlogits (B, T, V) from dloss (the mean's gradient) of the double loss above (gptmeg's own; the
-// training loss will be transformers' f32 one). Not yet: fails.
-int gm_op_crossentropy_bwd(const gm_op_ctx *c, float *dlogits, double dloss, const float *logits, const int32_t *labels,
-                           int B, int T, int V);
 
 // The training loss: transformers 4.57.3 GPT2LMHeadModel's ForCausalLMLoss as torch 2.15 CPU
 // computes it (contract in ops_loss.c), bit for bit for f32/f16/bf16 logits. logits (B, T, V) f32

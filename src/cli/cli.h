@@ -31,6 +31,9 @@ int cmd_logits(int argc, char **argv);   // logits
 int cmd_generate(int argc, char **argv); // generate
 int cmd_eval(int argc, char **argv);     // eval
 int cmd_diverge(int argc, char **argv);  // diverge
+int cmd_grad(int argc, char **argv);     // grad
+int cmd_train(int argc, char **argv);    // train
+int cmd_bench_train(int argc, char **argv); // bench train (cmd_bench_train.c); argv[0] is "train"
 
 // Prints "gptmeg: <msg>" to stderr and returns CLI_FAIL (for library errors: gm_errmsg()).
 // cli_target.c: the global options --torch-target NAME and --quiet, taken out of argv before the

@@ -26,6 +26,8 @@ static const command commands[] = {
     {"generate", cmd_generate, "generate text from a prompt"},
     {"eval", cmd_eval, "perplexity of a text file"},
     {"diverge", cmd_diverge, "layer-by-layer divergence of two numerics profiles"},
+    {"grad", cmd_grad, "one training step's loss and gradients -> safetensors"},
+    {"train", cmd_train, "train a GPT-2 (AdamW, PyTorch's numerics)"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 

@@ -2,11 +2,16 @@
 // the dtype's matmul.
 // Numerics contract: gm_op_round rounds each value once, RNE, to the context's dtype (the identity
 // in f32); gm_op_matmul is the dtype's torch-order product (the kernels' contracts in
-// gptmeg/kernels.h), not rounded, the same bits for any thread count.
+// gptmeg/kernels.h), not rounded, the same bits for any thread count. gm_op_matmul_t is the product
+// torch's mm issues for given transpositions (ops.h), as torch computes it on c->threads threads:
+// the f32 Intel K split on 2 threads (gm_matmul_f32_torch_mt) and f16 through oneDNN on intel-amx
+// (gm_matmul_f16_onednn); with trans_a otherwise op(A) is copied contiguous and the dtype's order runs.
 #include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
 #include "ops/ops_internal.h"
 
 #include <omp.h>
+#include <stdlib.h>
 
 void gm_op_ctx_init(gm_op_ctx *c, const gm_profile *p, int threads, gm_probe_fn probe, void *probe_ctx) {
   c->dtype = p->dtype;
@@ -43,4 +48,29 @@ void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, i
   else gm_matmul_f32_torch(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
 }
 
-int gm_op_not_yet(const char *op) { return gm_fail("backward of %s: not yet (training lands in issue 25)", op); }
+int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                   const float *bias, float alpha, float *Cm, int ldc, int M, int N, int K) {
+  if (M <= 0 || N <= 0) return 0;
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  if (c->dtype == GM_F32) {
+    if (gm_matmul_f32_torch_mt(A, lda, trans_a, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads, c->threads))
+      return gm_fail("matmul: out of memory (%d x %d x %d)", M, N, K);
+    return 0;
+  }
+  if (c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX) { // torch's mm runs oneDNN there
+    gm_matmul_f16_onednn(A, lda, trans_a, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+    return 0;
+  }
+  if (!trans_a) {
+    gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+    return 0;
+  }
+  float *At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)); // op(A) = A^T made contiguous [M, K]
+  if (!At) return gm_fail("matmul: out of memory (%d x %d)", M, K);
+  for (int k = 0; k < K; k++)
+    for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + i];
+  gm_op_matmul(c, At, K, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
+  free(At);
+  return 0;
+}
+

@@ -4,9 +4,6 @@
 
 #include "gptmeg/ops.h"
 
-// The backward slots' answer until training lands: gm_fail("backward of OP: not yet (...)"), -1.
-int gm_op_not_yet(const char *op);
-
 // out (OC) = R(sum over the N rows of x (N, OC)) as ATen's sum(dim=0) computes it on c->threads
 // threads (cascade_sum: f32 accumulation in its lane and level order, one rounding to c->dtype):
 // autograd's sum_to_size of a bias gradient. ops_act.c.

@@ -50,11 +50,6 @@ int gm_op_crossentropy_fwd(const gm_op_ctx *c, double *loss, int64_t *n_scored, 
   return 0;
 }
 
-int gm_op_crossentropy_bwd(const gm_op_ctx *c, float *dlogits, double dloss, const float *logits, const int32_t *labels,
-                           int B, int T, int V) {
-  (void)c, (void)dlogits, (void)dloss, (void)logits, (void)labels, (void)B, (void)T, (void)V;
-  return gm_op_not_yet("cross-entropy");
-}
 
 // ---- the training loss: transformers' ForCausalLMLoss in f32 ------------------------------------
 // Numerics contract (gm_op_lmloss_fwd/bwd; tests/test_lmloss.c against tools/ref/gen_lmloss_goldens.py):

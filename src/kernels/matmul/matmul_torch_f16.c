@@ -16,7 +16,9 @@
 // Under a target whose oneDNN ISA is AMX (intel-amx: AVX512-FP16 there), torch runs B transposed
 // through oneDNN instead: one f32 chain over k in order, acc = acc + x[k] * y[k] (products exact),
 // then alpha * acc (+ bias) (tools/ref/probe_f16_amx_order.py on tests/golden/targets/intel-amx/:
-// every output of the 7 shapes). B as stored keeps ATen's four partial sums there.
+// every output of the 7 shapes), the chain cut into oneDNN's K blocks (512 for K <= 1024, else
+// 1024; gm_matmul_f16_onednn; measured on the linear backward's mm: K = 768, 2304, 3000, 3072).
+// B as stored keeps ATen's four partial sums there.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
@@ -89,16 +91,91 @@ static bool trans_is_chain(void) {
   return ti && ti->onednn == GM_ONEDNN_AMX;
 }
 
-static float dot_chain(const float *x, const float *y, int K) {
-  float acc = 0.0f;
-  for (int k = 0; k < K; k++) acc = acc + x[k] * y[k];
-  return acc;
+// oneDNN's K blocks (gm_matmul_f16_onednn): one block for K <= 512, blocks of 512 for K <= 1024,
+// else blocks of 1024; the last block holds the rest.
+static int onednn_block(int K) { return K <= 1024 ? 512 : 1024; }
+
+// x . y with y read at stride sy: one chain per K block from zero, the blocks added in order.
+static float dot_chain_strided(const float *x, const float *y, size_t sy, int K, int bs) {
+  float tot = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += bs) {
+    float acc = 0.0f;
+    for (int k = k0; k < K && k < k0 + bs; k++) acc = acc + x[k] * y[(size_t)k * sy];
+    tot = k0 ? tot + acc : acc;
+  }
+  return tot;
 }
 
+static float dot_chain(const float *x, const float *y, int K) { return dot_chain_strided(x, y, 1, K, onednn_block(K)); }
+
 static float dot_chain_f16(const float *x, const uint16_t *y, int K) {
-  float acc = 0.0f;
-  for (int k = 0; k < K; k++) acc = acc + x[k] * gm_f16_to_f32(y[k]);
-  return acc;
+  float tot = 0.0f;
+  const int bs = onednn_block(K);
+  for (int k0 = 0; k0 < K; k0 += bs) {
+    float acc = 0.0f;
+    for (int k = k0; k < K && k < k0 + bs; k++) acc = acc + x[k] * gm_f16_to_f32(y[k]);
+    tot = k0 ? tot + acc : acc;
+  }
+  return tot;
+}
+
+void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
+                          float alpha, float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  // one row against B as stored: one chain; A transposed: blocks of 512 at any K
+  const int bs = M == 1 && !trans_b && !trans_a ? (K > 0 ? K : 1) : trans_a ? 512 : onednn_block(K);
+  const size_t sa_i = trans_a ? 1 : (size_t)lda, sa_k = trans_a ? (size_t)lda : 1; // a(i, k) = A[i * sa_i + k * sa_k]
+  const int n_strips = (N + STRIP_NT - 1) / STRIP_NT;
+  if (threads > n_strips) threads = n_strips;
+  // Each strip of op(B) is copied [K, 64] so the 64 outputs of a row run as independent chains
+  // side by side (the compiler vectorises across them; each chain keeps its order).
+#pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
+  {
+    float *Bs = malloc((size_t)(K > 0 ? K : 1) * STRIP_NT * sizeof(float));
+#pragma omp for schedule(dynamic, 1)
+    for (int s = 0; s < n_strips; s++) {
+      const int j0 = s * STRIP_NT, nc = N - j0 < STRIP_NT ? N - j0 : STRIP_NT;
+      if (!Bs) { // no memory for the copy: element by element
+        for (int i = 0; i < M; i++)
+          for (int j = j0; j < j0 + nc; j++) {
+            const float *b = trans_b ? B + (size_t)j * ldb : B + j;
+            float tot = 0.0f;
+            for (int k0 = 0; k0 < K; k0 += bs) {
+              float acc = 0.0f;
+              for (int k = k0; k < K && k < k0 + bs; k++)
+                acc = acc + A[i * sa_i + k * sa_k] * b[(size_t)k * (trans_b ? 1 : (size_t)ldb)];
+              tot = k0 ? tot + acc : acc;
+            }
+            float v = alpha * tot;
+            C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+          }
+        continue;
+      }
+      for (int k = 0; k < K; k++)
+        for (int j = 0; j < STRIP_NT; j++)
+          Bs[(size_t)k * STRIP_NT + j] = j >= nc ? 0.0f : trans_b ? B[(size_t)(j0 + j) * ldb + k] : B[(size_t)k * ldb + j0 + j];
+      for (int i = 0; i < M; i++) {
+        const float *a = A + (size_t)i * sa_i;
+        float tot[STRIP_NT], acc[STRIP_NT];
+        for (int k0 = 0; k0 < K; k0 += bs) {
+          for (int j = 0; j < STRIP_NT; j++) acc[j] = 0.0f;
+          for (int k = k0; k < K && k < k0 + bs; k++) {
+            const float ak = a[k * sa_k], *bk = Bs + (size_t)k * STRIP_NT;
+            for (int j = 0; j < STRIP_NT; j++) acc[j] = acc[j] + ak * bk[j];
+          }
+          for (int j = 0; j < STRIP_NT; j++) tot[j] = k0 ? tot[j] + acc[j] : acc[j];
+        }
+        if (K <= 0)
+          for (int j = 0; j < STRIP_NT; j++) tot[j] = 0.0f;
+        for (int j = 0; j < nc; j++) {
+          float v = alpha * tot[j];
+          C[(size_t)i * ldc + j0 + j] = bias ? bias[j0 + j] + v : v;
+        }
+      }
+    }
+    free(Bs);
+  }
 }
 
 typedef void (*strip_fn)(const float *, int, const float *, int, int, int, int, float, const float *, float *, int);

@@ -39,6 +39,7 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
   int rest = K - k0;
   if (blocks == GM_F32_BLOCKS_INTEL_DOT16) return K;
+  if (blocks == GM_F32_BLOCKS_INTEL_SPLIT && K < 768) return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
   if (blocks == GM_F32_BLOCKS_AVX2_256) return rest <= 256 ? K : rest < 512 ? k0 + (rest + 1) / 2 : k0 + 256;
   if (rest <= 384) return K;
   if (blocks == GM_F32_BLOCKS_INTEL_HALVES && rest < 768) return k0 + (rest + 1) / 2;
@@ -308,12 +309,10 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
   }
 }
 
-void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                         float *C, int ldc, int M, int N, int K, int threads) {
-  if (M <= 0 || N <= 0) return;
-  if (threads <= 0) threads = omp_get_max_threads();
+// The product in order o (gm_matmul_f32_torch's body).
+static void matmul_order(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads, const f32_order o) {
   gm_simd_level isa = K > 0 ? gm_cpu_simd() : GM_SIMD_SCALAR;
-  const f32_order o = order_for(M, N, K, trans_b, alpha);
   bool simd = isa == GM_SIMD_AVX512;
   if (o.blocks == GM_F32_BLOCKS_AVX2_256) { // MKL's Intel AVX2 kernels (the AVX2 body on AVX-512 CPUs too)
     avx2_path(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, isa);
@@ -392,4 +391,57 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
     }
     free(Bs);
   }
+}
+
+void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, order_for(M, N, K, trans_b, alpha));
+}
+
+int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads != 2 || K <= 768 || N < 16 || K < 8 * M) return 0;
+  gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
+  if (b == GM_F32_BLOCKS_INTEL_DOT16 || b == GM_F32_BLOCKS_INTEL_GEMV) return 0;
+  return (K + 1) / 2;
+}
+
+int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                           const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
+                           int torch_threads) {
+  if (M <= 0 || N <= 0) return 0;
+  if (threads <= 0) threads = omp_get_max_threads();
+  float *At = NULL;
+  if (trans_a) { // op(A) made contiguous [M, K]
+    if (!(At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)))) return -1;
+    for (int k = 0; k < K; k++)
+      for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + i];
+    A = At;
+    lda = K;
+  }
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
+  int ks = bias || alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
+  f32_order o = order_for(M, N, K, trans_b, alpha);
+  if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
+  if (!ks) {
+    matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o);
+    free(At);
+    return 0;
+  }
+  float *P = malloc((size_t)M * N * sizeof(float));
+  if (!P) {
+    free(At);
+    return -1;
+  }
+  const f32_order h = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
+  const float *B1 = trans_b ? B + ks : B + (size_t)ks * ldb;
+  matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, ks, threads, h);
+  matmul_order(A + ks, lda, B1, ldb, trans_b, NULL, 1.0f, P, N, M, N, K - ks, threads, h);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = C[(size_t)i * ldc + j] + P[(size_t)i * N + j];
+  free(P);
+  free(At);
+  return 0;
 }

@@ -1,0 +1,223 @@
+// The training loop: per step a batch (drawn from the token stream, or the given one), the loss and
+// gradients (gm_gpt2_grad), the global gradient norm and Megatron's clip, the learning rate of the
+// schedule, AdamW on every tensor (gptmeg/optim.h), then validation and checkpoints when due.
+// Numerics contract: the f32 recipe's update of every parameter is the optimizer's (bit for bit
+// torch's _single_tensor_adam or fused kernel, see optim.h); the gradients are gm_gpt2_grad's. The
+// run is a function of (weights, options, seed, step): resuming a checkpoint of step k and running
+// to n gives the bits of a run straight to n (the sampler state, moments and step are saved).
+#include "gptmeg/train.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *gm_recipe_name(gm_recipe r) {
+  static const char *names[GM_N_RECIPES] = {"f32", "fp16-megatron", "bf16-megatron", "bf16-autocast"};
+  return (unsigned)r < GM_N_RECIPES ? names[r] : "?";
+}
+
+int gm_recipe_parse(const char *s, gm_recipe *out) {
+  for (int r = 0; r < GM_N_RECIPES; r++)
+    if (!strcmp(s, gm_recipe_name((gm_recipe)r))) { *out = (gm_recipe)r; return 0; }
+  return gm_fail("unknown recipe '%s' (recipes: f32, fp16-megatron, bf16-megatron, bf16-autocast)", s);
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void gm_train_opts_default(gm_train_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->recipe = GM_RECIPE_F32;
+  o->B = 4;
+  o->T = 64;
+  o->seed = 1337;
+  o->clip = 1.0;
+  o->eval_every = 100;
+  o->eval_batches = 4;
+  gm_train_set_optimizer(o, 6e-4, 0, false, 0.1, 0.9, 0.95, 1e-8, false);
+}
+
+void gm_train_set_optimizer(gm_train_opts *o, double lr, long warmup, bool cosine, double weight_decay, double beta1,
+                            double beta2, double eps, bool fused) {
+  o->adam = gm_adam_cfg_default(GM_ADAMW, fused ? GM_ADAM_FUSED : GM_ADAM_SINGLE);
+  o->adam.beta1 = beta1;
+  o->adam.beta2 = beta2;
+  o->adam.eps = eps;
+  o->adam.weight_decay = weight_decay;
+  memset(&o->lr, 0, sizeof o->lr);
+  o->lr.kind = cosine ? GM_LR_HF_COSINE : GM_LR_CONSTANT;
+  o->lr.max_lr = lr;
+  o->lr.warmup_steps = warmup;
+  o->lr.decay_steps = o->steps;
+  o->lr.num_cycles = 0.5;
+}
+
+int gm_train_state_init(gm_train_state *s, const gm_gpt2 *m, const gm_train_opts *o) {
+  memset(s, 0, sizeof *s);
+  if (gm_gpt2_alloc_like(&s->exp_avg, m) || gm_gpt2_alloc_like(&s->exp_avg_sq, m)) {
+    gm_train_state_free(s);
+    return -1;
+  }
+  gm_rng_seed(&s->rng, o->seed);
+  return 0;
+}
+
+void gm_train_state_free(gm_train_state *s) {
+  gm_gpt2_free(&s->exp_avg);
+  gm_gpt2_free(&s->exp_avg_sq);
+  memset(s, 0, sizeof *s);
+}
+
+static int check_opts(const gm_gpt2 *m, const gm_train_state *s, const gm_train_opts *o) {
+  if (!o->profile) return gm_fail("training needs a numerics profile");
+  if (o->recipe != GM_RECIPE_F32)
+    return gm_fail("recipe '%s' is not implemented yet (only f32 trains; issue 25)", gm_recipe_name(o->recipe));
+  if (o->profile->dtype != GM_F32 || m->dtype != GM_F32)
+    return gm_fail("recipe f32 trains f32 weights under an f32 profile (got weights %s, profile %s)", gm_dtype_name(m->dtype),
+                   gm_dtype_name(o->profile->dtype));
+  if (m->file_dtype != GM_F32 || m->mixed_dtypes)
+    return gm_fail("the checkpoint holds %s weights, but recipe f32 trains an f32 checkpoint (f16/bf16 recipes are not "
+                   "implemented yet)", m->mixed_dtypes ? "mixed-dtype" : gm_dtype_name(m->file_dtype));
+  if (o->B <= 0 || o->T <= 0) return gm_fail("batch %d x %d: both must be > 0", o->B, o->T);
+  if (o->T > m->cfg.n_positions) return gm_fail("--seq %d exceeds the model's n_positions %d", o->T, m->cfg.n_positions);
+  if (o->steps < s->step) return gm_fail("--steps %ld is below the resumed step %ld", o->steps, s->step);
+  if (!o->batches && (!o->train_tokens || o->n_train < o->T))
+    return gm_fail("the training tokens (%lld) are fewer than one sequence of %d", (long long)o->n_train, o->T);
+  if (o->batches && o->n_batches < o->steps)
+    return gm_fail("%ld batches given for %ld steps: one batch a step is needed", o->n_batches, o->steps);
+  if (o->val_tokens && o->eval_every > 0 && o->n_val < o->T)
+    return gm_fail("the validation tokens (%lld) are fewer than one sequence of %d", (long long)o->n_val, o->T);
+  for (int64_t i = 0; o->train_tokens && i < o->n_train; i++)
+    if (o->train_tokens[i] < 0 || o->train_tokens[i] >= m->cfg.vocab_size)
+      return gm_fail("training token %lld is id %d, outside the vocabulary [0, %d)", (long long)i, o->train_tokens[i],
+                     m->cfg.vocab_size);
+  return 0;
+}
+
+// The batch of step `step` (1-based) into ids [B, T]: the given one, or B windows of T tokens at
+// offsets drawn uniformly from the sampler.
+static void draw_batch(const gm_train_opts *o, gm_train_state *s, long step, int32_t *ids) {
+  const size_t bt = (size_t)o->B * o->T;
+  if (o->batches) {
+    memcpy(ids, o->batches + (size_t)(step - 1) * bt, bt * sizeof *ids);
+    return;
+  }
+  const uint64_t span = (uint64_t)(o->n_train - o->T) + 1;
+  for (int b = 0; b < o->B; b++) {
+    uint64_t at = gm_rng_u64(&s->rng) % span;
+    memcpy(ids + (size_t)b * o->T, o->train_tokens + at, (size_t)o->T * sizeof *ids);
+  }
+}
+
+// Mean loss over eval_batches fixed batches of the validation stream (windows spread evenly over it),
+// forward only; gptmeg's double cross-entropy of the f32 logits.
+static int val_loss(const gm_gpt2 *m, const gm_train_opts *o, double *out) {
+  const int B = o->B, T = o->T, V = m->cfg.vocab_size, nb = o->eval_batches > 0 ? o->eval_batches : 1;
+  int32_t *ids = malloc((size_t)B * T * sizeof *ids);
+  float *logits = malloc((size_t)B * T * V * sizeof *logits);
+  if (!ids || !logits) { free(ids), free(logits); return gm_fail("out of memory for the validation batch"); }
+  const int64_t windows = o->n_val - T + 1, count = (int64_t)nb * B;
+  double sum = 0;
+  int rc = 0;
+  gm_op_ctx c;
+  gm_op_ctx_init(&c, o->profile, o->threads, NULL, NULL);
+  for (int k = 0; k < nb && !rc; k++) {
+    for (int b = 0; b < B; b++) {
+      int64_t w = ((int64_t)k * B + b) * windows / count;
+      memcpy(ids + (size_t)b * T, o->val_tokens + w, (size_t)T * sizeof *ids);
+    }
+    gm_gpt2_run_opts ro = {0};
+    ro.profile = o->profile;
+    ro.tokens = ids;
+    ro.B = B;
+    ro.T = T;
+    ro.logits = logits;
+    ro.threads = o->threads;
+    double l = 0;
+    rc = gm_gpt2_run(m, &ro) || gm_op_crossentropy_fwd(&c, &l, NULL, NULL, logits, ids, B, T, V);
+    sum += l;
+  }
+  free(ids);
+  free(logits);
+  *out = sum / nb;
+  return rc ? -1 : 0;
+}
+
+// ---- the optimizer, tensor by tensor (gptmeg/optim.h) ------------------------------------------
+int gm_train_optimizer_step(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o, double lr, float *norm) {
+  const size_t cap = (size_t)m->cfg.n_layer * 12 + 6;
+  gm_gpt2_tensor *tw = calloc(4 * cap, sizeof *tw);
+  if (!tw) return gm_fail("out of memory");
+  gm_gpt2_tensor *tg = tw + cap, *tm = tg + cap, *tv = tm + cap;
+  int n = gm_gpt2_tensors(m, tw);
+  int rc = n < 0 || gm_gpt2_tensors(g, tg) < 0 || gm_gpt2_tensors(&s->exp_avg, tm) < 0 || gm_gpt2_tensors(&s->exp_avg_sq, tv) < 0;
+  const float **gp = rc ? NULL : malloc((size_t)n * sizeof *gp);
+  size_t *gn = rc ? NULL : malloc((size_t)n * sizeof *gn);
+  if (!rc && (!gp || !gn)) rc = gm_fail("out of memory");
+  if (!rc) {
+    for (int i = 0; i < n; i++) { gp[i] = tg[i].data; gn[i] = tg[i].numel; }
+    float total = o->clip > 0 ? gm_clip_grad_norm_torch((float *const *)gp, gn, n, o->clip, o->threads)
+                : norm               ? gm_grad_global_norm(gp, gn, n)
+                                     : 0.0f;
+    if (norm) *norm = total;
+    for (int i = 0; i < n && !rc; i++) { // the moments live in s's model-shaped tensors; step counts before this one
+      gm_adam_state st = {tw[i].numel, s->step - 1, tm[i].data, tv[i].data};
+      rc = gm_adam_step(&o->adam, &st, tw[i].data, tg[i].data, tw[i].numel, lr, o->threads > 0 ? o->threads : 1);
+    }
+  }
+  free(gp);
+  free(gn);
+  free(tw);
+  return rc ? -1 : 0;
+}
+
+static int save_due(const gm_train_opts *o, const gm_gpt2 *m, const gm_train_state *s) {
+  if (!o->out_dir) return 0;
+  bool due = s->step == o->steps || (o->save_every > 0 && s->step % o->save_every == 0);
+  if (!due) return 0;
+  size_t n = strlen(o->out_dir) + 32;
+  char *dir = malloc(n);
+  if (!dir) return gm_fail("out of memory");
+  snprintf(dir, n, "%s/step-%06ld", o->out_dir, s->step);
+  int rc = gm_train_save(dir, m, s, o);
+  free(dir);
+  return rc;
+}
+
+int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
+  if (check_opts(m, s, o)) return -1;
+  gm_gpt2 g;
+  if (gm_gpt2_alloc_like(&g, m)) return -1;
+  int32_t *ids = malloc((size_t)o->B * o->T * sizeof *ids);
+  int rc = ids ? 0 : gm_fail("out of memory for a batch");
+  while (!rc && s->step < o->steps) {
+    double t0 = now_s();
+    gm_train_step r;
+    memset(&r, 0, sizeof r);
+    r.step = s->step + 1;
+    draw_batch(o, s, r.step, ids);
+    gm_gpt2_grad_opts go = {o->profile, ids, NULL, o->B, o->T, o->threads};
+    if ((rc = gm_gpt2_grad(m, &go, &g, &r.loss, NULL))) break;
+    if (!isfinite(r.loss)) { rc = gm_fail("step %ld: the loss is %g under f32 (the run diverged); stopping", r.step, r.loss); break; }
+    r.lr = gm_lr_at(&o->lr, r.step - 1);
+    s->step = r.step; // the optimizer's step count (bias corrections) includes this step
+    if ((rc = gm_train_optimizer_step(m, &g, s, o, r.lr, &r.grad_norm))) break;
+    s->tokens += (long)o->B * o->T;
+    r.tokens = s->tokens;
+    r.loss_scale = 1.0;
+    r.val_loss = NAN;
+    if (o->val_tokens && o->eval_every > 0 && (r.step % o->eval_every == 0 || r.step == o->steps))
+      if ((rc = val_loss(m, o, &r.val_loss))) break;
+    r.seconds = now_s() - t0;
+    if (o->on_step) o->on_step(o->ctx, &r);
+    rc = save_due(o, m, s);
+  }
+  free(ids);
+  gm_gpt2_free(&g);
+  return rc;
+}

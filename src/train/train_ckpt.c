@@ -1,0 +1,187 @@
+// Training checkpoints: DIR/config.json + model.safetensors (an HF GPT-2 folder), optimizer.bin
+// (the Adam state file of gptmeg/optim.h: every tensor's moments and step, in checkpoint order),
+// train_state.json (step, tokens, the sampler's state, and what the run was: recipe, profile, batch
+// shape).
+// Written into DIR.tmp and renamed over DIR, so a crash leaves the previous checkpoint whole; the
+// link OUT/last is replaced the same way (a new link renamed over it).
+#include "gptmeg/train.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+// Removes a checkpoint directory's files (only the names a checkpoint has), then the directory.
+static void remove_ckpt_dir(const char *dir) {
+  static const char *files[] = {"config.json", "model.safetensors", "optimizer.bin", "train_state.json", "vocab.json",
+                                "merges.txt"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    char *p = join(dir, files[i]);
+    if (p) unlink(p);
+    free(p);
+  }
+  rmdir(dir);
+}
+
+static int write_state(const char *path, const gm_gpt2 *m, const gm_train_state *s, const gm_train_opts *o) {
+  cJSON *j = cJSON_CreateObject();
+  char hex[4][20];
+  cJSON_AddStringToObject(j, "format", "gptmeg-train-1");
+  cJSON_AddNumberToObject(j, "step", (double)s->step);
+  cJSON_AddNumberToObject(j, "tokens", (double)s->tokens);
+  cJSON *r = cJSON_AddArrayToObject(j, "sampler");
+  for (int i = 0; i < 4; i++) {
+    snprintf(hex[i], sizeof hex[i], "%016llx", (unsigned long long)s->rng.s[i]);
+    cJSON_AddItemToArray(r, cJSON_CreateString(hex[i]));
+  }
+  cJSON_AddStringToObject(j, "recipe", gm_recipe_name(o->recipe));
+  cJSON_AddStringToObject(j, "profile", o->profile->name);
+  cJSON_AddNumberToObject(j, "batch", o->B);
+  cJSON_AddNumberToObject(j, "seq", o->T);
+  cJSON_AddNumberToObject(j, "n_params", (double)m->n_params);
+  char *txt = cJSON_Print(j);
+  cJSON_Delete(j);
+  if (!txt) return gm_fail("out of memory");
+  gm_outfile f;
+  int rc = gm_outfile_open(&f, path);
+  if (!rc) {
+    if (fputs(txt, (FILE *)f.fp) < 0 || fputc('\n', (FILE *)f.fp) < 0) {
+      gm_outfile_abort(&f);
+      rc = gm_fail("write of '%s' failed", path);
+    } else rc = gm_outfile_commit(&f);
+  }
+  free(txt);
+  return rc;
+}
+
+// OUT/last -> step-NNNNNN, replaced atomically.
+static int link_last(const char *dir) {
+  char *copy = strdup(dir);
+  if (!copy) return gm_fail("out of memory");
+  char *slash = strrchr(copy, '/');
+  const char *base = slash ? slash + 1 : copy;
+  if (slash) *slash = 0;
+  const char *parent = slash ? copy : ".";
+  char *last = join(parent, "last"), *tmp = join(parent, "last.tmp");
+  int rc = last && tmp ? 0 : gm_fail("out of memory");
+  if (!rc) {
+    unlink(tmp);
+    if (symlink(base, tmp) != 0 || rename(tmp, last) != 0) rc = gm_fail("cannot point '%s' at '%s': %s", last, base, strerror(errno));
+  }
+  free(last);
+  free(tmp);
+  free(copy);
+  return rc;
+}
+
+// The moments of s as one gm_adam_state a tensor (pointing into s's buffers; step = s->step), in
+// checkpoint order: *out (caller frees) and their number, or -1.
+static int adam_states(const gm_train_state *s, gm_adam_state **out) {
+  const size_t cap = (size_t)s->exp_avg.cfg.n_layer * 12 + 6;
+  gm_gpt2_tensor *tm = calloc(2 * cap, sizeof *tm);
+  gm_adam_state *st = calloc(cap, sizeof *st);
+  int n = tm && st ? gm_gpt2_tensors(&s->exp_avg, tm) : gm_fail("out of memory");
+  if (n >= 0 && gm_gpt2_tensors(&s->exp_avg_sq, tm + cap) != n) n = gm_fail("the two moments differ in layout");
+  for (int i = 0; i < n; i++) st[i] = (gm_adam_state){tm[i].numel, s->step, tm[i].data, tm[cap + i].data};
+  free(tm);
+  if (n < 0) { free(st); return -1; }
+  *out = st;
+  return n;
+}
+
+int gm_train_save(const char *dir, const gm_gpt2 *m, const gm_train_state *s, const gm_train_opts *o) {
+  char *tmp = malloc(strlen(dir) + 8), *old = malloc(strlen(dir) + 8);
+  if (!tmp || !old) { free(tmp), free(old); return gm_fail("out of memory"); }
+  sprintf(tmp, "%s.tmp", dir);
+  sprintf(old, "%s.old", dir);
+  remove_ckpt_dir(tmp); // a previous crash's leftovers
+  char *po = join(tmp, "optimizer.bin"), *ps = join(tmp, "train_state.json");
+  gm_adam_state *st = NULL;
+  int rc = po && ps ? 0 : gm_fail("out of memory"), k = 0;
+  if (!rc) rc = gm_gpt2_save(m, tmp);
+  if (!rc && (k = adam_states(s, &st)) < 0) rc = -1;
+  if (!rc) rc = gm_adam_state_save(po, &o->adam, st, k);
+  if (!rc) rc = write_state(ps, m, s, o);
+  if (!rc && o->on_save) rc = o->on_save(o->ctx, tmp);
+  if (!rc) { // DIR -> DIR.old, DIR.tmp -> DIR, then DIR.old removed
+    struct stat st;
+    bool had = stat(dir, &st) == 0;
+    remove_ckpt_dir(old);
+    if (had && rename(dir, old) != 0) rc = gm_fail("cannot move the old checkpoint '%s' aside: %s", dir, strerror(errno));
+    if (!rc && rename(tmp, dir) != 0) rc = gm_fail("cannot rename '%s' to '%s': %s", tmp, dir, strerror(errno));
+    if (!rc && had) remove_ckpt_dir(old);
+  }
+  if (rc) remove_ckpt_dir(tmp);
+  else rc = link_last(dir);
+  free(st), free(po), free(ps), free(tmp), free(old);
+  return rc;
+}
+
+static int read_state(const char *path, gm_train_state *s, const gm_gpt2 *m, const gm_train_opts *o) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return gm_fail("cannot open '%s': %s (not a gptmeg training checkpoint?)", path, strerror(errno));
+  char buf[8192];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  cJSON *j = cJSON_Parse(buf);
+  if (!j) return gm_fail("%s: not valid JSON", path);
+  int rc = 0;
+  const cJSON *fmt = cJSON_GetObjectItem(j, "format"), *step = cJSON_GetObjectItem(j, "step"),
+              *tok = cJSON_GetObjectItem(j, "tokens"), *smp = cJSON_GetObjectItem(j, "sampler"),
+              *rec = cJSON_GetObjectItem(j, "recipe"), *prof = cJSON_GetObjectItem(j, "profile"),
+              *bb = cJSON_GetObjectItem(j, "batch"), *tt = cJSON_GetObjectItem(j, "seq"), *np = cJSON_GetObjectItem(j, "n_params");
+  if (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, "gptmeg-train-1") || !cJSON_IsNumber(step) || !cJSON_IsNumber(tok) ||
+      cJSON_GetArraySize(smp) != 4 || !cJSON_IsString(rec) || !cJSON_IsString(prof) || !cJSON_IsNumber(bb) ||
+      !cJSON_IsNumber(tt) || !cJSON_IsNumber(np))
+    rc = gm_fail("%s: not a gptmeg-train-1 state (missing or mistyped fields)", path);
+  else if ((uint64_t)np->valuedouble != m->n_params)
+    rc = gm_fail("%s: the checkpoint's model has %.0f parameters, this one %llu", path, np->valuedouble,
+                 (unsigned long long)m->n_params);
+  else if (strcmp(rec->valuestring, gm_recipe_name(o->recipe)))
+    rc = gm_fail("%s: the run used recipe '%s', not '%s'", path, rec->valuestring, gm_recipe_name(o->recipe));
+  else if (strcmp(prof->valuestring, o->profile->name))
+    rc = gm_fail("%s: the run used profile '%s', not '%s'", path, prof->valuestring, o->profile->name);
+  else if (bb->valueint != o->B || tt->valueint != o->T)
+    rc = gm_fail("%s: the run used batches of %d x %d, not %d x %d", path, bb->valueint, tt->valueint, o->B, o->T);
+  if (!rc) {
+    s->step = (long)step->valuedouble;
+    s->tokens = (long)tok->valuedouble;
+    for (int i = 0; i < 4; i++) {
+      const cJSON *h = cJSON_GetArrayItem(smp, i);
+      s->rng.s[i] = cJSON_IsString(h) ? strtoull(h->valuestring, NULL, 16) : 0;
+    }
+  }
+  cJSON_Delete(j);
+  return rc;
+}
+
+int gm_train_load(const char *dir, gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
+  memset(s, 0, sizeof *s);
+  if (gm_gpt2_load(m, dir)) return -1;
+  char *po = join(dir, "optimizer.bin"), *ps = join(dir, "train_state.json");
+  gm_adam_state *st = NULL;
+  int rc = po && ps ? 0 : gm_fail("out of memory"), k = 0;
+  if (!rc) rc = read_state(ps, s, m, o);
+  if (!rc) rc = gm_gpt2_alloc_like(&s->exp_avg, m) || gm_gpt2_alloc_like(&s->exp_avg_sq, m);
+  if (!rc && (k = adam_states(s, &st)) < 0) rc = -1;
+  if (!rc) rc = gm_adam_state_load(po, &o->adam, st, k);
+  for (int i = 0; !rc && i < k; i++)
+    if (st[i].step != s->step) rc = gm_fail("%s: tensor %d is at step %ld, the run at %ld", po, i, st[i].step, s->step);
+  free(st), free(po), free(ps);
+  if (rc) {
+    gm_train_state_free(s);
+    gm_gpt2_free(m);
+  }
+  return rc;
+}

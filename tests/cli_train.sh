@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# CLI tests for gptmeg train and gptmeg grad: a short run on the fixture text (the loss falls, the
+# log has one line a step, checkpoints load back), exact resume (3 steps, save, 3 more == 6 steps,
+# byte for byte), a 2-thread run, grad's file, and bad input (one 'gptmeg: ' line,
+# exit 1; usage errors exit 2; no checkpoint half-written). No Python needed.
+# Usage: bash tests/cli_train.sh path/to/gptmeg   (from the repo root)
+. "$(dirname "$0")/lib_cli.sh"
+export GPTMEG_TORCH_TARGET=intel-amx # any target: these tests compare gptmeg with itself
+printf '{"vocab_size": 557, "n_positions": 32, "n_embd": 32, "n_layer": 2, "n_head": 4}' >"$T/cfg.json"
+expect 0 "init" "$G" init --config "$T/cfg.json" --seed 5 --out "$T/m" --tokenizer tests/fixtures/tok
+cp tests/fixtures/eval/sample.txt "$T/text.txt"
+RUN=(--data "$T/text.txt" --batch 2 --seq 16 --lr 3e-3 --warmup 2 --eval-every 3 --eval-batches 2 --seed 7)
+
+expect 0 "train 6 steps" "$G" train --model "$T/m" "${RUN[@]}" --steps 6 --save-every 3 --threads 1 --out "$T/a"
+[ "$(wc -l <"$T/a/log.jsonl")" -eq 6 ] && ok "one log line a step" || bad "log: $(cat "$T/a/log.jsonl")"
+grep -q '"step": 6, "loss": ' "$T/a/log.jsonl" && grep -q '"val_loss": [0-9]' "$T/a/log.jsonl" && ok "log fields" ||
+  bad "log fields: $(tail -1 "$T/a/log.jsonl")"
+[ -f "$T/text.txt.tokens.npy" ] && ok "tokens cached beside the text" || bad "no token cache"
+first=$(head -1 "$T/a/log.jsonl" | grep -o '"loss": [0-9.e+-]*' | cut -d' ' -f2)
+last=$(tail -1 "$T/a/log.jsonl" | grep -o '"loss": [0-9.e+-]*' | cut -d' ' -f2)
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a) }' && ok "loss falls ($first -> $last)" || bad "loss $first -> $last"
+for s in 000003 000006; do
+  [ -f "$T/a/step-$s/model.safetensors" ] && [ -f "$T/a/step-$s/train_state.json" ] && ok "checkpoint step-$s" || bad "step-$s missing"
+done
+[ "$(readlink "$T/a/last")" = step-000006 ] && ok "last -> step-000006" || bad "last: $(readlink "$T/a/last")"
+ls "$T/a" | grep -q '\.tmp$' && bad "a .tmp directory was left" || ok "no temporary directory left"
+expect 0 "a checkpoint is a model folder with its tokenizer" "$G" eval --model "$T/a/step-000006" --text "$T/text.txt" --ctx 32 --json
+
+expect 0 "resume at 3, run to 6" "$G" train --resume "$T/a/step-000003" "${RUN[@]}" --steps 6 --threads 1 --out "$T/b"
+cmp -s "$T/a/step-000006/model.safetensors" "$T/b/step-000006/model.safetensors" && ok "resume is exact (weights)" ||
+  bad "resumed weights differ"
+cmp -s "$T/a/step-000006/optimizer.bin" "$T/b/step-000006/optimizer.bin" && ok "resume is exact (optimizer state)" ||
+  bad "resumed moments differ"
+# 2 threads: torch's layer-norm weight gradients depend on its thread count (reproduced), so only the
+# first step, before any update, must give the same loss
+expect 0 "the same run on 2 threads" "$G" train --model "$T/m" "${RUN[@]}" --steps 2 --threads 2 --out "$T/c"
+[ "$(head -1 "$T/a/log.jsonl" | cut -d, -f2)" = "$(head -1 "$T/c/log.jsonl" | cut -d, -f2)" ] &&
+  ok "2 threads: the first step's loss is the same" || bad "first loss: $(head -1 "$T/c/log.jsonl")"
+
+# grad: the loss and every gradient in one file
+npy_header '<i4' '(1, 8)' >"$T/ids.npy"
+printf '\x05\x00\x00\x00\x07\x00\x00\x00\x09\x00\x00\x00\x05\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x05\x00\x00\x00\x07\x00\x00\x00' >>"$T/ids.npy"
+expect 0 "grad" "$G" grad --model "$T/m" --tokens-npy "$T/ids.npy" --out "$T/g.safetensors"
+grep -q '^loss ' "$T/out" && [ -s "$T/g.safetensors" ] && ok "grad prints the loss and writes the file" || bad "grad: $(cat "$T/out")"
+expect 0 "grad bf16" "$G" grad --model "$T/m" --tokens-npy "$T/ids.npy" --dtype bf16 --out "$T/gb.safetensors"
+expect 1 "grad: tokens outside the vocabulary" "$G" grad --model tests/golden/model/base --tokens-npy tests/golden/eval/tokens.npy --out "$T/x.safetensors"
+[ ! -e "$T/x.safetensors" ] && ok "no file after a failure" || bad "a file was written after a failure"
+expect 2 "grad: no --out" "$G" grad --model "$T/m" --tokens-npy "$T/ids.npy"
+
+# bad input
+printf 'tiny' >"$T/short.txt"
+expect 1 "text too short for one sequence" "$G" train --model "$T/m" --data "$T/short.txt" --steps 2 --seq 16 --out "$T/e1"
+expect 1 "T beyond n_positions" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --seq 33 --out "$T/e2"
+grep -q 'n_positions 32' "$T/err" && ok "n_positions message" || bad "n_positions message: $(cat "$T/err")"
+expect 1 "a recipe not implemented" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --recipe fp16-megatron --out "$T/e3"
+expect 1 "f32 recipe on a bf16 checkpoint" "$G" train --model tests/golden/profile/base_bf16_checkpoint --data "$T/text.txt" --tokenizer tests/fixtures/tok --steps 1 --batch 1 --seq 8 --out "$T/e10"
+grep -q 'bf16 weights' "$T/err" && ok "checkpoint dtype message" || bad "checkpoint dtype message: $(cat "$T/err")"
+expect 2 "an unknown recipe" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --recipe nope --out "$T/e4"
+expect 1 "resume with another batch shape" "$G" train --resume "$T/a/step-000003" --data "$T/text.txt" --batch 3 --seq 16 --steps 6 --out "$T/e5"
+grep -q 'batches of 2 x 16' "$T/err" && ok "batch-shape message" || bad "batch-shape message: $(cat "$T/err")"
+expect 1 "resume from a model folder" "$G" train --resume "$T/m" "${RUN[@]}" --steps 6 --out "$T/e6"
+expect 1 "batches of the wrong shape" "$G" train --model "$T/m" --batches-npy "$T/ids.npy" --steps 1 --batch 2 --seq 16 --out "$T/e7"
+expect 2 "no data" "$G" train --model "$T/m" --steps 2 --out "$T/e8"
+expect 2 "both --model and --resume" "$G" train --model "$T/m" --resume "$T/a/last" --data "$T/text.txt" --steps 2 --out "$T/e9"
+finish cli_train
