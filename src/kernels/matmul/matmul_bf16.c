@@ -151,10 +151,15 @@ static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
 // the chunk from M, N, K and the cache sizes; measured with one thread (probe_bf16_amx_blocks.py,
 // addmm, N 768-3072): one chunk for M <= 2, and for M = 7 at K 768, 1536 elements at M = 7 and
 // K = 3072; 384 at M 32-130 and K 768 (N >= 2304 for M = 130); at K = 3072 and M >= 32 448-1024 by
-// N. Only the one-chunk shapes are reproduced (every golden shape, N = 16); the rest is future work.
+// N. Reproduced: the one-chunk shapes (M <= 32: every forward golden shape, N = 16) and GPT-2's
+// K (the linear backward's dX, tools/ref/probe_linear_bwd.py, mm with B transposed or as stored, 1
+// and 2 threads) for M > 32: K = 768 in chunks of 192 pairs (M 40-256, N 768-3072), K = 2304 of 240
+// (M 64-512, N 768), K = 3072 of 224 (M 48-256, N 768; M = 64, N = 3072). Other K above 32 rows:
+// one chunk (not reproduced where oneDNN cuts).
 static int amx_chunk_pairs(int M, int N, int K) {
-  (void)M, (void)N, (void)K;
-  return 0;
+  (void)N;
+  if (M <= 32) return 0;
+  return K == 768 ? 192 : K == 2304 ? 240 : K == 3072 ? 224 : 0;
 }
 
 // One output's state in the AMX order.
