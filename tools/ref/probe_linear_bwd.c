@@ -3,8 +3,8 @@
 // the host's torch CPU target with `threads`, writes DIR/gm_dx.bin, gm_dw.bin, gm_db.bin (not with trans).
 //   probe_linear_bwd DIR N C OC trans threads [f32|f16|bf16]
 // Build (from the repo root, after building gptmeg_lib in build-h):
-//   gcc -O2 -Iinclude -fopenmp tools/ref/probe_linear_bwd.c build-h/libgptmeg.a -lsleef -lmpfr -lgmp \
-//       -lcjson -lpcre2-8 -lm -o build-h/probe_linear_bwd
+//   gcc -O2 -Iinclude -fopenmp tools/ref/probe_linear_bwd.c build-h/libgptmeg.a -lsleef -lmpfr -lgmp
+//       -lcjson -lpcre2-8 -lm -o build-h/probe_linear_bwd   (one line)
 #include "gptmeg/model.h"
 #include "gptmeg/ops.h"
 #include <stdio.h>
