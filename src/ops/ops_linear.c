@@ -21,9 +21,10 @@
 //   f16: all, except dinp of one row (oneDNN's one-row kernels: 3975 of 3984 outputs);
 //   bf16: dbias all; dweight on every golden case (K = rows up to 640 at C = 768, 2048 at C = 64;
 //        measured live: 1024 rows at C = 768 differ in about 1 output in 10^4, oneDNN's AMX K
-//        chunks); dinp on 131 of 162 cases (the same chunks: 64 to 512 rows at K >= 768, and the
-//        lm_head's K = 50257 at C = 768, differ in a few outputs: the forward's one-chunk model,
-//        matmul_bf16.c).
+//        chunks); dinp on 146 of 162 cases (matmul_bf16.c's AMX K chunks, now measured for GPT-2's
+//        K = 768, 2304, 3072 above 32 rows on one thread; 2 threads pick other chunks at K = 2304
+//        and 3072, K = 801 and the lm_head's K = 50257 at C = 768 are chunked otherwise: a few
+//        outputs per case differ).
 // The f32 order is the Intel MKL one (intel-amx, intel-avx512, intel-avx512-bf16 share it); zen4 and
 // avx2 run the forward's kernels for these shapes, unverified. The sum is the same on every target.
 #include "gptmeg/kernels.h"

@@ -4,7 +4,7 @@
 Runs torch 2.15's autograd of GPT-2's two linears on seeded inputs (Conv1D: addmm(b, x.view(-1, C), W),
 W [C, OC]; lm_head: F.linear(x, W) without bias, W [V, C], x 3-D as GPT2LMHeadModel passes it), writes
 the inputs, runs a probe binary built on gptmeg (argv: dir N C OC trans threads dtype; it writes
-gm_dx.bin, gm_dw.bin, gm_db.bin) and prints the share of bit-identical outputs per gradient.
+gm_dx.bin, gm_dw.bin, gm_db.bin; tools/ref/probe_linear_bwd.c) and prints the share of bit-identical outputs per gradient.
   python3 tools/ref/probe_linear_bwd.py PROBE [--threads 1 2] [--dtype f32] [--shapes 4x16x48 1x768x50257t ...]
 """
 import argparse, os, subprocess, tempfile

@@ -20,7 +20,7 @@
 // hardware). The accumulator runs over the tiles of a K chunk; the chunks' sums are added in order
 // (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N and K (with one thread:
 // one chunk for K <= 768 at M < 32, 384 elements at M 32-64 and K 768, ...; see
-// docs in amx_chunk_pairs); gptmeg uses one chunk, the golden shapes' and small M's choice. For
+// docs in amx_chunk_pairs); gptmeg uses one chunk but for the B-transposed shapes measured there. For
 // M = 1 torch runs another kernel: one f32 chain over k in order (k = 0, 1, ..., no flushing;
 // measured for addmm and matmul, B as stored). With AMX tiles on the host (and the AVX-512 level)
 // the tile kernel matmul_bf16_amx.c runs; elsewhere the scalar twin here, same bits.
@@ -151,10 +151,17 @@ static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
 // the chunk from M, N, K and the cache sizes; measured with one thread (probe_bf16_amx_blocks.py,
 // addmm, N 768-3072): one chunk for M <= 2, and for M = 7 at K 768, 1536 elements at M = 7 and
 // K = 3072; 384 at M 32-130 and K 768 (N >= 2304 for M = 130); at K = 3072 and M >= 32 448-1024 by
-// N. Only the one-chunk shapes are reproduced (every golden shape, N = 16); the rest is future work.
-static int amx_chunk_pairs(int M, int N, int K) {
-  (void)M, (void)N, (void)K;
-  return 0;
+// N. Reproduced: the one-chunk shapes (M <= 32: every forward golden shape, N = 16) and, with B
+// transposed (mm/linear of a transposed weight: the linear backward's Conv1D dX,
+// tools/ref/probe_linear_bwd.py), GPT-2's K for M > 32, measured on one thread: K = 768 in chunks
+// of 192 pairs (M 40-256, N 768-3072), K = 2304 of 240 (M 64-512, N 768), K = 3072 of 224 (M 48-256,
+// N 768; M = 64, N = 3072). B as stored keeps one chunk (addmm with bias measured: exact at
+// M = 130 and 256 for K = N = 768, not at M = 40 or N >= 2304). On 2 threads oneDNN picks other
+// chunks at K = 2304 and 3072: not reproduced.
+static int amx_chunk_pairs(int M, int N, int K, bool trans_b) {
+  (void)N;
+  if (M <= 32 || !trans_b) return 0;
+  return K == 768 ? 192 : K == 2304 ? 240 : K == 3072 ? 224 : 0;
 }
 
 // One output's state in the AMX order.
@@ -311,7 +318,7 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
                          const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
   bf16_order ord = order_for(M, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
-  int Pc = amx_chunk_pairs(M, N, K);
+  int Pc = amx_chunk_pairs(M, N, K, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
@@ -353,8 +360,9 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
   uint32_t *Ap = pack_rows(A, lda, M, K);
   if (!Ap) { gm_matmul_bf16_unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K); return; }
-  bf16_order ord = order_for(M, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
-  int Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K) : 0;
+  const bool b_trans = Bp ? Bp[strips_size(K, N)] != 0 : trans_b;
+  bf16_order ord = order_for(M, b_trans);
+  int Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K, b_trans) : 0;
   bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx()
               : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
   if (threads > n_strips) threads = n_strips;
