@@ -109,15 +109,18 @@ static int act_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const f
   return gm_fail("unknown activation kind %d", (int)a.kind);
 }
 
+// The activation the profile runs: its override (a GELU in the override's mode), else `act` (the
+// config's) in the profile's GELU mode. Returns the mode; *act is updated.
+static gm_gelu_mode resolve_act(const gm_profile *p, gm_activation *act) {
+  if (p->act_from_config) return p->gelu_mode;
+  act->kind = GM_ACT_GELU_FAMILY;
+  act->gelu = p->act_override.variant;
+  return p->act_override.mode;
+}
+
 int gm_op_act_fwd(const gm_op_ctx *c, gm_activation act, float *out, const float *inp, const float *bias, int N, int OC) {
-  const gm_profile *p = c->profile;
   size_t n = (size_t)N * OC;
-  gm_gelu_mode mode = p->gelu_mode;
-  if (!p->act_from_config) {
-    act.kind = GM_ACT_GELU_FAMILY;
-    act.gelu = p->act_override.variant;
-    mode = p->act_override.mode;
-  }
+  gm_gelu_mode mode = resolve_act(c->profile, &act);
   if (!bias) return act_in_dtype(act, mode, c->dtype, inp, out, n, c->threads);
   // Megatron bias_gelu, jit-fused: x + b in f32, the activation in f32, one rounding at the end.
   for (int i = 0; i < N; i++)
@@ -334,14 +337,8 @@ void gm_op_sum_rows(const gm_op_ctx *c, float *out, const float *x, int N, int O
 
 int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbias, const float *dout, const float *inp,
                   const float *bias, int N, int OC) {
-  const gm_profile *p = c->profile;
   size_t n = (size_t)N * OC;
-  gm_gelu_mode mode = p->gelu_mode;
-  if (!p->act_from_config) {
-    act.kind = GM_ACT_GELU_FAMILY;
-    act.gelu = p->act_override.variant;
-    mode = p->act_override.mode;
-  }
+  gm_gelu_mode mode = resolve_act(c->profile, &act);
   if (!bias) return dinp ? act_bwd_in_dtype(act, mode, c->dtype, inp, dout, dinp, n, c->threads) : 0;
   if (!dinp && !dbias) return 0;
   if (n == 0) {
