@@ -18,6 +18,9 @@ import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gm_inputs import cpu_model  # noqa: E402
 from safetensors.torch import save_file
 
 OUT = os.path.join("tests", "golden", "embedding_bwd")
@@ -39,17 +42,6 @@ def hash_inputs(B, T, c, v, dt):
     dout = torch.tensor(vals, dtype=torch.float64).to(dt).view(B * T, c)
     tok = torch.tensor([(i * 40503) % v for i in range(B * T)]).view(B, T)
     return tok, dout
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
 
 
 def same(a, b):

@@ -31,6 +31,7 @@ from transformers.activations import ACT2FN, GELUActivation
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gm_inputs as gi  # noqa: E402
+from gm_profiles import GeLUFunction  # noqa: E402
 
 OUT_DIR = os.path.join("tests", "golden", "gelu_ops")
 VARIANTS = ["gelu_python", "gelu_new", "gelu_accurate", "gelu_fast", "gelu_megatron", "openai_gelu",
@@ -42,32 +43,6 @@ N_FIRST = 16
 TENSOR_BUDGET = 20000  # elements per short-length case: count = max(1, TENSOR_BUDGET // n)
 TORCH_DT = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 CANON_NAN = {"f32": 0x7FC00000, "f16": 0x7E00, "bf16": 0x7FC0}
-
-
-# ---- Megatron-LM fused_bias_gelu.py, as plain ops ------------------------------------------------
-def bias_gelu(bias, y):
-    x = bias + y
-    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
-
-
-def bias_gelu_back(g, bias, y):
-    x = bias + y
-    tanh_out = torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x))
-    ff = 0.5 * x * ((1 - tanh_out * tanh_out) * (0.79788456 + 0.1070322243 * x * x)) + 0.5 * (1 + tanh_out)
-    return ff * g
-
-
-class GeLUFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, input, bias):
-        ctx.save_for_backward(input, bias)
-        return bias_gelu(bias, input)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        input, bias = ctx.saved_tensors
-        tmp = bias_gelu_back(grad_output, bias, input)
-        return tmp, tmp
 
 
 def openai_gelu(x):  # Megatron-LM openai_gelu / gelu_impl

@@ -30,6 +30,7 @@ from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gm_inputs  # noqa: E402
+from gm_inputs import cpu_model  # noqa: E402
 import gm_profiles  # noqa: E402
 
 SRC = os.path.join("tests", "golden", "model")
@@ -43,45 +44,9 @@ THREADS = [1, 2]
 FULL = [("base", "hf"), ("base", "megatron")]
 
 
-# ---- Megatron-LM fused_bias_gelu.py, as plain ops, with its custom backward ----------------------
-def bias_gelu(bias, y):
-    x = bias + y
-    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
-
-
-def bias_gelu_back(g, bias, y):
-    x = bias + y
-    tanh_out = torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x))
-    ff = 0.5 * x * ((1 - tanh_out * tanh_out) * (0.79788456 + 0.1070322243 * x * x)) + 0.5 * (1 + tanh_out)
-    return ff * g
-
-
-class GeLUFunction(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, input, bias):
-        ctx.save_for_backward(input, bias)
-        return bias_gelu(bias, input)
-
-    @staticmethod
-    def backward(ctx, grad_output):
-        input, bias = ctx.saved_tensors
-        tmp = bias_gelu_back(grad_output, bias, input)
-        return tmp, tmp
-
-
-class MegatronFusedGeLU(GeLUFunction):
-    """gptmeg's megatron profile: the forward fused in f32 (one rounding), Megatron's backward in the dtype."""
-
-    @staticmethod
-    def forward(ctx, input, bias):
-        ctx.save_for_backward(input, bias)
-        x = input.float() + bias.float()
-        return (x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))).to(input.dtype)
-
-
 class MegGelu(torch.nn.Module):
     def forward(self, x):
-        return GeLUFunction.apply(x, torch.zeros(x.shape[-1:], dtype=x.dtype))
+        return gm_profiles.GeLUFunction.apply(x, torch.zeros(x.shape[-1:], dtype=x.dtype))
 
 
 class MegatronMLP(torch.nn.Module):
@@ -92,7 +57,7 @@ class MegatronMLP(torch.nn.Module):
     def forward(self, h):
         fc = self.mlp.c_fc
         y = torch.matmul(h, fc.weight)
-        g = MegatronFusedGeLU.apply(y, fc.bias)
+        g = gm_profiles.MegatronFusedGeLU.apply(y, fc.bias)
         return self.mlp.c_proj(g)
 
 
@@ -127,14 +92,6 @@ def bits(t):
     if t.dtype == torch.float32:
         return t.contiguous().view(torch.int32).numpy().view(np.uint32)
     return t.contiguous().view(torch.int16).numpy().view(np.uint16)
-
-
-def cpu_model():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return ""
 
 
 def host_is_intel_amx():

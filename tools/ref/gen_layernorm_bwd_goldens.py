@@ -18,6 +18,9 @@ import os
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gm_inputs import cpu_model  # noqa: E402
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
@@ -54,17 +57,6 @@ def hash_inputs(c, n, dt):
     return f(x, n, c), f(w, c), f(b, c), f(dy, n, c)
 EPS = 1e-5
 DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
 
 
 def grads(rule, x, w, b, dy, threads):

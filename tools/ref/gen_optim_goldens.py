@@ -36,6 +36,9 @@ import sys
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gm_inputs import cpu_model  # noqa: E402
 from safetensors.torch import save_file
 
 OUT = os.path.join("tests", "golden", "optim")
@@ -280,16 +283,6 @@ def main():
         env = dict(os.environ, **dict(kv.split("=") for kv in AVX2_ENV.split()))
         return subprocess.call([sys.executable, __file__, "--avx2"], env=env)
     return 0
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
 
 
 if __name__ == "__main__":

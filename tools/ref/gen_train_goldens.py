@@ -84,7 +84,7 @@ def main():
                 for m in {c[0] for c in CASES})
     batches = np.random.default_rng(7).integers(0, vocab, size=(STEPS, B, T), dtype=np.int32)
     np.save(os.path.join(OUT, "batches.npy"), batches)
-    index = dict(torch=torch.__version__, cpu=gg.cpu_model(), steps=STEPS, batch=B, seq=T, lr=LR,
+    index = dict(torch=torch.__version__, cpu=gm_inputs.cpu_model(), steps=STEPS, batch=B, seq=T, lr=LR,
                  warmup=WARMUP, schedule="transformers cosine with warmup", weight_decay=WD, betas=list(BETAS), eps=EPS,
                  clip=CLIP, hash="gm_hash64 of every parameter's f32 bits, concatenated in checkpoint order", cases={})
     for model_name, profile, opt_name, threads in CASES:

@@ -20,6 +20,48 @@ class MegatronGelu(torch.nn.Module):
         return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
 
 
+# ---- Megatron-LM fused_bias_gelu.py, as plain ops, with its custom backward --------------------------
+# (torch.jit.script runs these op by op on CPU.) Shared by the goldens of the GELU ops, the activation
+# backward and the model's gradients.
+def bias_gelu(bias, y):
+    x = bias + y
+    return x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))
+
+
+def bias_gelu_back(g, bias, y):
+    x = bias + y
+    tanh_out = torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x))
+    # sqrt(2/pi) * 3 * 0.044715 -> 0.1070322243
+    ff = 0.5 * x * ((1 - tanh_out * tanh_out) * (0.79788456 + 0.1070322243 * x * x)) + 0.5 * (1 + tanh_out)
+    return ff * g
+
+
+class GeLUFunction(torch.autograd.Function):
+    """Megatron-LM's GeLUFunction: bias_gelu forward, bias_gelu_back backward, the same tensor for input and bias."""
+
+    @staticmethod
+    def forward(ctx, input, bias):
+        ctx.save_for_backward(input, bias)
+        return bias_gelu(bias, input)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        input, bias = ctx.saved_tensors
+        tmp = bias_gelu_back(grad_output, bias, input)
+        return tmp, tmp
+
+
+class MegatronFusedGeLU(GeLUFunction):
+    """gptmeg's megatron profile: the forward fused in f32 (input.float() + bias.float(), one rounding, as
+    MegatronMLP below), Megatron's backward as written, in the dtype."""
+
+    @staticmethod
+    def forward(ctx, input, bias):
+        ctx.save_for_backward(input, bias)
+        x = input.float() + bias.float()
+        return (x * 0.5 * (1.0 + torch.tanh(0.79788456 * x * (1 + 0.044715 * x * x)))).to(input.dtype)
+
+
 def layer_norm_f32(ln):
     def forward(x):
         return F.layer_norm(x.float(), ln.normalized_shape, ln.weight.float(), ln.bias.float(), ln.eps).to(x.dtype)
