@@ -6,13 +6,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -78,14 +71,14 @@ int cmd_bench_train(int argc, char **argv) {
   for (long k = 0; !rc && k < steps + warmup; k++) {
     float loss;
     gm_gpt2_grad_opts go = {&p, ids, NULL, (int)B, (int)T, (int)threads};
-    double t0 = now_s();
+    double t0 = gm_now_s();
     rc = gm_gpt2_grad(&m, &go, &g, &loss, NULL);
-    double t1 = now_s();
+    double t1 = gm_now_s();
     s.step = k + 1;
     if (!rc) rc = gm_train_optimizer_step(&m, &g, &s, &o, 1e-4, NULL);
-    double t2 = now_s();
+    double t2 = gm_now_s();
     memcpy(dst, src, bytes); // the optimizer's bytes moved once, as a baseline
-    double t3 = now_s();
+    double t3 = gm_now_s();
     tgrad[k] = t1 - t0;
     topt[k] = t2 - t1;
     tmem[k] = t3 - t2;

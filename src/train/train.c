@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 const char *gm_recipe_name(gm_recipe r) {
   static const char *names[GM_N_RECIPES] = {"f32", "fp16-megatron", "bf16-megatron", "bf16-autocast"};
@@ -22,12 +21,6 @@ int gm_recipe_parse(const char *s, gm_recipe *out) {
   for (int r = 0; r < GM_N_RECIPES; r++)
     if (!strcmp(s, gm_recipe_name((gm_recipe)r))) { *out = (gm_recipe)r; return 0; }
   return gm_fail("unknown recipe '%s' (recipes: f32, fp16-megatron, bf16-megatron, bf16-autocast)", s);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 void gm_train_opts_default(gm_train_opts *o) {
@@ -196,7 +189,7 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   int32_t *ids = malloc((size_t)o->B * o->T * sizeof *ids);
   int rc = ids ? 0 : gm_fail("out of memory for a batch");
   while (!rc && s->step < o->steps) {
-    double t0 = now_s();
+    double t0 = gm_now_s();
     gm_train_step r;
     memset(&r, 0, sizeof r);
     r.step = s->step + 1;
@@ -213,7 +206,7 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
     r.val_loss = NAN;
     if (o->val_tokens && o->eval_every > 0 && (r.step % o->eval_every == 0 || r.step == o->steps))
       if ((rc = val_loss(m, o, &r.val_loss))) break;
-    r.seconds = now_s() - t0;
+    r.seconds = gm_now_s() - t0;
     if (o->on_step) o->on_step(o->ctx, &r);
     rc = save_due(o, m, s);
   }
