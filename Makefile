@@ -45,8 +45,10 @@ bench: all
 	if [ -x $(BUILD)/bench_fp_pipes ]; then $(BUILD)/bench_fp_pipes; fi
 	$(BUILD)/gptmeg bench act --rounds 3
 	$(BUILD)/gptmeg bench model
+	$(BUILD)/gptmeg bench train
 	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg --rounds 3 --backward
 	-$(PYTHON) bench/model_vs_torch.py --gptmeg $(BUILD)/gptmeg
+	-$(PYTHON) bench/train_vs_torch.py --gptmeg $(BUILD)/gptmeg
 
 goldens: all
 	$(PYTHON) tools/ref/check_versions.py
