@@ -179,6 +179,9 @@ int gm_tc_run(const gm_gpt2 *m, const gm_tc_opts *o, gm_tc_result *out) {
   if (o->a->dtype != GM_F32 || o->b->dtype != GM_F32 || m->dtype != GM_F32)
     return gm_fail("train-compare runs f32 training only (profiles %s, %s; model %s)", gm_dtype_name(o->a->dtype),
                    gm_dtype_name(o->b->dtype), gm_dtype_name(m->dtype));
+  if (m->file_dtype != GM_F32 || m->mixed_dtypes)
+    return gm_fail("the checkpoint holds %s weights; train-compare trains f32 checkpoints (as recipe f32)",
+                   m->mixed_dtypes ? "mixed-dtype" : gm_dtype_name(m->file_dtype));
   if (to->steps < 1 || to->B < 1 || to->T < 1) return gm_fail("train-compare: steps, B and T must be >= 1");
   if (to->T > m->cfg.n_positions) return gm_fail("--seq %d is beyond the model's n_positions %d", to->T, m->cfg.n_positions);
   if (m->cfg.n_layer + 2 > GM_TC_MAX_GROUPS) return gm_fail("train-compare: at most %d layers", GM_TC_MAX_GROUPS - 2);
