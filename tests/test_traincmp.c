@@ -110,6 +110,20 @@ int main(void) {
     char *js = gm_tc_json(&rn);
     CHECK(js && strstr(js, "\"first_weights_differ\":\t1") && strstr(js, "\"drift_vs_noise\""), "json: %.300s", js ? js : "NULL");
     free(js);
+    FILE *f = tmpfile(); // the table and the plot: written whole
+    if (f) {
+      gm_tc_print(&rn, f);
+      gm_tc_svg(&rn, f);
+      long len = ftell(f);
+      char *buf = calloc((size_t)len + 1, 1);
+      rewind(f);
+      CHECK(buf && fread(buf, 1, (size_t)len, f) == (size_t)len, "read back");
+      CHECK(buf && strstr(buf, "first step after which the weights differ: 1") && strstr(buf, "noise (A vs A") &&
+                strstr(buf, "<svg") && strstr(buf, "</svg>"),
+            "table and svg: %.400s", buf ? buf : "");
+      free(buf);
+      fclose(f);
+    }
   }
 
   // the model given is unchanged
