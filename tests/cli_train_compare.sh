@@ -69,6 +69,8 @@ printf 'tiny' >"$T/short.txt"
 expect 1 "text too short" "$G" train-compare --model "$T/m" --data "$T/short.txt" --steps 2 --seq 16 --a hf --b meg
 expect 1 "a missing model" "$G" train-compare --model "$T/none" --data "$T/text.txt" --steps 2 --seq 16 --a hf --b meg
 expect 1 "svg into a missing folder" "$G" train-compare "${RUN[@]}" --a hf --b meg --svg "$T/no/p.svg"
+expect 1 "a bf16 checkpoint" "$G" train-compare --model tests/golden/profile/base_bf16_checkpoint --tokenizer tests/fixtures/tok --data "$T/text.txt" --steps 1 --batch 1 --seq 8 --a hf --b meg
+grep -q 'bf16 weights' "$T/err" && ok "checkpoint dtype message" || bad "checkpoint dtype message: $(cat "$T/err")"
 expect 2 "no --b" "$G" train-compare "${RUN[@]}" --a hf
 expect 2 "no data" "$G" train-compare --model "$T/m" --steps 2 --a hf --b meg
 expect 2 "a bad --steps" "$G" train-compare "${RUN[@]}" --steps 0 --a hf --b meg
