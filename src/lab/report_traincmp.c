@@ -39,13 +39,16 @@ static void statement(gm_tc_section *s) {
   char a[400], b[400];
   if (!r->first_weights_differ)
     snprintf(a, sizeof a, "Training with gelu_pytorch_tanh instead of gelu_new left every weight bit-identical over %ld steps", r->steps);
-  else
+  else {
+    long g1 = 0; // the first step whose gradients differ
+    while (g1 < r->steps - 1 && r->ab[g1].grad_rel == 0) g1++;
     snprintf(a, sizeof a,
-             "Training with gelu_pytorch_tanh instead of gelu_new changes the model: the gradients differ from step 1 "
+             "Training with gelu_pytorch_tanh instead of gelu_new changes the model: the gradients differ from step %ld "
              "(relative L2 difference %.2g), the weights from step %ld, and after %ld steps the weights are %.2g apart "
              "(||wB - wA|| / ||wA||); the losses %s",
-             r->ab[0].grad_rel, r->first_weights_differ, r->steps, l->weight_drift,
+             g1 + 1, r->ab[g1].grad_rel, r->first_weights_differ, r->steps, l->weight_drift,
              r->first_loss_outside ? "leave f32's assert_close tolerance" : "stay within f32's assert_close tolerance at every step");
+  }
   if (r->first_loss_outside) snprintf(a + strlen(a), sizeof a - strlen(a), " from step %ld", r->first_loss_outside);
   if (n->weight_drift > 0)
     snprintf(b, sizeof b, "Shuffling the order of the same batches moves the weights %.2g apart: the change of GELU is %.2g "
