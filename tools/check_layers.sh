@@ -14,7 +14,7 @@ BEGIN {
   for (i = 1; i <= n; i++) rank[order[i]] = i
   # The public headers, each owned by one layer.
   split("core:core inputs:core cpu:core target:core npy:io safetensors:io config:io gelu:kernels kernels:kernels " \
-        "ckpt:io tok:tok ops:ops model:model optim:train train:train lab:lab certify:lab diverge:lab", pairs, " ")
+        "ckpt:io tok:tok ops:ops model:model optim:train train:train lab:lab certify:lab diverge:lab traincmp:lab", pairs, " ")
   for (i in pairs) { split(pairs[i], kv, ":"); owner[kv[1]] = kv[2] }
   bad = 0
 }

@@ -33,6 +33,7 @@ int cmd_eval(int argc, char **argv);     // eval
 int cmd_diverge(int argc, char **argv);  // diverge
 int cmd_grad(int argc, char **argv);     // grad
 int cmd_train(int argc, char **argv);    // train
+int cmd_train_compare(int argc, char **argv); // train-compare (cmd_train_compare.c)
 int cmd_bench_train(int argc, char **argv); // bench train (cmd_bench_train.c); argv[0] is "train"
 
 // Prints "gptmeg: <msg>" to stderr and returns CLI_FAIL (for library errors: gm_errmsg()).

@@ -28,12 +28,13 @@ static const command commands[] = {
     {"diverge", cmd_diverge, "layer-by-layer divergence of two numerics profiles"},
     {"grad", cmd_grad, "one training step's loss and gradients -> safetensors"},
     {"train", cmd_train, "train a GPT-2 (AdamW, PyTorch's numerics)"},
+    {"train-compare", cmd_train_compare, "train under two numerics specs in lockstep, compare per step"},
 };
 enum { N_COMMANDS = sizeof commands / sizeof commands[0] };
 
 static void usage(FILE *f) {
   fprintf(f, "usage: gptmeg COMMAND [OPTIONS]   (gptmeg COMMAND --help for details)\n\ncommands:\n");
-  for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+  for (int i = 0; i < N_COMMANDS; i++) fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\n  --version  print the version\n  --help     this text\n"
              "\nafter any command:\n"
              "  --torch-target NAME  the torch CPU target whose bits to reproduce (zen4, intel-amx,\n"
