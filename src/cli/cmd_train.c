@@ -55,7 +55,7 @@ static void on_step(void *ctx, const gm_train_step *s) {
     fprintf(p->log, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, ", s->step, s->loss, s->lr);
     if (isnan(s->grad_norm)) fprintf(p->log, "\"grad_norm\": null, "); // a skipped step computes none
     else fprintf(p->log, "\"grad_norm\": %.9g, ", s->grad_norm);
-    fprintf(p->log, "\"loss_scale\": %.9g, \"skipped\": %s, ", s->loss_scale, s->skipped ? "true" : "false");
+    fprintf(p->log, "\"loss_scale\": %.17g, \"skipped\": %s, ", s->loss_scale, s->skipped ? "true" : "false");
     if (isnan(s->val_loss)) fprintf(p->log, "\"val_loss\": null, ");
     else fprintf(p->log, "\"val_loss\": %.9g, ", s->val_loss);
     fprintf(p->log, "\"tokens\": %ld, \"seconds\": %.6f}\n", s->tokens, s->seconds);
