@@ -30,8 +30,8 @@ typedef struct {
   long step;          // 1-based: the optimizer steps taken so far, this one included
   float loss;         // the batch's training loss (f32, transformers' causal-LM loss)
   double lr;          // the learning rate this step used
-  float grad_norm;    // the global L2 norm of the gradients before clipping
-  double loss_scale;  // 1 under f32 and bf16 recipes
+  float grad_norm;    // the global L2 norm of the gradients before clipping (NaN on a skipped step)
+  double loss_scale;  // the scale this step's backward used: 1 under f32 and bf16 recipes
   bool skipped;       // fp16: an overflow skipped the update
   double val_loss;    // NaN unless this step evaluated the validation tokens
   long tokens;        // tokens trained on so far
