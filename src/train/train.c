@@ -256,11 +256,9 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
       r.skipped = found; // Megatron: no optimizer step, no lr step, no grad norm
     }
     s->step = r.step;
-    if (r.skipped) {
-      r.lr = gm_lr_at(&o->lr, s->opt_steps);
-      r.grad_norm = NAN;
-    } else {
-      r.lr = gm_lr_at(&o->lr, s->opt_steps);
+    r.lr = gm_lr_at(&o->lr, s->opt_steps); // the schedule advances with the optimizer steps taken
+    if (r.skipped) r.grad_norm = NAN;
+    else {
       s->opt_steps++; // the optimizer's step count (bias corrections) includes this step
       if ((rc = optimizer_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps))) break;
       if (mixed && (rc = gm_gpt2_set_weights(&work, m))) break;
