@@ -213,6 +213,7 @@ int cmd_train(int argc, char **argv) {
     int nb = 0, bt = 0;
     gm_npy a;
     rc = gm_npy_read(bnpy, GM_F16, &a);
+    const bool read = rc == 0;
     if (!rc && (a.ndim != 3 || (a.dtype != GM_I32 && a.dtype != GM_I64)))
       rc = gm_fail("%s: batches are an int32/int64 array [steps, B, T] (got %d dimensions of %s)", bnpy, a.ndim, a.descr);
     else if (!rc && ((int)a.shape[1] != o.B || (int)a.shape[2] != o.T))
@@ -227,8 +228,8 @@ int cmd_train(int argc, char **argv) {
       }
       nb = (int)a.shape[0];
       bt = (int)(a.shape[1] * a.shape[2]);
-      gm_npy_free(&a);
     }
+    if (read) gm_npy_free(&a); // also when its shape was refused
     (void)bt;
     o.batches = ids;
     o.n_batches = nb;
