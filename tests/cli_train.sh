@@ -37,6 +37,27 @@ expect 0 "the same run on 2 threads" "$G" train --model "$T/m" "${RUN[@]}" --ste
 [ "$(head -1 "$T/a/log.jsonl" | cut -d, -f2)" = "$(head -1 "$T/c/log.jsonl" | cut -d, -f2)" ] &&
   ok "2 threads: the first step's loss is the same" || bad "first loss: $(head -1 "$T/c/log.jsonl")"
 
+# the mixed-precision recipes: bf16-megatron resumes exactly; fp16-megatron's 2^32 start overflows and skips
+expect 0 "bf16-megatron 6 steps" "$G" train --model "$T/m" "${RUN[@]}" --steps 6 --save-every 3 --threads 1 --recipe bf16-megatron --out "$T/r"
+grep -q '"recipe":[[:space:]]*"bf16-megatron"' "$T/r/step-000003/train_state.json" && ok "the state names the recipe" || bad "state: $(cat "$T/r/step-000003/train_state.json")"
+expect 0 "bf16-megatron: resume at 3, run to 6" "$G" train --resume "$T/r/step-000003" "${RUN[@]}" --steps 6 --threads 1 --recipe bf16-megatron --out "$T/r2"
+cmp -s "$T/r/step-000006/model.safetensors" "$T/r2/step-000006/model.safetensors" && ok "bf16-megatron resume is exact (main weights)" ||
+  bad "bf16-megatron resumed weights differ"
+cmp -s "$T/r/step-000006/optimizer.bin" "$T/r2/step-000006/optimizer.bin" && ok "bf16-megatron resume is exact (optimizer state)" ||
+  bad "bf16-megatron resumed moments differ"
+cmp -s "$T/a/step-000006/model.safetensors" "$T/r/step-000006/model.safetensors" && bad "bf16-megatron gave the f32 run's weights" ||
+  ok "bf16-megatron differs from f32"
+expect 1 "resume a bf16-megatron checkpoint as f32" "$G" train --resume "$T/r/step-000003" "${RUN[@]}" --steps 6 --out "$T/e14"
+grep -q "recipe 'bf16-megatron', not 'f32'" "$T/err" && ok "recipe mismatch message" || bad "recipe mismatch message: $(cat "$T/err")"
+expect 0 "fp16-megatron 4 steps" "$G" train --model "$T/m" "${RUN[@]}" --steps 4 --save-every 2 --threads 1 --recipe fp16-megatron --out "$T/f"
+grep -q '"grad_norm": null, "loss_scale": 4294967296, "skipped": true' "$T/f/log.jsonl" && ok "fp16: the 2^32 start skips steps" ||
+  bad "fp16 log: $(cat "$T/f/log.jsonl")"
+grep -q '"loss_scaler"' "$T/f/step-000002/train_state.json" && grep -q '"hysteresis_tracker"' "$T/f/step-000002/train_state.json" &&
+  ok "fp16: the scaler is in the state" || bad "fp16 state: $(cat "$T/f/step-000002/train_state.json")"
+expect 0 "fp16-megatron: resume at 2, run to 4" "$G" train --resume "$T/f/step-000002" "${RUN[@]}" --steps 4 --threads 1 --recipe fp16-megatron --out "$T/f2"
+cmp -s "$T/f/step-000004/model.safetensors" "$T/f2/step-000004/model.safetensors" && cmp -s "$T/f/step-000004/train_state.json" "$T/f2/step-000004/train_state.json" &&
+  ok "fp16-megatron resume is exact (weights, scaler)" || bad "fp16-megatron resume differs"
+
 # grad: the loss and every gradient in one file
 npy_header '<i4' '(1, 8)' >"$T/ids.npy"
 printf '\x05\x00\x00\x00\x07\x00\x00\x00\x09\x00\x00\x00\x05\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x05\x00\x00\x00\x07\x00\x00\x00' >>"$T/ids.npy"
@@ -52,7 +73,15 @@ printf 'tiny' >"$T/short.txt"
 expect 1 "text too short for one sequence" "$G" train --model "$T/m" --data "$T/short.txt" --steps 2 --seq 16 --out "$T/e1"
 expect 1 "T beyond n_positions" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --seq 33 --out "$T/e2"
 grep -q 'n_positions 32' "$T/err" && ok "n_positions message" || bad "n_positions message: $(cat "$T/err")"
-expect 1 "a recipe not implemented" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --recipe fp16-megatron --out "$T/e3"
+expect 1 "a recipe not implemented" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --recipe bf16-autocast --out "$T/e3"
+grep -q 'not implemented' "$T/err" && ok "not-implemented message" || bad "not-implemented message: $(cat "$T/err")"
+expect 1 "fp16-megatron on a bf16 checkpoint" "$G" train --model tests/golden/profile/base_bf16_checkpoint --data "$T/text.txt" --tokenizer tests/fixtures/tok --steps 1 --batch 1 --seq 8 --recipe fp16-megatron --out "$T/e11"
+grep -q 'bf16 weights, but recipe fp16-megatron trains an f32 or f16 checkpoint' "$T/err" && ok "recipe/checkpoint dtype message" ||
+  bad "recipe/checkpoint dtype message: $(cat "$T/err")"
+npy_header '<i4' '(1, 1, 8)' >"$T/b18.npy"
+printf '\x05\x00\x00\x00\x07\x00\x00\x00\x09\x00\x00\x00\x05\x00\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00\x05\x00\x00\x00\x07\x00\x00\x00' >>"$T/b18.npy"
+expect 0 "bf16-megatron on a bf16 checkpoint (its main weights: the exact widening)" "$G" train --model tests/golden/profile/base_bf16_checkpoint --batches-npy "$T/b18.npy" --steps 1 --batch 1 --seq 8 --recipe bf16-megatron --out "$T/e12"
+expect 2 "--loss-scale without fp16-megatron" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --loss-scale 1024 --out "$T/e13"
 expect 1 "f32 recipe on a bf16 checkpoint" "$G" train --model tests/golden/profile/base_bf16_checkpoint --data "$T/text.txt" --tokenizer tests/fixtures/tok --steps 1 --batch 1 --seq 8 --out "$T/e10"
 grep -q 'bf16 weights' "$T/err" && ok "checkpoint dtype message" || bad "checkpoint dtype message: $(cat "$T/err")"
 expect 2 "an unknown recipe" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --recipe nope --out "$T/e4"

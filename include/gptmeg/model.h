@@ -108,6 +108,11 @@ int gm_gpt2_write_tensors(const gm_gpt2 *m, const char *path, gm_dtype dt, const
 // (either way would re-round the weights to a format with fewer exponent or fraction bits), as is
 // going back to f32 after rounding.
 int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt);
+// Training's copy back from f32 main weights (mixed-precision recipes): m's weights = main's f32
+// values rounded to m->dtype (RNE: torch's p.data.copy_(main) into an f16/bf16 parameter; f32: a
+// copy), and m's fast copies (bf16 pairs, f16 bits) rebuilt in place. m and main must have the same
+// config and tying and must not share storage; main's file_dtype/dtype are not looked at.
+int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main);
 
 // ---- forward ---------------------------------------------------------------------------------
 // KV cache for incremental decoding: k and v of every layer for B sequences, up to max_t steps.
@@ -184,6 +189,8 @@ typedef struct {
   const int32_t *labels;     // [B, T] in [0, V) or GM_IGNORE_INDEX, or NULL: the tokens (labels = input_ids)
   int B, T;                  // T <= n_positions
   int threads;               // <= 0: the default; the bits depend on it only where torch's do (ops.h)
+  float dloss;               // the loss's gradient: 0 means 1 (loss.backward()); a loss scale S gives
+                             // (loss * S).backward() (S an f32 tensor: the loss's gradient is S exactly)
 } gm_gpt2_grad_opts;
 
 // *loss = the f32 loss; g (gm_gpt2_alloc_like(m)) receives every parameter's gradient (f32 storage

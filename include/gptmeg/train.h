@@ -14,7 +14,8 @@
 extern "C" {
 #endif
 
-// Precision recipes (docs/training.md). Only f32 runs yet; the others are refused by name.
+// Precision recipes (docs/training.md "Recipes"). f32, fp16-megatron and bf16-megatron run;
+// bf16-autocast is refused by name.
 typedef enum {
   GM_RECIPE_F32 = 0,       // f32 weights, activations, gradients and optimizer
   GM_RECIPE_FP16_MEGATRON, // fp16 weights + fp32 main weights, Megatron's dynamic loss scale
@@ -29,8 +30,8 @@ typedef struct {
   long step;          // 1-based: the optimizer steps taken so far, this one included
   float loss;         // the batch's training loss (f32, transformers' causal-LM loss)
   double lr;          // the learning rate this step used
-  float grad_norm;    // the global L2 norm of the gradients before clipping
-  double loss_scale;  // 1 under f32 and bf16 recipes
+  float grad_norm;    // the global L2 norm of the gradients before clipping (NaN on a skipped step)
+  double loss_scale;  // the scale this step's backward used: 1 under f32 and bf16 recipes
   bool skipped;       // fp16: an overflow skipped the update
   double val_loss;    // NaN unless this step evaluated the validation tokens
   long tokens;        // tokens trained on so far
@@ -58,6 +59,8 @@ typedef struct {
   gm_adam_cfg adam;          // AdamW or Adam, single-tensor or fused, betas, eps, weight decay (gptmeg/optim.h)
   gm_lr_schedule lr;         // the schedule; step k (1-based) uses gm_lr_at(&lr, k - 1)
   double clip;               // max global grad norm (torch.nn.utils.clip_grad_norm_); <= 0: off
+  double loss_scale_init;    // fp16-megatron: the dynamic loss scale's initial value (0: Megatron's 2^32);
+                             // min 1, growth 2 every 1000 clean steps, backoff 0.5, hysteresis 2
   long eval_every;           // validation loss every K steps (and at the last); 0: never
   int eval_batches;          // validation batches of B x T (fixed windows of val_tokens)
   long save_every;           // checkpoint every K steps (and at the last); 0: only at the last
@@ -83,20 +86,27 @@ typedef struct {
   gm_gpt2 exp_avg, exp_avg_sq; // the moments, in the model's layout (gm_gpt2_alloc_like)
   gm_rng rng;                  // the batch sampler
   long tokens;
+  long opt_steps;              // optimizer steps taken (step minus fp16's skipped steps): Adam's step count
+                               // and the lr schedule's position
+  gm_megatron_scaler scaler;   // fp16-megatron's loss scale (saved in train_state.json)
 } gm_train_state;
 
-// Fresh state for m (zero moments, step 0, the sampler seeded from o->seed).
+// Fresh state for m (zero moments, step 0, the sampler seeded from o->seed, the loss scaler at
+// o->loss_scale_init or 2^32).
 int gm_train_state_init(gm_train_state *s, const gm_gpt2 *m, const gm_train_opts *o);
 void gm_train_state_free(gm_train_state *s);
 
-// Trains m in place from s->step to o->steps. Returns 0, or fails (bad options, a NaN loss under
+// Trains m in place from s->step to o->steps. Under the f16/bf16 recipes m holds the f32 main weights
+// (what checkpoints save); the forward and backward run on a copy rounded to the profile's dtype,
+// refreshed from m after every update (gm_gpt2_set_weights). Returns 0, or fails (bad options, a NaN loss under
 // f32, I/O); the last complete checkpoint is never overwritten in place (written under a
 // temporary name, then renamed).
 int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o);
 
 // One optimizer step of m from its gradients g at learning rate lr: the global gradient norm (into
 // *norm unless NULL), torch's clip_grad_norm_ when o->clip > 0, then o->adam on every tensor with
-// s's moments, s->step being this step's count (1 for the first). What gm_train_run does per step.
+// s's moments, s->step being this step's count (1 for the first). What gm_train_run does per step
+// (there with s->opt_steps as the count, which fp16's skipped steps leave behind s->step).
 int gm_train_optimizer_step(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o, double lr, float *norm);
 
 // A checkpoint directory: config.json + model.safetensors (transformers loads it), optim.safetensors

@@ -19,7 +19,7 @@ static void train_help(FILE *f) {
           "usage: gptmeg train (--model DIR | --resume CKPT) (--data FILE | --batches-npy F.npy) --steps N\n"
           "                    --out DIR [--batch B] [--seq T] [--lr LR] [--warmup K]\n"
           "                    [--schedule constant|cosine] [--weight-decay WD] [--beta1 B1] [--beta2 B2] [--eps E]\n"
-          "                    [--fused] [--clip NORM] [--recipe f32] [--seed S] [--threads N] [--save-every K]\n"
+          "                    [--fused] [--clip NORM] [--recipe R] [--loss-scale S] [--seed S] [--threads N] [--save-every K]\n"
           "                    [--eval-every K] [--eval-batches N] [--val-fraction F] [--tokenizer DIR]\n"
           "                    [--profile P] [KNOB OPTIONS]\n"
           "  Trains a GPT-2 with AdamW as PyTorch runs it (torch.optim.AdamW on CPU; --fused: fused=True).\n"
@@ -30,6 +30,10 @@ static void train_help(FILE *f) {
           "  Writes OUT/log.jsonl (one line a step: step, loss, lr, grad_norm, loss_scale, skipped, val_loss,\n"
           "  tokens, seconds) and checkpoints OUT/step-NNNNNN/ (an HF folder plus the optimizer state; OUT/last\n"
           "  points at the newest), each written whole then renamed. --resume CKPT continues one exactly.\n"
+          "  --recipe f32 (default) | bf16-megatron | fp16-megatron: the forward and backward in bf16/fp16 (the\n"
+          "  profile's numerics in that dtype) over f32 main weights, AdamW in f32, weights rounded back each\n"
+          "  step; fp16-megatron scales the loss by Megatron's dynamic loss scale (--loss-scale: its initial\n"
+          "  value, default 2^32) and skips steps whose gradients overflow. Checkpoints hold the f32 main weights.\n"
           "  Defaults: B 4, T 64, lr 6e-4, warmup 0, cosine (transformers' get_cosine_schedule_with_warmup to 0 at --steps), weight-decay 0.1, betas 0.9 0.95,\n"
           "  eps 1e-8, clip 1.0, recipe f32, seed 1337, eval every 100 steps over 4 batches.\n%s",
           cli_profile_help);
@@ -48,8 +52,10 @@ static void on_step(void *ctx, const gm_train_step *s) {
   progress *p = ctx;
   p->t_total += s->seconds;
   if (p->log) {
-    fprintf(p->log, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, \"grad_norm\": %.9g, \"loss_scale\": %g, \"skipped\": %s, ",
-            s->step, s->loss, s->lr, s->grad_norm, s->loss_scale, s->skipped ? "true" : "false");
+    fprintf(p->log, "{\"step\": %ld, \"loss\": %.9g, \"lr\": %.9g, ", s->step, s->loss, s->lr);
+    if (isnan(s->grad_norm)) fprintf(p->log, "\"grad_norm\": null, "); // a skipped step computes none
+    else fprintf(p->log, "\"grad_norm\": %.9g, ", s->grad_norm);
+    fprintf(p->log, "\"loss_scale\": %.17g, \"skipped\": %s, ", s->loss_scale, s->skipped ? "true" : "false");
     if (isnan(s->val_loss)) fprintf(p->log, "\"val_loss\": null, ");
     else fprintf(p->log, "\"val_loss\": %.9g, ", s->val_loss);
     fprintf(p->log, "\"tokens\": %ld, \"seconds\": %.6f}\n", s->tokens, s->seconds);
@@ -140,7 +146,7 @@ int cmd_train(int argc, char **argv) {
   const char *dir = NULL, *resume = NULL, *data = NULL, *bnpy = NULL, *out = NULL, *tokdir = NULL, *recipe = "f32",
              *sched = "cosine";
   double steps = 0, B = 4, T = 64, seed = 1337, threads = 0, save_every = 0, eval_every = 100, eval_batches = 4,
-         val_frac = 0.1, lr = 6e-4, warmup = 0, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0;
+         val_frac = 0.1, lr = 6e-4, warmup = 0, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0, lscale = 0;
   bool fused = false;
   const num_opt nums[] = {
       {"--steps", 1, 1e9, &steps},           {"--batch", 1, 65536, &B},           {"--seq", 1, 1 << 20, &T},
@@ -149,6 +155,7 @@ int cmd_train(int argc, char **argv) {
       {"--val-fraction", 0, 0.9, &val_frac}, {"--lr", 0, 10, &lr},
       {"--warmup", 0, 1e9, &warmup},         {"--weight-decay", 0, 10, &wd},      {"--beta1", 0, 0.999999, &b1},
       {"--beta2", 0, 0.999999, &b2},         {"--eps", 0, 1, &eps},               {"--clip", 0, 1e9, &clip},
+      {"--loss-scale", 1, 3.4e38, &lscale},
   };
   cli_profile_opts po = {0};
   for (int i = 1; i < argc; i++) {
@@ -177,7 +184,9 @@ int cmd_train(int argc, char **argv) {
   if (strcmp(sched, "constant") && strcmp(sched, "cosine"))
     return cli_usage_error("train", "--schedule is constant or cosine (got '%s')", sched);
   gm_profile p;
-  if (cli_profile_build(&po, GM_F32, &p)) return cli_fail("%s", gm_errmsg());
+  if (lscale > 0 && rc_ != GM_RECIPE_FP16_MEGATRON) return cli_usage_error("train", "--loss-scale is for --recipe fp16-megatron");
+  const gm_dtype pdt = rc_ == GM_RECIPE_FP16_MEGATRON ? GM_F16 : rc_ == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
+  if (cli_profile_build(&po, pdt, &p)) return cli_fail("%s", gm_errmsg());
 
   gm_train_opts o;
   gm_train_opts_default(&o);
@@ -189,6 +198,7 @@ int cmd_train(int argc, char **argv) {
   o.seed = (uint64_t)seed;
   o.threads = (int)threads;
   o.clip = clip;
+  o.loss_scale_init = lscale;
   o.eval_every = (long)eval_every;
   o.eval_batches = (int)eval_batches;
   o.save_every = (long)save_every;
@@ -203,6 +213,7 @@ int cmd_train(int argc, char **argv) {
     int nb = 0, bt = 0;
     gm_npy a;
     rc = gm_npy_read(bnpy, GM_F16, &a);
+    const bool read = rc == 0;
     if (!rc && (a.ndim != 3 || (a.dtype != GM_I32 && a.dtype != GM_I64)))
       rc = gm_fail("%s: batches are an int32/int64 array [steps, B, T] (got %d dimensions of %s)", bnpy, a.ndim, a.descr);
     else if (!rc && ((int)a.shape[1] != o.B || (int)a.shape[2] != o.T))
@@ -217,8 +228,8 @@ int cmd_train(int argc, char **argv) {
       }
       nb = (int)a.shape[0];
       bt = (int)(a.shape[1] * a.shape[2]);
-      gm_npy_free(&a);
     }
+    if (read) gm_npy_free(&a); // also when its shape was refused
     (void)bt;
     o.batches = ids;
     o.n_batches = nb;

@@ -118,7 +118,7 @@ static int backward(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, fl
   const int32_t *labels = o->labels ? o->labels : o->tokens;
   float *logits = s->logits; // in place: log_softmax over the logits, then its gradient over that
   if (gm_op_lmloss_fwd(&c, loss, n_scored, logits, logits, labels, B, T, V)) return -1;
-  if (gm_op_lmloss_bwd(&c, logits, 1.0f, logits, NULL, labels, B, T, V)) return -1;
+  if (gm_op_lmloss_bwd(&c, logits, o->dloss != 0.0f ? o->dloss : 1.0f, logits, NULL, labels, B, T, V)) return -1;
   const gm_op_weight lm = {m->lm_head, true, m->lm_head_p, m->lm_head_h};
   if (gm_op_linear_bwd(&c, s->dx, g->lm_head, NULL, logits, gm_acts_at(a, -1, GM_PT_LNF), &lm, N, D, V)) return -1;
   const float *h_last = L > 0 ? gm_acts_at(a, L - 1, GM_PT_RESID) : gm_acts_at(a, -1, GM_PT_EMBED);

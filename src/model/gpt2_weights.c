@@ -311,7 +311,8 @@ static int pack_bf16(gm_gpt2 *m) {
          s_mproj = gm_bf16_packed_size(I, D);
   size_t total = (s_attn + s_aproj + s_fc + s_mproj) * c->n_layer + gm_bf16_packed_size(D, V);
   // 64-byte aligned: every matrix's strips are whole cache lines, so AMX tile rows load from one line each.
-  m->packed = aligned_alloc(64, (total * sizeof(uint32_t) + 63) / 64 * 64);
+  // (gm_gpt2_set_weights refills an existing table in place: same config, same layout)
+  if (!m->packed) m->packed = aligned_alloc(64, (total * sizeof(uint32_t) + 63) / 64 * 64);
   if (!m->packed) return gm_fail("out of memory for the bf16 weight layout (%zu MiB)", total * 4 >> 20);
   m->copy_bytes = total * sizeof(uint32_t);
   uint32_t *at = m->packed;
@@ -334,7 +335,7 @@ static int copy_f16(gm_gpt2 *m) {
   const gm_gpt2_config *c = &m->cfg;
   size_t D = (size_t)c->n_embd, I = (size_t)c->n_inner, V = (size_t)c->vocab_size;
   size_t per = D * 3 * D + D * D + D * I + I * D, total = per * (size_t)c->n_layer + V * D;
-  m->half = malloc(total * sizeof(uint16_t));
+  if (!m->half) m->half = malloc(total * sizeof(uint16_t)); // refilled in place by gm_gpt2_set_weights
   if (!m->half) return gm_fail("out of memory for the f16 copy of the weights (%zu MiB)", total * 2 >> 20);
   m->copy_bytes = total * sizeof(uint16_t);
   uint16_t *at = m->half;
@@ -364,4 +365,18 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
   gm_round_inplace(dt, m->storage, (size_t)m->n_params);
   m->dtype = dt;
   return dt == GM_BF16 ? pack_bf16(m) : copy_f16(m);
+}
+
+int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main) {
+  if (!m->storage || !main->storage || m->n_params != main->n_params || m->tied != main->tied ||
+      m->cfg.n_layer != main->cfg.n_layer || m->cfg.n_embd != main->cfg.n_embd || m->cfg.n_inner != main->cfg.n_inner ||
+      m->cfg.vocab_size != main->cfg.vocab_size || m->cfg.n_positions != main->cfg.n_positions)
+    return gm_fail("gm_gpt2_set_weights: the two models differ in layout");
+  if (m == main || m->storage == main->storage) return gm_fail("gm_gpt2_set_weights: the models must not share storage");
+  // both storages are laid out by allocate() in describe() order, so one copy covers every tensor
+  memcpy(m->storage, main->storage, (size_t)m->n_params * sizeof(float));
+  if (m->dtype != GM_F32) gm_round_inplace(m->dtype, m->storage, (size_t)m->n_params);
+  if (m->packed) return pack_bf16(m);
+  if (m->half) return copy_f16(m);
+  return 0;
 }

@@ -5,6 +5,14 @@
 // torch's _single_tensor_adam or fused kernel, see optim.h); the gradients are gm_gpt2_grad's. The
 // run is a function of (weights, options, seed, step): resuming a checkpoint of step k and running
 // to n gives the bits of a run straight to n (the sampler state, moments and step are saved).
+// The Megatron recipes (bf16-megatron, fp16-megatron) keep f32 main weights (the gm_gpt2 the caller
+// passes) and a working copy in the dtype; per step, as the torch reference of
+// tools/ref/gen_recipe_goldens.py runs it: the working copy's gm_gpt2_grad (fp16: with the loss's
+// gradient = the loss scale), the gradients widened to f32 exactly (the buffers are f32 storage of
+// dtype values: they are the main gradients), fp16: gm_unscale_grads by
+// f32(1/double(scale)) and the scaler's update, the step skipped (no Adam, no lr step) on inf/NaN;
+// then the same clip and AdamW as f32 on the main weights, and the working copy = round(main)
+// (gm_gpt2_set_weights).
 #include "gptmeg/train.h"
 
 #include <math.h>
@@ -57,7 +65,13 @@ int gm_train_state_init(gm_train_state *s, const gm_gpt2 *m, const gm_train_opts
     return -1;
   }
   gm_rng_seed(&s->rng, o->seed);
+  gm_megatron_scaler_init(&s->scaler, o->loss_scale_init > 0 ? o->loss_scale_init : 4294967296.0, 1.0, 2.0, 0.5, 1000, 2);
   return 0;
+}
+
+// The dtype the recipe's forward and backward run in.
+static gm_dtype recipe_dtype(gm_recipe r) {
+  return r == GM_RECIPE_FP16_MEGATRON ? GM_F16 : r == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
 }
 
 void gm_train_state_free(gm_train_state *s) {
@@ -68,14 +82,20 @@ void gm_train_state_free(gm_train_state *s) {
 
 static int check_opts(const gm_gpt2 *m, const gm_train_state *s, const gm_train_opts *o) {
   if (!o->profile) return gm_fail("training needs a numerics profile");
-  if (o->recipe != GM_RECIPE_F32)
-    return gm_fail("recipe '%s' is not implemented yet (only f32 trains; issue 25)", gm_recipe_name(o->recipe));
-  if (o->profile->dtype != GM_F32 || m->dtype != GM_F32)
-    return gm_fail("recipe f32 trains f32 weights under an f32 profile (got weights %s, profile %s)", gm_dtype_name(m->dtype),
-                   gm_dtype_name(o->profile->dtype));
-  if (m->file_dtype != GM_F32 || m->mixed_dtypes)
-    return gm_fail("the checkpoint holds %s weights, but recipe f32 trains an f32 checkpoint (f16/bf16 recipes are not "
-                   "implemented yet)", m->mixed_dtypes ? "mixed-dtype" : gm_dtype_name(m->file_dtype));
+  if (o->recipe == GM_RECIPE_BF16_AUTOCAST)
+    return gm_fail("recipe '%s' is not implemented yet (f32, fp16-megatron and bf16-megatron train; issue 25)",
+                   gm_recipe_name(o->recipe));
+  if ((unsigned)o->recipe >= GM_N_RECIPES) return gm_fail("unknown recipe %d", (int)o->recipe);
+  const gm_dtype dt = recipe_dtype(o->recipe);
+  if (o->profile->dtype != dt || m->dtype != GM_F32)
+    return gm_fail("recipe %s trains f32 (main) weights under a %s profile (got weights %s, profile %s)",
+                   gm_recipe_name(o->recipe), gm_dtype_name(dt), gm_dtype_name(m->dtype), gm_dtype_name(o->profile->dtype));
+  // a checkpoint fits a recipe when its weights are f32, or already the recipe's dtype (the main
+  // weights are then their exact widening, as Megatron's .float() copies of bf16/fp16 parameters)
+  if (m->mixed_dtypes || (m->file_dtype != GM_F32 && m->file_dtype != dt))
+    return gm_fail("the checkpoint holds %s weights, but recipe %s trains an f32%s%s checkpoint",
+                   m->mixed_dtypes ? "mixed-dtype" : gm_dtype_name(m->file_dtype), gm_recipe_name(o->recipe),
+                   dt == GM_F32 ? "" : " or ", dt == GM_F32 ? "" : gm_dtype_name(dt));
   if (o->B <= 0 || o->T <= 0) return gm_fail("batch %d x %d: both must be > 0", o->B, o->T);
   if (o->T > m->cfg.n_positions) return gm_fail("--seq %d exceeds the model's n_positions %d", o->T, m->cfg.n_positions);
   if (o->steps < s->step) return gm_fail("--steps %ld is below the resumed step %ld", o->steps, s->step);
@@ -109,7 +129,7 @@ static void draw_batch(const gm_train_opts *o, gm_train_state *s, long step, int
 
 // Mean loss over eval_batches fixed batches of the validation stream (windows spread evenly over it),
 // forward only; gptmeg's double cross-entropy of the f32 logits.
-static int val_loss(const gm_gpt2 *m, const gm_train_opts *o, double *out) {
+static int val_loss(const gm_gpt2 *m, const gm_train_opts *o, double *out) { // m: the weights in the profile's dtype
   const int B = o->B, T = o->T, V = m->cfg.vocab_size, nb = o->eval_batches > 0 ? o->eval_batches : 1;
   int32_t *ids = malloc((size_t)B * T * sizeof *ids);
   float *logits = malloc((size_t)B * T * V * sizeof *logits);
@@ -142,7 +162,8 @@ static int val_loss(const gm_gpt2 *m, const gm_train_opts *o, double *out) {
 }
 
 // ---- the optimizer, tensor by tensor (gptmeg/optim.h) ------------------------------------------
-int gm_train_optimizer_step(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o, double lr, float *norm) {
+// count: this step's Adam step count (1 for the first)
+static int optimizer_step(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o, double lr, float *norm, long count) {
   const size_t cap = (size_t)m->cfg.n_layer * 12 + 6;
   gm_gpt2_tensor *tw = calloc(4 * cap, sizeof *tw);
   if (!tw) return gm_fail("out of memory");
@@ -159,7 +180,7 @@ int gm_train_optimizer_step(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_
                                      : 0.0f;
     if (norm) *norm = total;
     for (int i = 0; i < n && !rc; i++) { // the moments live in s's model-shaped tensors; step counts before this one
-      gm_adam_state st = {tw[i].numel, s->step - 1, tm[i].data, tv[i].data};
+      gm_adam_state st = {tw[i].numel, count - 1, tm[i].data, tv[i].data};
       rc = gm_adam_step(&o->adam, &st, tw[i].data, tg[i].data, tw[i].numel, lr, o->threads > 0 ? o->threads : 1);
     }
   }
@@ -167,6 +188,24 @@ int gm_train_optimizer_step(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_
   free(gn);
   free(tw);
   return rc ? -1 : 0;
+}
+
+int gm_train_optimizer_step(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o, double lr, float *norm) {
+  return optimizer_step(m, g, s, o, lr, norm, s->step);
+}
+
+// fp16: unscale every gradient by the scaler's inverse scale and check for inf/NaN (torch's
+// _amp_foreach_non_finite_check_and_unscale_ over the main gradients); true when found.
+static int unscale(gm_gpt2 *g, float inv, int threads, bool *found) {
+  const size_t cap = (size_t)g->cfg.n_layer * 12 + 6;
+  gm_gpt2_tensor *t = calloc(cap, sizeof *t);
+  float **p = calloc(cap, sizeof *p);
+  size_t *n = calloc(cap, sizeof *n);
+  int k = t && p && n ? gm_gpt2_tensors(g, t) : gm_fail("out of memory");
+  for (int i = 0; i < k; i++) { p[i] = t[i].data; n[i] = t[i].numel; }
+  if (k >= 0) *found = gm_unscale_grads(p, n, k, inv, threads > 0 ? threads : 1);
+  free(t), free(p), free(n);
+  return k < 0 ? -1 : 0;
 }
 
 static int save_due(const gm_train_opts *o, const gm_gpt2 *m, const gm_train_state *s) {
@@ -184,8 +223,16 @@ static int save_due(const gm_train_opts *o, const gm_gpt2 *m, const gm_train_sta
 
 int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   if (check_opts(m, s, o)) return -1;
-  gm_gpt2 g;
-  if (gm_gpt2_alloc_like(&g, m)) return -1;
+  const gm_dtype dt = recipe_dtype(o->recipe);
+  const bool mixed = dt != GM_F32, scaled = o->recipe == GM_RECIPE_FP16_MEGATRON;
+  gm_gpt2 work, g; // the weights the forward/backward run on (mixed: the dtype copy of m), the gradients
+  memset(&work, 0, sizeof work);
+  if (mixed) {
+    if (gm_gpt2_alloc_like(&work, m)) return -1;
+    if (gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, m)) { gm_gpt2_free(&work); return -1; }
+  }
+  const gm_gpt2 *w = mixed ? &work : m;
+  if (gm_gpt2_alloc_like(&g, w)) { gm_gpt2_free(&work); return -1; }
   int32_t *ids = malloc((size_t)o->B * o->T * sizeof *ids);
   int rc = ids ? 0 : gm_fail("out of memory for a batch");
   while (!rc && s->step < o->steps) {
@@ -194,23 +241,39 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
     memset(&r, 0, sizeof r);
     r.step = s->step + 1;
     draw_batch(o, s, r.step, ids);
-    gm_gpt2_grad_opts go = {o->profile, ids, NULL, o->B, o->T, o->threads};
-    if ((rc = gm_gpt2_grad(m, &go, &g, &r.loss, NULL))) break;
-    if (!isfinite(r.loss)) { rc = gm_fail("step %ld: the loss is %g under f32 (the run diverged); stopping", r.step, r.loss); break; }
-    r.lr = gm_lr_at(&o->lr, r.step - 1);
-    s->step = r.step; // the optimizer's step count (bias corrections) includes this step
-    if ((rc = gm_train_optimizer_step(m, &g, s, o, r.lr, &r.grad_norm))) break;
+    r.loss_scale = scaled ? s->scaler.scale : 1.0;
+    gm_gpt2_grad_opts go = {o->profile, ids, NULL, o->B, o->T, o->threads, scaled ? s->scaler.scale : 1.0f};
+    if ((rc = gm_gpt2_grad(w, &go, &g, &r.loss, NULL))) break;
+    if (!isfinite(r.loss)) {
+      rc = gm_fail("step %ld: the loss is %g under %s (the run diverged); stopping", r.step, r.loss, gm_recipe_name(o->recipe));
+      break;
+    }
+    // g's f32 storage holds the dtype's values: it is the f32 main gradients (exact widening)
+    if (scaled) {
+      bool found = false;
+      if ((rc = unscale(&g, gm_megatron_scaler_inv(&s->scaler), o->threads, &found))) break;
+      gm_megatron_scaler_update(&s->scaler, found);
+      r.skipped = found; // Megatron: no optimizer step, no lr step, no grad norm
+    }
+    s->step = r.step;
+    r.lr = gm_lr_at(&o->lr, s->opt_steps); // the schedule advances with the optimizer steps taken
+    if (r.skipped) r.grad_norm = NAN;
+    else {
+      s->opt_steps++; // the optimizer's step count (bias corrections) includes this step
+      if ((rc = optimizer_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps))) break;
+      if (mixed && (rc = gm_gpt2_set_weights(&work, m))) break;
+    }
     s->tokens += (long)o->B * o->T;
     r.tokens = s->tokens;
-    r.loss_scale = 1.0;
     r.val_loss = NAN;
     if (o->val_tokens && o->eval_every > 0 && (r.step % o->eval_every == 0 || r.step == o->steps))
-      if ((rc = val_loss(m, o, &r.val_loss))) break;
+      if ((rc = val_loss(w, o, &r.val_loss))) break;
     r.seconds = gm_now_s() - t0;
     if (o->on_step) o->on_step(o->ctx, &r);
     rc = save_due(o, m, s);
   }
   free(ids);
   gm_gpt2_free(&g);
+  gm_gpt2_free(&work);
   return rc;
 }

@@ -1,7 +1,8 @@
 // Training checkpoints: DIR/config.json + model.safetensors (an HF GPT-2 folder), optimizer.bin
 // (the Adam state file of gptmeg/optim.h: every tensor's moments and step, in checkpoint order),
 // train_state.json (step, tokens, the sampler's state, and what the run was: recipe, profile, batch
-// shape).
+// shape; optimizer_steps, the steps Adam took, when fp16's skipped steps make it differ from step;
+// the fp16 loss scaler's state).
 // Written into DIR.tmp and renamed over DIR, so a crash leaves the previous checkpoint whole; the
 // link OUT/last is replaced the same way (a new link renamed over it).
 #include "gptmeg/train.h"
@@ -49,6 +50,24 @@ static int write_state(const char *path, const gm_gpt2 *m, const gm_train_state 
   cJSON_AddNumberToObject(j, "batch", o->B);
   cJSON_AddNumberToObject(j, "seq", o->T);
   cJSON_AddNumberToObject(j, "n_params", (double)m->n_params);
+  cJSON_AddNumberToObject(j, "optimizer_steps", (double)s->opt_steps);
+  if (o->recipe == GM_RECIPE_FP16_MEGATRON) { // Megatron's DynamicGradScaler state_dict, and its constants
+    const gm_megatron_scaler *g = &s->scaler;
+    cJSON *ls = cJSON_AddObjectToObject(j, "loss_scaler");
+    char sc[16];
+    uint32_t u;
+    memcpy(&u, &g->scale, 4);
+    snprintf(sc, sizeof sc, "%08x", u);
+    cJSON_AddStringToObject(ls, "scale_f32_bits", sc);
+    cJSON_AddNumberToObject(ls, "scale", g->scale);
+    cJSON_AddNumberToObject(ls, "growth_tracker", g->growth_tracker);
+    cJSON_AddNumberToObject(ls, "hysteresis_tracker", g->hysteresis_tracker);
+    cJSON_AddNumberToObject(ls, "min_scale", g->min_scale);
+    cJSON_AddNumberToObject(ls, "growth_factor", g->growth_factor);
+    cJSON_AddNumberToObject(ls, "backoff_factor", g->backoff_factor);
+    cJSON_AddNumberToObject(ls, "growth_interval", g->growth_interval);
+    cJSON_AddNumberToObject(ls, "hysteresis", g->hysteresis);
+  }
   char *txt = cJSON_Print(j);
   cJSON_Delete(j);
   if (!txt) return gm_fail("out of memory");
@@ -92,7 +111,7 @@ static int adam_states(const gm_train_state *s, gm_adam_state **out) {
   gm_adam_state *st = calloc(cap, sizeof *st);
   int n = tm && st ? gm_gpt2_tensors(&s->exp_avg, tm) : gm_fail("out of memory");
   if (n >= 0 && gm_gpt2_tensors(&s->exp_avg_sq, tm + cap) != n) n = gm_fail("the two moments differ in layout");
-  for (int i = 0; i < n; i++) st[i] = (gm_adam_state){tm[i].numel, s->step, tm[i].data, tm[cap + i].data};
+  for (int i = 0; i < n; i++) st[i] = (gm_adam_state){tm[i].numel, s->opt_steps, tm[i].data, tm[cap + i].data};
   free(tm);
   if (n < 0) { free(st); return -1; }
   *out = st;
@@ -154,8 +173,25 @@ static int read_state(const char *path, gm_train_state *s, const gm_gpt2 *m, con
     rc = gm_fail("%s: the run used profile '%s', not '%s'", path, prof->valuestring, o->profile->name);
   else if (bb->valueint != o->B || tt->valueint != o->T)
     rc = gm_fail("%s: the run used batches of %d x %d, not %d x %d", path, bb->valueint, tt->valueint, o->B, o->T);
+  const cJSON *os = cJSON_GetObjectItem(j, "optimizer_steps"), *ls = cJSON_GetObjectItem(j, "loss_scaler");
+  if (!rc && os && (!cJSON_IsNumber(os) || os->valuedouble < 0 || os->valuedouble > step->valuedouble))
+    rc = gm_fail("%s: optimizer_steps is not a count of at most step", path);
+  if (!rc && o->recipe == GM_RECIPE_FP16_MEGATRON) {
+    const cJSON *sb = cJSON_GetObjectItem(ls, "scale_f32_bits"), *gt = cJSON_GetObjectItem(ls, "growth_tracker"),
+                *ht = cJSON_GetObjectItem(ls, "hysteresis_tracker");
+    if (!cJSON_IsObject(ls) || !cJSON_IsString(sb) || !cJSON_IsNumber(gt) || !cJSON_IsNumber(ht))
+      rc = gm_fail("%s: recipe fp16-megatron needs the loss scaler's state (loss_scaler: scale_f32_bits, growth_tracker, "
+                   "hysteresis_tracker)", path);
+    else { // the constants are the run's (gm_train_state_init); the state is the checkpoint's
+      uint32_t u = (uint32_t)strtoul(sb->valuestring, NULL, 16);
+      memcpy(&s->scaler.scale, &u, 4);
+      s->scaler.growth_tracker = gt->valueint;
+      s->scaler.hysteresis_tracker = ht->valueint;
+    }
+  }
   if (!rc) {
     s->step = (long)step->valuedouble;
+    s->opt_steps = os ? (long)os->valuedouble : s->step; // written before fp16 could skip steps: the same
     s->tokens = (long)tok->valuedouble;
     for (int i = 0; i < 4; i++) {
       const cJSON *h = cJSON_GetArrayItem(smp, i);
@@ -172,12 +208,16 @@ int gm_train_load(const char *dir, gm_gpt2 *m, gm_train_state *s, const gm_train
   char *po = join(dir, "optimizer.bin"), *ps = join(dir, "train_state.json");
   gm_adam_state *st = NULL;
   int rc = po && ps ? 0 : gm_fail("out of memory"), k = 0;
-  if (!rc) rc = read_state(ps, s, m, o);
+  if (!rc) { // the scaler's constants as a fresh run has them; read_state restores its state
+    gm_megatron_scaler_init(&s->scaler, o->loss_scale_init > 0 ? o->loss_scale_init : 4294967296.0, 1.0, 2.0, 0.5, 1000, 2);
+    rc = read_state(ps, s, m, o);
+  }
   if (!rc) rc = gm_gpt2_alloc_like(&s->exp_avg, m) || gm_gpt2_alloc_like(&s->exp_avg_sq, m);
   if (!rc && (k = adam_states(s, &st)) < 0) rc = -1;
   if (!rc) rc = gm_adam_state_load(po, &o->adam, st, k);
   for (int i = 0; !rc && i < k; i++)
-    if (st[i].step != s->step) rc = gm_fail("%s: tensor %d is at step %ld, the run at %ld", po, i, st[i].step, s->step);
+    if (st[i].step != s->opt_steps)
+      rc = gm_fail("%s: tensor %d is at step %ld, the run's optimizer at %ld", po, i, st[i].step, s->opt_steps);
   free(st), free(po), free(ps);
   if (rc) {
     gm_train_state_free(s);
