@@ -112,17 +112,6 @@ char *gm_dv_json(const gm_dv_result *r) {
   return s;
 }
 
-// Writes s with &, <, > and " escaped.
-static void esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '&') fputs("&amp;", f);
-    else if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '"') fputs("&quot;", f);
-    else fputc(*s, f);
-  }
-}
-
 // log10 of an rms_rel value for the plot; 0 and non-finite values sit on the floor.
 static double level(double v, double floor_lv) { return v > 0 && isfinite(v) ? fmax(log10(v), floor_lv) : floor_lv; }
 
@@ -144,9 +133,9 @@ void gm_dv_svg(const gm_dv_result *r, FILE *f) {
           W, H, W, H);
   fprintf(f, "<text x=\"%.1f\" y=\"14\" font-size=\"12\">", L);
   fputs("A ", f);
-  esc(f, r->a_name);
+  gm_lab_html_esc(f, r->a_name);
   fputs(" vs B ", f);
-  esc(f, r->b_name);
+  gm_lab_html_esc(f, r->b_name);
   fputs(": RMS relative difference per point</text>\n", f);
   fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fcfcfd\" stroke=\"#c9ced6\"/>\n", L, T, pw, ph);
   for (int k = (int)lo; k <= (int)hi; k++) {

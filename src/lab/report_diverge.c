@@ -84,15 +84,6 @@ static void statement(gm_dv_section *s) {
   snprintf(s->statement, sizeof s->statement, "%s and %s.", a, b);
 }
 
-static void esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '&') fputs("&amp;", f);
-    else if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else fputc(*s, f);
-  }
-}
-
 // True when every point of layer l (l = -1: embed, ln_f, logits) is within the tolerance.
 static bool layer_within(const gm_dv_result *r, int l) {
   for (int i = 0; i < r->n_rows; i++)
@@ -102,18 +93,18 @@ static bool layer_within(const gm_dv_result *r, int l) {
 
 static void html(const gm_dv_section *s, FILE *f) {
   fprintf(f, "<p class=\"lead\"><b>");
-  esc(f, s->statement);
+  gm_lab_html_esc(f, s->statement);
   fprintf(f, "</b></p>\n<p>Model: ");
-  esc(f, s->model);
+  gm_lab_html_esc(f, s->model);
   fprintf(f, ". Tokens: ");
-  esc(f, s->tokens);
+  gm_lab_html_esc(f, s->tokens);
   fprintf(f, ". Each pair runs A recording every point, B forced onto A's values (the error each op <i>adds</i>), then B; "
              "tolerances are torch.testing.assert_close's defaults for the coarser dtype of the two runs. "
              "<code>gptmeg diverge</code> prints every point.</p>\n");
   for (int k = 0; k < s->npair; k++) {
     const dv_pair *p = &s->pair[k];
     fprintf(f, "<h3>%s:%s vs %s:%s</h3>\n", p->a, gm_dtype_name(p->da), p->b, gm_dtype_name(p->db));
-    if (!p->ok) { fprintf(f, "<p><span class=\"badge na\">"); esc(f, p->err); fprintf(f, "</span></p>\n"); continue; }
+    if (!p->ok) { fprintf(f, "<p><span class=\"badge na\">"); gm_lab_html_esc(f, p->err); fprintf(f, "</span></p>\n"); continue; }
     const gm_dv_result *r = &p->res;
     const gm_dv_row *lg = &r->rows[r->n_rows - 1];
     fprintf(f, "<table><tr><th>layer</th><th>residual max rel diff</th><th>residual RMS rel diff</th><th>largest added RMS rel (point)</th><th>within tolerance</th></tr>\n");

@@ -6,6 +6,16 @@
 #include <math.h>
 #include <string.h>
 
+void gm_lab_html_esc(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '<') fputs("&lt;", f);
+    else if (*s == '>') fputs("&gt;", f);
+    else if (*s == '&') fputs("&amp;", f);
+    else if (*s == '"') fputs("&quot;", f);
+    else fputc(*s, f);
+  }
+}
+
 static const char *css =
     ":root{--fg:#1f2328;--muted:#59636e;--line:#d8dee4;--bg:#ffffff;--soft:#f6f8fa;--accent:#0b5cad}"
     "*{box-sizing:border-box}body{margin:0;font:14px/1.5 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;color:var(--fg);background:var(--bg)}"
@@ -27,16 +37,6 @@ static const char *css =
     "nav{font-size:13px;margin:14px 0 0}nav a{color:var(--accent);margin-right:14px;text-decoration:none}"
     "dl{display:grid;grid-template-columns:200px 1fr;gap:4px 16px;max-width:1100px}dt{font-weight:600}dd{margin:0;color:#333}"
     "footer{color:var(--muted);font-size:12px;margin-top:40px}";
-
-static void esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else if (*s == '&') fputs("&amp;", f);
-    else if (*s == '"') fputs("&quot;", f);
-    else fputc(*s, f);
-  }
-}
 
 static double pct(uint64_t a, uint64_t n) { return n ? 100.0 * (double)a / (double)n : 0; }
 
@@ -132,7 +132,7 @@ static void section_tensors(const gm_report *r, FILE *f) {
   for (int t = 0; t < r->n_tensor; t++) {
     const rpt_tensor_row *T = &r->tensor[t];
     fprintf(f, "<tr><td class=\"l\">%s</td><td>%zu%s</td><td>%zu</td>", gm_dtype_name(T->dt), T->len, T->len == 9 ? " (3&times;3)" : "", T->trials);
-    if (!T->ok) { fprintf(f, "<td colspan=\"3\" class=\"l\"><span class=\"badge na\">"); esc(f, T->err); fprintf(f, "</span></td></tr>\n"); continue; }
+    if (!T->ok) { fprintf(f, "<td colspan=\"3\" class=\"l\"><span class=\"badge na\">"); gm_lab_html_esc(f, T->err); fprintf(f, "</span></td></tr>\n"); continue; }
     pct_cell(f, T->res.tensors_equal, T->res.tensors);
     pct_cell(f, T->res.ab.equal, T->res.ab.n);
     fprintf(f, "<td>");
@@ -223,7 +223,7 @@ static void section_unavailable(const gm_report *r, FILE *f) {
       char name[64];
       spec_name(rpt_spec(i), name, sizeof name);
       fprintf(f, "<tr><td class=\"l\">%s</td><td class=\"l\"><code>%s</code></td><td class=\"l\">", gm_dtype_name(r->d[d].dt), name);
-      esc(f, r->d[d].err[i]);
+      gm_lab_html_esc(f, r->d[d].err[i]);
       fprintf(f, "</td></tr>\n");
     }
   fprintf(f, "</tbody></table>\n");
@@ -258,11 +258,11 @@ int gm_rpt_write_html(const gm_report *r, FILE *f) {
   char tt[512];
   gm_lab_target_text(tt, sizeof tt);
   fprintf(f, "<p>torch CPU target (whose torch-cpu bits these are): ");
-  esc(f, tt);
+  gm_lab_html_esc(f, tt);
   fprintf(f, "</p>\n");
   fprintf(f, "<nav><a href=\"#verdict\">Verdict</a><a href=\"#tensors\">3&times;3 experiment</a><a href=\"#accuracy\">Accuracy</a><a href=\"#plots\">Plots</a>"
              "<a href=\"#matrix\">Matrix</a>");
-  for (int s = 0; s < r->n_sections; s++) { fprintf(f, "<a href=\"#extra%d\">", s); esc(f, r->sections[s].title); fprintf(f, "</a>"); }
+  for (int s = 0; s < r->n_sections; s++) { fprintf(f, "<a href=\"#extra%d\">", s); gm_lab_html_esc(f, r->sections[s].title); fprintf(f, "</a>"); }
   fprintf(f, "<a href=\"#method\">Method</a><a href=\"report.json\">report.json</a></nav>\n");
   section_verdict(r, f);
   section_tensors(r, f);
@@ -272,7 +272,7 @@ int gm_rpt_write_html(const gm_report *r, FILE *f) {
   section_unavailable(r, f);
   for (int s = 0; s < r->n_sections; s++) {
     fprintf(f, "<h2 id=\"extra%d\">", s);
-    esc(f, r->sections[s].title);
+    gm_lab_html_esc(f, r->sections[s].title);
     fprintf(f, "</h2>\n");
     if (r->sections[s].fn(r, f, NULL, r->sections[s].user)) return -1;
   }

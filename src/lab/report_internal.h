@@ -70,6 +70,8 @@ const gm_cmp_stats *gm_rpt_pair(const rpt_dtype *d, int i, int j);
 void gm_rpt_verdict_text(const gm_cmp_stats *s, gm_dtype dt, char *buf, size_t n);
 
 cJSON *gm_lab_json_num(double v); // a number, or "inf"/"-inf"/"nan" as a string
+// Writes s into HTML or SVG text with &, <, > and " escaped (report_html.c).
+void gm_lab_html_esc(FILE *f, const char *s);
 cJSON *gm_rpt_json(const gm_report *r);
 int gm_rpt_write_html(const gm_report *r, FILE *f);
 // SVG pieces (report_svg.c), written inline into the page.

@@ -24,15 +24,6 @@ struct gm_tc_section {
   gm_tc_result res;
 };
 
-static void esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '&') fputs("&amp;", f);
-    else if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else fputc(*s, f);
-  }
-}
-
 static void statement(gm_tc_section *s) {
   const gm_tc_result *r = &s->res;
   const gm_tc_step *l = &r->ab[r->steps - 1], *n = &r->noise[r->steps - 1];
@@ -59,16 +50,16 @@ static void statement(gm_tc_section *s) {
 }
 
 static void html(const gm_tc_section *s, FILE *f) {
-  if (!s->ok) { fprintf(f, "<p><span class=\"badge na\">"); esc(f, s->err); fprintf(f, "</span></p>\n"); return; }
+  if (!s->ok) { fprintf(f, "<p><span class=\"badge na\">"); gm_lab_html_esc(f, s->err); fprintf(f, "</span></p>\n"); return; }
   const gm_tc_result *r = &s->res;
   fprintf(f, "<p class=\"lead\"><b>");
-  esc(f, s->statement);
+  gm_lab_html_esc(f, s->statement);
   fprintf(f, "</b></p>\n<p>Model: ");
-  esc(f, s->model);
+  gm_lab_html_esc(f, s->model);
   fprintf(f, ". Data: ");
-  esc(f, s->data);
+  gm_lab_html_esc(f, s->data);
   fprintf(f, ". Optimizer: ");
-  esc(f, s->optim);
+  gm_lab_html_esc(f, s->optim);
   fprintf(f, ". A = <code>%s</code> (the config's gelu_new), B = <code>%s</code>, trained in lockstep from the same weights on the "
              "same batches (f32; each step is torch's <code>loss.backward()</code> and AdamW bit for bit where docs/training.md says so: "
              "f32 <code>gelu_new</code> needs torch's MKL VML tanh, <code>GPTMEG_TORCH_MKL</code>); "

@@ -113,15 +113,6 @@ char *gm_tc_json(const gm_tc_result *r) {
   return s;
 }
 
-static void esc(FILE *f, const char *s) {
-  for (; *s; s++) {
-    if (*s == '&') fputs("&amp;", f);
-    else if (*s == '<') fputs("&lt;", f);
-    else if (*s == '>') fputs("&gt;", f);
-    else fputc(*s, f);
-  }
-}
-
 // log10 of a value for the plot; 0 and non-finite values sit on the floor.
 static double level(double v, double floor_lv) { return v > 0 && isfinite(v) ? fmax(log10(v), floor_lv) : floor_lv; }
 
@@ -148,9 +139,9 @@ void gm_tc_svg(const gm_tc_result *r, FILE *f) {
   fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" viewBox=\"0 0 %.0f %.0f\" width=\"%.0f\" height=\"%.0f\" role=\"img\" font-family=\"sans-serif\" font-size=\"10\">\n",
           W, H, W, H);
   fprintf(f, "<text x=\"%.1f\" y=\"14\" font-size=\"12\">A ", L);
-  esc(f, r->a_name);
+  gm_lab_html_esc(f, r->a_name);
   fputs(" vs B ", f);
-  esc(f, r->b_name);
+  gm_lab_html_esc(f, r->b_name);
   fputs(": |loss difference| and weight drift per step</text>\n", f);
   fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#fcfcfd\" stroke=\"#c9ced6\"/>\n", L, T, pw, ph);
   for (int k = (int)lo; k <= (int)hi; k++) {
