@@ -89,6 +89,8 @@ expect 1 "resume with another batch shape" "$G" train --resume "$T/a/step-000003
 grep -q 'batches of 2 x 16' "$T/err" && ok "batch-shape message" || bad "batch-shape message: $(cat "$T/err")"
 expect 1 "resume from a model folder" "$G" train --resume "$T/m" "${RUN[@]}" --steps 6 --out "$T/e6"
 expect 1 "batches of the wrong shape" "$G" train --model "$T/m" --batches-npy "$T/ids.npy" --steps 1 --batch 2 --seq 16 --out "$T/e7"
+expect 1 "dropout on" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --dropout 0.1 --out "$T/e11"
+grep -q 'not reproduced' "$T/err" && ok "dropout message" || bad "dropout message: $(cat "$T/err")"
 expect 2 "no data" "$G" train --model "$T/m" --steps 2 --out "$T/e8"
 expect 2 "both --model and --resume" "$G" train --model "$T/m" --resume "$T/a/last" --data "$T/text.txt" --steps 2 --out "$T/e9"
 finish cli_train

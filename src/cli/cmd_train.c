@@ -20,6 +20,7 @@ static void train_help(FILE *f) {
           "                    --out DIR [--batch B] [--seq T] [--lr LR] [--warmup K]\n"
           "                    [--schedule constant|cosine] [--weight-decay WD] [--beta1 B1] [--beta2 B2] [--eps E]\n"
           "                    [--fused] [--clip NORM] [--recipe R] [--loss-scale S] [--seed S] [--threads N] [--save-every K]\n"
+          "                    [--dropout 0]\n"
           "                    [--eval-every K] [--eval-batches N] [--val-fraction F] [--tokenizer DIR]\n"
           "                    [--profile P] [KNOB OPTIONS]\n"
           "  Trains a GPT-2 with AdamW as PyTorch runs it (torch.optim.AdamW on CPU; --fused: fused=True).\n"
@@ -146,7 +147,7 @@ int cmd_train(int argc, char **argv) {
   const char *dir = NULL, *resume = NULL, *data = NULL, *bnpy = NULL, *out = NULL, *tokdir = NULL, *recipe = "f32",
              *sched = "cosine";
   double steps = 0, B = 4, T = 64, seed = 1337, threads = 0, save_every = 0, eval_every = 100, eval_batches = 4,
-         val_frac = 0.1, lr = 6e-4, warmup = 0, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0, lscale = 0;
+         val_frac = 0.1, lr = 6e-4, warmup = 0, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0, lscale = 0, dropout = 0;
   bool fused = false;
   const num_opt nums[] = {
       {"--steps", 1, 1e9, &steps},           {"--batch", 1, 65536, &B},           {"--seq", 1, 1 << 20, &T},
@@ -155,6 +156,7 @@ int cmd_train(int argc, char **argv) {
       {"--val-fraction", 0, 0.9, &val_frac}, {"--lr", 0, 10, &lr},
       {"--warmup", 0, 1e9, &warmup},         {"--weight-decay", 0, 10, &wd},      {"--beta1", 0, 0.999999, &b1},
       {"--beta2", 0, 0.999999, &b2},         {"--eps", 0, 1, &eps},               {"--clip", 0, 1e9, &clip},
+      {"--dropout", 0, 1, &dropout},
       {"--loss-scale", 1, 3.4e38, &lscale},
   };
   cli_profile_opts po = {0};
@@ -179,6 +181,9 @@ int cmd_train(int argc, char **argv) {
   if (!dir == !resume) return cli_usage_error("train", "give one of --model DIR or --resume CKPT");
   if (!data == !bnpy) return cli_usage_error("train", "give one of --data FILE or --batches-npy F.npy");
   if (!out || steps < 1) return cli_usage_error("train", "--out DIR and --steps N are required");
+  if (dropout > 0) // the runs compare bit for bit with dropout off; its mask is not generated as torch does
+    return cli_fail("--dropout %g: dropout is not reproduced (PyTorch's CPU generator and bernoulli path are not implemented); "
+                    "training runs with dropout off (--dropout 0), as transformers does in eval mode", dropout);
   gm_recipe rc_;
   if (gm_recipe_parse(recipe, &rc_)) return cli_usage_error("train", "%s", gm_errmsg());
   if (strcmp(sched, "constant") && strcmp(sched, "cosine"))
