@@ -1,7 +1,7 @@
 // gm_train_run under the mixed-precision recipes against tools/ref/gen_recipe_goldens.py (20 steps of
 // Megatron's mixed-precision loop written in plain torch, on an Intel AMX host: read under the
 // intel-amx target).
-// - bf16-megatron (hf, hf-legacy, meg; 1 and 2 threads): every step's loss, total gradient norm (f32
+// - bf16-megatron (hf, hf-legacy, meg, megatron; 1 and 2 threads): every step's loss, total gradient norm (f32
 //   bits), lr, and the hash of the f32 main weights after the step must be torch's.
 // - fp16-megatron: the model's f16 backward is not torch's bits on this CPU class yet
 //   (docs/training.md), so what must hold is: every step's loss scale and skipped flag are torch's

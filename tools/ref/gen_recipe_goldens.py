@@ -44,7 +44,7 @@ LR, WARMUP, WD, BETAS, EPS, CLIP = 3e-3, 4, 0.1, (0.9, 0.95), 1e-8, 1.0
 # (checkpoint, profile, recipe, threads, initial loss scale for fp16)
 CASES = [("base", "hf", "bf16-megatron", 1, None), ("base", "hf", "bf16-megatron", 2, None),
          ("quick_untied", "hf", "bf16-megatron", 1, None), ("base", "meg", "bf16-megatron", 1, None),
-         ("base", "hf-legacy", "bf16-megatron", 1, None),
+         ("base", "hf-legacy", "bf16-megatron", 1, None), ("base", "megatron", "bf16-megatron", 1, None),
          ("base", "hf", "fp16-megatron", 1, 2.0 ** 32), ("quick_untied", "hf", "fp16-megatron", 1, 2.0 ** 32),
          ("quick_untied", "hf", "fp16-megatron", 1, 2.0 ** 12)]
 DTYPE = {"bf16-megatron": torch.bfloat16, "fp16-megatron": torch.float16}
