@@ -205,11 +205,21 @@ static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, 
   }
 }
 
+// intel-amx, B as stored: ATen's cpublas gemm hands f16 to oneDNN (mkldnn_fp16_gemm) when the CPU has
+// AVX512-FP16 or AMX-FP16, alpha != 0 and m * n * k > 16^3; smaller products keep ATen's order.
+static bool notrans_is_onednn(int M, int N, int K, float alpha) {
+  return trans_is_chain() && alpha != 0.0f && (double)M * N * K > 4096.0;
+}
+
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
+  if (notrans_is_onednn(M, N, K, alpha)) {
+    gm_matmul_f16_onednn(A, lda, false, B, ldb, false, bias, alpha, C, ldc, M, N, K, threads);
+    return;
+  }
   if (M == 1 && gm_cpu_simd() == GM_SIMD_AVX512) { // decode: stream B row by row
     int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
     if (threads > n_blocks) threads = n_blocks;
@@ -312,6 +322,16 @@ void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, 
                            float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
+  if (!trans_b && notrans_is_onednn(M, N, K, alpha)) { // oneDNN's order on B widened (exact)
+    float *Bw = malloc((size_t)(K > 0 ? K : 1) * N * sizeof(float));
+    if (Bw) {
+      for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) Bw[(size_t)k * N + j] = gm_f16_to_f32(B[(size_t)k * ldb + j]);
+      gm_matmul_f16_onednn(A, lda, false, Bw, N, false, bias, alpha, C, ldc, M, N, K, threads);
+      free(Bw);
+      return;
+    }
+  }
   bool fast = gm_matmul_f16_row_fast();
   int width = trans_b ? STRIP : ROW_BLOCK;
   int n_blocks = (N + width - 1) / width;
