@@ -102,7 +102,9 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
                            int torch_threads);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
-// count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm
+// count gives the same bits. Under intel-amx (oneDNN's ISA AMX) B transposed is oneDNN's chain, and
+// B as stored with alpha != 0 and M * N * K > 16^3 is gm_matmul_f16_onednn (torch's cpublas gemm
+// hands those to oneDNN); gm_matmul_f16_torch_h likewise. Verified against torch's addmm, linear, matmul, bmm and baddbmm
 // through the model goldens (tests/test_profile.c).
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads);

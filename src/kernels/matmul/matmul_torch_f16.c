@@ -18,7 +18,10 @@
 // then alpha * acc (+ bias) (tools/ref/probe_f16_amx_order.py on tests/golden/targets/intel-amx/:
 // every output of the 7 shapes), the chain cut into oneDNN's K blocks (512 for K <= 1024, else
 // 1024; gm_matmul_f16_onednn; measured on the linear backward's mm: K = 768, 2304, 3000, 3072).
-// B as stored keeps ATen's four partial sums there.
+// B as stored: ATen's cpublas gemm hands f16 to oneDNN there too (mkldnn_fp16_gemm: AVX512-FP16 or
+// AMX-FP16, alpha != 0, m * n * k > 16^3), so above 16^3 multiply-adds gm_matmul_f16_onednn's
+// order runs (the forward's addmm and P @ V: every point of a dumped base-config and 768-wide f16
+// forward identical, 1 and 2 threads); 16^3 and below keep ATen's four partial sums.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
