@@ -21,7 +21,9 @@
 // B as stored: ATen's cpublas gemm hands f16 to oneDNN there too (mkldnn_fp16_gemm: AVX512-FP16 or
 // AMX-FP16, alpha != 0, m * n * k > 16^3), so above 16^3 multiply-adds gm_matmul_f16_onednn's
 // order runs (the forward's addmm and P @ V: every point of a dumped base-config and 768-wide f16
-// forward identical, 1 and 2 threads); 16^3 and below keep ATen's four partial sums.
+// forward identical, 1 and 2 threads); 16^3 and below keep ATen's four partial sums. One row (M = 1)
+// against B transposed is ATen's gemv there too (fp16_dot_with_fp32_arith: the f32-arithmetic dot
+// above, measured live at K 768, 2304, 3072), in gm_matmul_f16_onednn as well.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
@@ -122,10 +124,17 @@ static float dot_chain_f16(const float *x, const uint16_t *y, int K) {
   return tot;
 }
 
+static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                              int ldc, int M, int N, int K, int threads, bool chain);
+
 void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                           float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
+  if (M == 1 && trans_b && !trans_a) { // torch's gemm takes ATen's gemv here, not oneDNN
+    matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads, false);
+    return;
+  }
   // one row against B as stored: one chain; A transposed: blocks of 512 at any K
   const int bs = M == 1 && !trans_b && !trans_a ? (K > 0 ? K : 1) : trans_a ? 512 : onednn_block(K);
   const size_t sa_i = trans_a ? 1 : (size_t)lda, sa_k = trans_a ? (size_t)lda : 1; // a(i, k) = A[i * sa_i + k * sa_k]
@@ -184,10 +193,10 @@ void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B,
 typedef void (*strip_fn)(const float *, int, const float *, int, int, int, int, float, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 
+// chain: oneDNN's K-blocked chains (intel-amx), else ATen's f32-arithmetic dot.
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
-                              int ldc, int M, int N, int K, int threads) {
+                              int ldc, int M, int N, int K, int threads, bool chain) {
   gm_simd_level isa = gm_cpu_simd();
-  bool chain = trans_is_chain();
   dot_fn dot = chain ? dot_chain : isa >= GM_SIMD_AVX2 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
   bool avx512 = isa == GM_SIMD_AVX512 && !chain;
   int n_strips = (N + STRIP - 1) / STRIP;
@@ -218,7 +227,10 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
                          float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
-  if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
+  if (trans_b) { // one row: ATen's gemv (fp16_dot_with_fp32_arith) on every target
+    matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads, M > 1 && trans_is_chain());
+    return;
+  }
   if (notrans_is_onednn(M, N, K, alpha)) {
     gm_matmul_f16_onednn(A, lda, false, B, ldb, false, bias, alpha, C, ldc, M, N, K, threads);
     return;
@@ -296,7 +308,7 @@ static float dot_f32arith_f16_scalar(const float *x, const uint16_t *y, int K) {
 // Columns j0..j1 of rows 0..M-1 (one work item).
 static void f16h_piece(bool fast, const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
                        float alpha, float *C, int ldc, int M, int j0, int j1, int K) {
-  if (trans_b && trans_is_chain()) { // intel-amx: one chain over k per output
+  if (trans_b && M > 1 && trans_is_chain()) { // intel-amx: one chain over k per output (one row: ATen's dot)
     for (int i = 0; i < M; i++)
       for (int j = j0; j < j1; j++) {
         float v = alpha * dot_chain_f16(A + (size_t)i * lda, B + (size_t)j * ldb, K);
