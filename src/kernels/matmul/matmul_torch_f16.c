@@ -196,6 +196,10 @@ typedef float (*dot_fn)(const float *, const float *, int);
 // chain: oneDNN's K-blocked chains (intel-amx), else ATen's f32-arithmetic dot.
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                               int ldc, int M, int N, int K, int threads, bool chain) {
+  if (chain && M > 1) { // the same K-blocked chains, side by side over strips of 64 columns (faster)
+    gm_matmul_f16_onednn(A, lda, false, B, ldb, true, bias, alpha, C, ldc, M, N, K, threads);
+    return;
+  }
   gm_simd_level isa = gm_cpu_simd();
   dot_fn dot = chain ? dot_chain : isa >= GM_SIMD_AVX2 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
   bool avx512 = isa == GM_SIMD_AVX512 && !chain;
@@ -337,6 +341,20 @@ void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, 
                            float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
+  if (trans_b && M > 1 && trans_is_chain()) { // oneDNN's chains on B widened (exact), 1024 rows of B at a time
+    enum { CHUNK = 1024 };
+    float *Bw = malloc((size_t)CHUNK * (K > 0 ? K : 1) * sizeof(float));
+    if (Bw) {
+      for (int j0 = 0; j0 < N; j0 += CHUNK) {
+        const int nc = N - j0 < CHUNK ? N - j0 : CHUNK;
+        for (int j = 0; j < nc; j++)
+          for (int k = 0; k < K; k++) Bw[(size_t)j * K + k] = gm_f16_to_f32(B[(size_t)(j0 + j) * ldb + k]);
+        gm_matmul_f16_onednn(A, lda, false, Bw, K, true, bias ? bias + j0 : NULL, alpha, C + j0, ldc, M, nc, K, threads);
+      }
+      free(Bw);
+      return;
+    }
+  }
   if (!trans_b && notrans_is_onednn(M, N, K, alpha)) { // oneDNN's order on B widened (exact)
     float *Bw = malloc((size_t)(K > 0 ? K : 1) * N * sizeof(float));
     if (Bw) {
