@@ -6,6 +6,8 @@ Compares live torch (1 thread) with emulations: K-blocked f32 chains (oneDNN's o
 L interleaved f32 chains (element k into chain k % L) halved pairwise (L/2, ..., 1). On the intel-amx
 class (Sapphire Rapids, AVX512-FP16) only L = 64 matches every output: ATen's gemv,
 fp16_dot_with_fp32_arith, not oneDNN. Prints the mismatch count per candidate.
+Then one row against W as stored (torch.mm(x[1, K], W[K, N]): decode's Conv1D, the lm_head's dX of one
+row): one f32 chain over all of K matches (K 768 to 50257, 1 and 2 threads), K blocks do not.
 
   python3 tools/ref/probe_f16_onerow.py
 """
@@ -57,6 +59,17 @@ def main():
             score[name] = score.get(name, 0) + int((v != ref).sum())
     for name, bad in sorted(score.items(), key=lambda kv: kv[1]):
         print(f"{name:10s} {bad} of {total} outputs differ")
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        for K, N in [(768, 2304), (3072, 768), (50257, 768)]:
+            W = (torch.randn(K, N, generator=g) * 0.05).half()
+            x = (torch.randn(1, K, generator=g) * 0.01).half()
+            ref = torch.mm(x, W).float().numpy()[0]
+            wt = np.ascontiguousarray(W.float().numpy().T)
+            res = {bs: int((blocks(x.float().numpy()[0], wt, bs).astype(np.float16).astype(f32) != ref).sum())
+                   for bs in (K, 512, 1024, 4096) if bs <= K}
+            print(f"B as stored, {threads} thread(s), K {K} N {N}: differing outputs per K block "
+                  f"(K = one chain): {res}")
 
 
 if __name__ == "__main__":
