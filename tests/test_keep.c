@@ -214,10 +214,11 @@ static void test_target_invariance(gm_torch_target tt, gm_dtype dt) {
   // tensor's vector steps: the softmax sums a row shorter than 8 one by one but a masked row of the
   // full forward in lanes, and the elementwise ops' vector/scalar tail moves with the tensor's
   // length) and the Intel AVX-512 targets' f32 (MKL's one-row kernel against B^T, the decode step's
-  // linears and lm_head, sums in 16 and then 8 lanes where prefill's rows run K-block chains).
-  // docs/numerics.md, "Torch CPU targets".
+  // linears and lm_head, sums in 16 and then 8 lanes where prefill's rows run K-block chains), and
+  // intel-amx f16 (a decode step's lm_head is ATen's one-row gemv, fp16_dot_with_fp32_arith, where
+  // prefill's rows run oneDNN's K-block chains). docs/numerics.md, "Torch CPU targets".
   const bool intel512 = tt == GM_TT_INTEL_AMX || tt == GM_TT_INTEL_AVX512_BF16 || tt == GM_TT_INTEL_AVX512;
-  const bool torch_varies = (tt == GM_TT_INTEL_AMX && dt == GM_BF16) || (tt == GM_TT_AVX2 && dt == GM_F32) ||
+  const bool torch_varies = (tt == GM_TT_INTEL_AMX && (dt == GM_BF16 || dt == GM_F16)) || (tt == GM_TT_AVX2 && dt == GM_F32) ||
                             (intel512 && dt == GM_F32);
   if (torch_varies) {
     char what[96];

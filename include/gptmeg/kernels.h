@@ -102,7 +102,10 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
                            int torch_threads);
 // Same product in PyTorch 2.15's CPU order for f16 (matmul_torch_f16.c gives both orders: one for
 // B as stored, one for B transposed). A and B hold f16 values (products exact in f32). Any thread
-// count gives the same bits. Verified against torch's addmm, linear, matmul, bmm and baddbmm
+// count gives the same bits. Under intel-amx (oneDNN's ISA AMX) B transposed is oneDNN's chain, and
+// B as stored with alpha != 0 and M * N * K > 16^3 is gm_matmul_f16_onednn (torch's cpublas gemm
+// hands those to oneDNN); one row (M = 1) against B transposed is ATen's dot on every target
+// (torch's gemv); gm_matmul_f16_torch_h likewise. Verified against torch's addmm, linear, matmul, bmm and baddbmm
 // through the model goldens (tests/test_profile.c).
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads);
@@ -113,8 +116,9 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
 // else of 1024; with trans_a blocks of 512 at any K; the last block holds the rest), each output
 // one f32 chain from zero per block, acc = acc + a[k] * b[k] (products exact), the blocks added in
 // order, then alpha * sum (+ bias: unverified). One row (M = 1) against B as stored: one chain
-// over all of K (measured to K = 2304; K = 50257 differs: not reproduced). One row against B
-// transposed runs another kernel in torch (not reproduced: this order runs). Measured K: 768, 1536,
+// over all of K (measured live to K = 50257, 1 and 2 threads). One row against B
+// transposed (without trans_a) is ATen's gemv in torch, not oneDNN: gm_matmul_f16_torch's
+// B-transposed f32-arithmetic dot runs (measured K 768, 2304, 3072). Measured K: 768, 1536,
 // 2048, 2304, 3000, 3072, 50257. Same bits for any thread count.
 void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                           float alpha, float *C, int ldc, int M, int N, int K, int threads);

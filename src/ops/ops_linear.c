@@ -18,7 +18,7 @@
 //   f32: all three gradients on 1 and 2 threads (MKL's 2-thread K split reproduced; 3+ threads:
 //        the 1-thread order runs, not promised), except the
 //        lm_head's dinp of one row (MKL's one-row kernel for B as stored: 144 of 1568 outputs);
-//   f16: all, except dinp of one row (oneDNN's one-row kernels: 3975 of 3984 outputs);
+//   f16: all (dinp of one row against W^T is ATen's gemv, fp16_dot_with_fp32_arith: not oneDNN);
 //   bf16: dbias all; dweight on every golden case (K = rows up to 640 at C = 768, 2048 at C = 64;
 //        measured live: 1024 rows at C = 768 differ in about 1 output in 10^4, oneDNN's AMX K
 //        chunks); dinp on 146 of 162 cases (matmul_bf16.c's AMX K chunks, now measured for GPT-2's

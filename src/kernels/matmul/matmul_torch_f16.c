@@ -18,7 +18,12 @@
 // then alpha * acc (+ bias) (tools/ref/probe_f16_amx_order.py on tests/golden/targets/intel-amx/:
 // every output of the 7 shapes), the chain cut into oneDNN's K blocks (512 for K <= 1024, else
 // 1024; gm_matmul_f16_onednn; measured on the linear backward's mm: K = 768, 2304, 3000, 3072).
-// B as stored keeps ATen's four partial sums there.
+// B as stored: ATen's cpublas gemm hands f16 to oneDNN there too (mkldnn_fp16_gemm: AVX512-FP16 or
+// AMX-FP16, alpha != 0, m * n * k > 16^3), so above 16^3 multiply-adds gm_matmul_f16_onednn's
+// order runs (the forward's addmm and P @ V: every point of a dumped base-config and 768-wide f16
+// forward identical, 1 and 2 threads); 16^3 and below keep ATen's four partial sums. One row (M = 1)
+// against B transposed is ATen's gemv there too (fp16_dot_with_fp32_arith: the f32-arithmetic dot
+// above, measured live at K 768, 2304, 3072), in gm_matmul_f16_onednn as well.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
@@ -119,10 +124,17 @@ static float dot_chain_f16(const float *x, const uint16_t *y, int K) {
   return tot;
 }
 
+static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
+                              int ldc, int M, int N, int K, int threads, bool chain);
+
 void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                           float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
+  if (M == 1 && trans_b && !trans_a) { // torch's gemm takes ATen's gemv here, not oneDNN
+    matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads, false);
+    return;
+  }
   // one row against B as stored: one chain; A transposed: blocks of 512 at any K
   const int bs = M == 1 && !trans_b && !trans_a ? (K > 0 ? K : 1) : trans_a ? 512 : onednn_block(K);
   const size_t sa_i = trans_a ? 1 : (size_t)lda, sa_k = trans_a ? (size_t)lda : 1; // a(i, k) = A[i * sa_i + k * sa_k]
@@ -181,10 +193,14 @@ void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B,
 typedef void (*strip_fn)(const float *, int, const float *, int, int, int, int, float, const float *, float *, int);
 typedef float (*dot_fn)(const float *, const float *, int);
 
+// chain: oneDNN's K-blocked chains (intel-amx), else ATen's f32-arithmetic dot.
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
-                              int ldc, int M, int N, int K, int threads) {
+                              int ldc, int M, int N, int K, int threads, bool chain) {
+  if (chain && M > 1) { // the same K-blocked chains, side by side over strips of 64 columns (faster)
+    gm_matmul_f16_onednn(A, lda, false, B, ldb, true, bias, alpha, C, ldc, M, N, K, threads);
+    return;
+  }
   gm_simd_level isa = gm_cpu_simd();
-  bool chain = trans_is_chain();
   dot_fn dot = chain ? dot_chain : isa >= GM_SIMD_AVX2 ? gm_dot_f32arith_avx2 : dot_f32arith_scalar;
   bool avx512 = isa == GM_SIMD_AVX512 && !chain;
   int n_strips = (N + STRIP - 1) / STRIP;
@@ -205,11 +221,24 @@ static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, 
   }
 }
 
+// intel-amx, B as stored: ATen's cpublas gemm hands f16 to oneDNN (mkldnn_fp16_gemm) when the CPU has
+// AVX512-FP16 or AMX-FP16, alpha != 0 and m * n * k > 16^3; smaller products keep ATen's order.
+static bool notrans_is_onednn(int M, int N, int K, float alpha) {
+  return trans_is_chain() && alpha != 0.0f && (double)M * N * K > 4096.0;
+}
+
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
-  if (trans_b) { matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads); return; }
+  if (trans_b) { // one row: ATen's gemv (fp16_dot_with_fp32_arith) on every target
+    matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads, M > 1 && trans_is_chain());
+    return;
+  }
+  if (notrans_is_onednn(M, N, K, alpha)) {
+    gm_matmul_f16_onednn(A, lda, false, B, ldb, false, bias, alpha, C, ldc, M, N, K, threads);
+    return;
+  }
   if (M == 1 && gm_cpu_simd() == GM_SIMD_AVX512) { // decode: stream B row by row
     int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
     if (threads > n_blocks) threads = n_blocks;
@@ -283,7 +312,7 @@ static float dot_f32arith_f16_scalar(const float *x, const uint16_t *y, int K) {
 // Columns j0..j1 of rows 0..M-1 (one work item).
 static void f16h_piece(bool fast, const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
                        float alpha, float *C, int ldc, int M, int j0, int j1, int K) {
-  if (trans_b && trans_is_chain()) { // intel-amx: one chain over k per output
+  if (trans_b && M > 1 && trans_is_chain()) { // intel-amx: one chain over k per output (one row: ATen's dot)
     for (int i = 0; i < M; i++)
       for (int j = j0; j < j1; j++) {
         float v = alpha * dot_chain_f16(A + (size_t)i * lda, B + (size_t)j * ldb, K);
@@ -312,6 +341,30 @@ void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, 
                            float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
+  if (trans_b && M > 1 && trans_is_chain()) { // oneDNN's chains on B widened (exact), 1024 rows of B at a time
+    enum { CHUNK = 1024 };
+    float *Bw = malloc((size_t)CHUNK * (K > 0 ? K : 1) * sizeof(float));
+    if (Bw) {
+      for (int j0 = 0; j0 < N; j0 += CHUNK) {
+        const int nc = N - j0 < CHUNK ? N - j0 : CHUNK;
+        for (int j = 0; j < nc; j++)
+          for (int k = 0; k < K; k++) Bw[(size_t)j * K + k] = gm_f16_to_f32(B[(size_t)(j0 + j) * ldb + k]);
+        gm_matmul_f16_onednn(A, lda, false, Bw, K, true, bias ? bias + j0 : NULL, alpha, C + j0, ldc, M, nc, K, threads);
+      }
+      free(Bw);
+      return;
+    }
+  }
+  if (!trans_b && notrans_is_onednn(M, N, K, alpha)) { // oneDNN's order on B widened (exact)
+    float *Bw = malloc((size_t)(K > 0 ? K : 1) * N * sizeof(float));
+    if (Bw) {
+      for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) Bw[(size_t)k * N + j] = gm_f16_to_f32(B[(size_t)k * ldb + j]);
+      gm_matmul_f16_onednn(A, lda, false, Bw, N, false, bias, alpha, C, ldc, M, N, K, threads);
+      free(Bw);
+      return;
+    }
+  }
   bool fast = gm_matmul_f16_row_fast();
   int width = trans_b ? STRIP : ROW_BLOCK;
   int n_blocks = (N + width - 1) / width;
