@@ -48,6 +48,10 @@ void gm_f32_torch_dot16_avx2(const float *A, int lda, const float *B, int ldb, c
 void gm_dot4_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int K, int ncols, float alpha,
                           const float *bias, float *C, int ldc);
 void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
+// The same one-row kernels with one sum over all of K (ncols <= 1024): oneDNN's one-row chain.
+void gm_chain_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C);
+void gm_chain_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                             float *C);
 void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
                             float *C);
 void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha,

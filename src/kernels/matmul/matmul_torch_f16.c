@@ -135,6 +135,16 @@ void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B,
     matmul_rows_trans(A, lda, B, ldb, bias, alpha, C, ldc, M, N, K, threads, false);
     return;
   }
+  if (M == 1 && !trans_b && !trans_a && K > 0 && gm_cpu_simd() == GM_SIMD_AVX512) { // one chain, B streamed by rows
+    const int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+    if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (int s = 0; s < n_blocks; s++) {
+      const int j0 = s * ROW_BLOCK, nc = N - j0 < ROW_BLOCK ? N - j0 : ROW_BLOCK;
+      gm_chain_row_avx512(A, B + j0, ldb, K, nc, alpha, bias ? bias + j0 : NULL, C + j0);
+    }
+    return;
+  }
   // one row against B as stored: one chain; A transposed: blocks of 512 at any K
   const int bs = M == 1 && !trans_b && !trans_a ? (K > 0 ? K : 1) : trans_a ? 512 : onednn_block(K);
   const size_t sa_i = trans_a ? 1 : (size_t)lda, sa_k = trans_a ? (size_t)lda : 1; // a(i, k) = A[i * sa_i + k * sa_k]
@@ -225,6 +235,10 @@ static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, 
 // AVX512-FP16 or AMX-FP16, alpha != 0 and m * n * k > 16^3; smaller products keep ATen's order.
 static bool notrans_is_onednn(int M, int N, int K, float alpha) {
   return trans_is_chain() && alpha != 0.0f && (double)M * N * K > 4096.0;
+}
+
+static bool fast_chain_row(int N, int K, float alpha) {
+  return notrans_is_onednn(1, N, K, alpha) && gm_cpu_simd() == GM_SIMD_AVX512;
 }
 
 void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
@@ -354,6 +368,16 @@ void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, 
       free(Bw);
       return;
     }
+  }
+  if (!trans_b && M == 1 && K > 0 && fast_chain_row(N, K, alpha)) { // oneDNN's one-row chain, read as f16
+    const int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+    if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (int s = 0; s < n_blocks; s++) {
+      const int j0 = s * ROW_BLOCK, nc = N - j0 < ROW_BLOCK ? N - j0 : ROW_BLOCK;
+      gm_chain_row_f16_avx512(A, B + j0, ldb, K, nc, alpha, bias ? bias + j0 : NULL, C + j0);
+    }
+    return;
   }
   if (!trans_b && notrans_is_onednn(M, N, K, alpha)) { // oneDNN's order on B widened (exact)
     float *Bw = malloc((size_t)(K > 0 ? K : 1) * N * sizeof(float));

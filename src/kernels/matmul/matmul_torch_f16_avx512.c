@@ -130,12 +130,14 @@ static inline __attribute__((always_inline)) __m512 maskz_load_b(__mmask16 m, co
 // One row of A against ncols (<= 1024) columns of B as stored (decode): the four
 // partial sums of every column wait in L1 while B streams row by row, whole row segments at a time.
 // p[l mod 4] += a[l] * B[l] in order of l (the K % 4 tail into p[0]); then ((p0 + p1) + p2) + p3.
-// B holds f32 values or (half) f16 bits; half is a constant at each call.
+// B holds f32 values or (half) f16 bits; half is a constant at each call. chain (a constant too):
+// one sum over all of K instead (oneDNN's one-row order on intel-amx), p[0] += a[l] * B[l].
 static inline __attribute__((always_inline)) void dot4_row(const float *a, const void *B, int ldb, int K, int ncols,
-                                                          float alpha, const float *bias, float *C, bool half) {
+                                                          float alpha, const float *bias, float *C, bool half,
+                                                          bool chain) {
   enum { NV = 1024 / 16 };
   __m512 p[4][NV];
-  int nv = (ncols + 15) / 16, K4 = K & ~3;
+  int nv = (ncols + 15) / 16, K4 = chain ? 0 : K & ~3;
   __mmask16 last = (__mmask16)(ncols % 16 ? (1u << (ncols % 16)) - 1u : 0xffffu);
   for (int k = 0; k < 4; k++)
     for (int v = 0; v < nv; v++) p[k][v] = _mm512_setzero_ps();
@@ -149,19 +151,29 @@ static inline __attribute__((always_inline)) void dot4_row(const float *a, const
   __m512 va = _mm512_set1_ps(alpha);
   for (int v = 0; v < nv; v++) {
     __mmask16 m = v + 1 < nv ? (__mmask16)0xffff : last;
-    __m512 y = _mm512_mul_ps(va, _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(p[0][v], p[1][v]), p[2][v]), p[3][v]));
+    __m512 s = chain ? p[0][v] : _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(p[0][v], p[1][v]), p[2][v]), p[3][v]);
+    __m512 y = _mm512_mul_ps(va, s);
     if (bias) y = _mm512_add_ps(_mm512_maskz_loadu_ps(m, bias + 16 * v), y);
     _mm512_mask_storeu_ps(C + 16 * v, m, y);
   }
 }
 
 void gm_dot4_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C) {
-  dot4_row(a, B, ldb, K, ncols, alpha, bias, C, false);
+  dot4_row(a, B, ldb, K, ncols, alpha, bias, C, false, false);
 }
 
 void gm_dot4_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
                             float *C) {
-  dot4_row(a, B, ldb, K, ncols, alpha, bias, C, true);
+  dot4_row(a, B, ldb, K, ncols, alpha, bias, C, true, false);
+}
+
+void gm_chain_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias, float *C) {
+  dot4_row(a, B, ldb, K, ncols, alpha, bias, C, false, true);
+}
+
+void gm_chain_row_f16_avx512(const float *a, const uint16_t *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                             float *C) {
+  dot4_row(a, B, ldb, K, ncols, alpha, bias, C, true, true);
 }
 
 // The transposed-B order of matmul_torch_f16.c with AVX-512: ATen's eight 8-lane registers of a
