@@ -127,6 +127,21 @@ static float dot_chain_f16(const float *x, const uint16_t *y, int K) {
 static void matmul_rows_trans(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                               int ldc, int M, int N, int K, int threads, bool chain);
 
+// One row of A against B as stored (f32 Bf or f16 bits Bh, the other NULL): C[0, :N] as one chain
+// over K a column, ROW_BLOCK columns a work item (gm_chain_row_avx512 / _f16_avx512).
+static void chain_row_blocks(const float *A, const float *Bf, const uint16_t *Bh, int ldb, int K, int N, float alpha,
+                             const float *bias, float *C, int threads) {
+  const int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+  if (threads > n_blocks) threads = n_blocks;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int s = 0; s < n_blocks; s++) {
+    const int j0 = s * ROW_BLOCK, nc = N - j0 < ROW_BLOCK ? N - j0 : ROW_BLOCK;
+    const float *bj = bias ? bias + j0 : NULL;
+    if (Bh) gm_chain_row_f16_avx512(A, Bh + j0, ldb, K, nc, alpha, bj, C + j0);
+    else gm_chain_row_avx512(A, Bf + j0, ldb, K, nc, alpha, bj, C + j0);
+  }
+}
+
 void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                           float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
@@ -136,13 +151,7 @@ void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B,
     return;
   }
   if (M == 1 && !trans_b && !trans_a && K > 0 && gm_cpu_simd() == GM_SIMD_AVX512) { // one chain, B streamed by rows
-    const int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
-    if (threads > n_blocks) threads = n_blocks;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-    for (int s = 0; s < n_blocks; s++) {
-      const int j0 = s * ROW_BLOCK, nc = N - j0 < ROW_BLOCK ? N - j0 : ROW_BLOCK;
-      gm_chain_row_avx512(A, B + j0, ldb, K, nc, alpha, bias ? bias + j0 : NULL, C + j0);
-    }
+    chain_row_blocks(A, B, NULL, ldb, K, N, alpha, bias, C, threads);
     return;
   }
   // one row against B as stored: one chain; A transposed: blocks of 512 at any K
@@ -370,13 +379,7 @@ void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, 
     }
   }
   if (!trans_b && M == 1 && K > 0 && fast_chain_row(N, K, alpha)) { // oneDNN's one-row chain, read as f16
-    const int n_blocks = (N + ROW_BLOCK - 1) / ROW_BLOCK;
-    if (threads > n_blocks) threads = n_blocks;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-    for (int s = 0; s < n_blocks; s++) {
-      const int j0 = s * ROW_BLOCK, nc = N - j0 < ROW_BLOCK ? N - j0 : ROW_BLOCK;
-      gm_chain_row_f16_avx512(A, B + j0, ldb, K, nc, alpha, bias ? bias + j0 : NULL, C + j0);
-    }
+    chain_row_blocks(A, NULL, B, ldb, K, N, alpha, bias, C, threads);
     return;
   }
   if (!trans_b && notrans_is_onednn(M, N, K, alpha)) { // oneDNN's order on B widened (exact)
