@@ -6,7 +6,7 @@ total_norm = torch.nn.utils.clip_grad_norm_(params, CLIP) (the clip coefficient 
 applied when below 1, as Megatron writes it); optimizer.step(); scheduler.step(). The optimizer is
 torch.optim.AdamW (foreach=False: _single_tensor_adam; and fused=True), the schedule transformers'
 get_cosine_schedule_with_warmup (LambdaLR: step k uses base_lr * lambda(k - 1)). The model is the
-golden checkpoints tests/golden/model/{base, quick_untied} in f32 with each profile's pieces swapped in (gm_profiles,
+golden checkpoints tests/golden/model/{base, quick_untied, relu} in f32 with each profile's pieces swapped in (gm_profiles,
 gen_grad_goldens.py's Megatron GELU with its custom backward), dropout off (eval mode).
 
 Writes tests/golden/targets/intel-amx/train/: batches.npy (int32 [20, B, T], drawn from numpy's
@@ -31,9 +31,10 @@ import gm_inputs  # noqa: E402
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "train")
 STEPS, B, T = 20, 2, 16
 LR, WARMUP, WD, BETAS, EPS, CLIP = 3e-3, 4, 0.1, (0.9, 0.95), 1e-8, 1.0
-# (checkpoint, profile, optimizer, threads); quick_untied's sigmoid GELU needs no MKL VML in f32
+# (checkpoint, profile, optimizer, threads); quick_untied's sigmoid GELU and relu's (tied lm_head) need no MKL VML in f32
 CASES = [("base", "hf", "adamw", 1), ("base", "hf", "adamw", 2), ("base", "megatron", "adamw", 1),
-         ("base", "hf", "adamw-fused", 1), ("quick_untied", "hf", "adamw", 1), ("quick_untied", "hf", "adamw", 2)]
+         ("base", "hf", "adamw-fused", 1), ("quick_untied", "hf", "adamw", 1), ("quick_untied", "hf", "adamw", 2),
+         ("relu", "hf", "adamw", 1)]
 
 
 def weights_hash(model):
