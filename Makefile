@@ -8,7 +8,7 @@ JOBS       ?= $(shell nproc)
 REPORT_DIR ?= report
 PYTHON     ?= python3
 
-.PHONY: all deps test test-fast test-asan fuzz fuzz-smoke report bench goldens peer clean
+.PHONY: all deps test test-fast test-asan fuzz fuzz-campaign fuzz-smoke report bench goldens peer clean
 
 all: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -34,6 +34,11 @@ test-asan: deps
 # (fails without clang's libFuzzer; fuzz-smoke, part of make test, skips instead).
 fuzz: deps
 	FUZZ_REQUIRE=1 FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The long campaign (docs/reliability.md): each harness FUZZ_UNTIL inputs, results in $(FUZZ_BUILD)/campaign.txt.
+FUZZ_UNTIL ?= 10000000
+fuzz-campaign: deps
+	FUZZ_REQUIRE=1 FUZZ_UNTIL=$(FUZZ_UNTIL) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz.sh 0
 
 fuzz-smoke: deps
 	@FUZZ_RUNS=$(FUZZ_SMOKE_RUNS) FUZZ_BUILD=$(FUZZ_BUILD) JOBS=$(JOBS) scripts/fuzz.sh 0

@@ -9,6 +9,11 @@
 # Without clang's libFuzzer the script prints one SKIP line and exits 0 (FUZZ_REQUIRE=1: fails).
 # FUZZ_RUNS=N (make fuzz-smoke, part of make test): N inputs each with -seed=1 from a fresh copy of
 # the seed corpus instead of SECONDS, so the run is the same on every machine (no flaky CI).
+# FUZZ_UNTIL=N (the campaign of docs/reliability.md): N inputs each on the working corpus, any seed;
+# each harness's line (executions, seconds, coverage and features at start and end) is appended to
+# $FUZZ_BUILD/campaign.txt.
+# Each harness runs with the dictionaries of the formats it reads (fuzz/dict/, concatenated into
+# $FUZZ_BUILD/dict/NAME.dict): see dicts_for below.
 set -eu
 
 secs=${1:?usage: scripts/fuzz.sh SECONDS [HARNESS...]}
@@ -38,7 +43,21 @@ if [ $# -eq 0 ]; then
   set --
   for f in "$root"/fuzz/fuzz_*.c; do n=$(basename "$f" .c); set -- "$@" "${n#fuzz_}"; done
 fi
-mkdir -p "$build/artifacts"
+# The formats each harness's input holds.
+dicts_for() {
+  case "$1" in
+    config) echo json ;;
+    safetensors) echo safetensors json ;;
+    npy) echo npy ;;
+    tok_load) echo json tok ;;
+    tok_encode) echo tok ;;
+    pickle) echo pickle megatron ;;
+    torch_bin) echo zip torch_legacy pickle ;;
+    megatron*) echo zip torch_legacy pickle megatron ;;
+    *) echo "" ;;
+  esac
+}
+mkdir -p "$build/artifacts" "$build/dict"
 for h in "$@"; do
   work="$build/corpus/$h"
   limit=(-max_total_time="$secs")
@@ -48,10 +67,15 @@ for h in "$@"; do
   fi
   mkdir -p "$work"
   cp -n "$root/fuzz/corpus/$h"/* "$work"/ 2>/dev/null || true
+  if [ -n "${FUZZ_UNTIL:-}" ]; then limit=(-runs="$FUZZ_UNTIL"); fi
+  dict=()
+  : >"$build/dict/$h.dict"
+  for d in $(dicts_for "$h"); do cat "$root/fuzz/dict/$d.dict" >>"$build/dict/$h.dict"; done
+  if [ -s "$build/dict/$h.dict" ]; then dict=(-dict="$build/dict/$h.dict"); fi
   log="$build/fuzz_$h.log"
   if [ -n "${FUZZ_RUNS:-}" ]; then echo "== fuzz_$h: $FUZZ_RUNS inputs (seed 1) on $work"; else echo "== fuzz_$h: ${secs}s on $work"; fi
   if ! ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      "$build/fuzz_$h" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      "$build/fuzz_$h" "${limit[@]}" "${dict[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$build/artifacts/$h-" "$work" >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "FAIL fuzz_$h: see $log; replay: $build/fuzz_$h $build/artifacts/$h-<crash file>"
@@ -61,4 +85,13 @@ for h in "$@"; do
   grep -E '^#[0-9]+' "$log" | tail -n 1
   grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec' "$log" | tr '\n' ' '
   echo
+  if [ -n "${FUZZ_UNTIL:-}" ]; then
+    start=$(grep -m1 -E '^#[0-9]+ +INITED' "$log" | grep -oE 'cov: [0-9]+ ft: [0-9]+')
+    end=$(grep -E '^#[0-9]+' "$log" | tail -n 1 | grep -oE 'cov: [0-9]+ ft: [0-9]+')
+    execs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$')
+    rate=$(grep -oE 'stat::average_exec_per_sec: [0-9]+' "$log" | grep -oE '[0-9]+$')
+    secs_run=$(grep -E '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE 'in [0-9]+' | grep -oE '[0-9]+')
+    printf '%s\t%s\texecs %s\tsecs %s\texec/s %s\tstart %s\tend %s\tcrashes 0\n' "$(date -u +%FT%TZ)" "fuzz_$h" \
+      "$execs" "${secs_run:-?}" "$rate" "$start" "$end" >>"$build/campaign.txt"
+  fi
 done
