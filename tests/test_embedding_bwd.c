@@ -134,5 +134,37 @@ int main(void) {
   CHECK(gm_op_embedding_bwd(&c, dwte, dwpe, g, tok2, 1, 2, 0, C, V, P) == 0, "%s", gm_errmsg());
   CHECK(!signbit(dwte[3 * C]) && !signbit(dwpe[0]) && !signbit(dwpe[C]), "-0 gradients kept their sign");
   free(dwte), free(dwpe);
+
+  // gm_op_embedding_bwd_tied == embedding_bwd into a scratch + residual_bwd (the autograd sum onto
+  // lm_head's gradient), with -0, +-tiny and ordinary values in the lm_head gradient, every dtype,
+  // 1 and 2 threads; tokens repeat and most rows are untouched (wide V)
+  {
+    enum { TV = 3000, TB = 3, TT = 7, TC = 24 };
+    float *lm = malloc((size_t)TV * TC * sizeof(float)), *ref = malloc((size_t)TV * TC * sizeof(float));
+    float *emb = malloc((size_t)TV * TC * sizeof(float)), *got = malloc((size_t)TV * TC * sizeof(float));
+    float dout[TB * TT * TC];
+    int32_t tok[TB * TT];
+    for (int d = 0; d < 3; d++) {
+      hash_inputs(TB, TT, TC, dts[d].dt, dout, tok);
+      for (int i = 0; i < TB * TT; i++) tok[i] = (int32_t)(((int64_t)i * 977) % 11 * 271); // repeats, spread out
+      for (size_t i = 0; i < (size_t)TV * TC; i++)
+        lm[i] = i % 3 == 0 ? -0.0f : gm_round_f32(dts[d].dt, ldexpf((float)((int)(i * 2654435761u >> 20) - 2048), -12 - (int)(i % 5) * 30));
+      gm_profile pr;
+      gm_profile_get("hf", dts[d].dt, &pr);
+      for (int threads = 1; threads <= 2; threads++) {
+        gm_op_ctx ct;
+        gm_op_ctx_init(&ct, &pr, threads, NULL, NULL);
+        memcpy(ref, lm, (size_t)TV * TC * sizeof(float));
+        CHECK(gm_op_embedding_bwd(&ct, emb, NULL, dout, tok, TB, TT, 0, TC, TV, P) == 0, "%s", gm_errmsg());
+        CHECK(gm_op_residual_bwd(&ct, ref, emb, (size_t)TV * TC) == 0, "%s", gm_errmsg());
+        memcpy(got, lm, (size_t)TV * TC * sizeof(float));
+        CHECK(gm_op_embedding_bwd_tied(&ct, got, dout, tok, TB, TT, TC, TV) == 0, "%s", gm_errmsg());
+        CHECK(memcmp(got, ref, (size_t)TV * TC * sizeof(float)) == 0, "%s, %d threads: the tied sum differs from scratch + add",
+              dts[d].name, threads);
+      }
+    }
+    printf("  tied: lm_head's gradient + the embedding's without a (V, C) scratch, bit-identical to scratch + add\n");
+    free(lm), free(ref), free(emb), free(got);
+  }
   return test_done("test_embedding_bwd");
 }

@@ -282,6 +282,13 @@ int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, c
 // count (torch's bits do not depend on it). The tied lm_head's gradient is not added here.
 int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B,
                         int T, int t0, int C, int V, int P);
+// The tied case: dwte (V, C) already holds the lm_head's gradient; the embedding's (as
+// gm_op_embedding_bwd computes it) is added as autograd's InputBuffer adds the second gradient,
+// dwte = R(dwte + emb), without a (V, C) scratch: the rows no token touches add +0 (-0 becomes +0),
+// the touched rows are accumulated in a (distinct tokens, C) buffer first. Bits as
+// gm_op_embedding_bwd into a scratch followed by gm_op_residual_bwd, for any thread count.
+int gm_op_embedding_bwd_tied(const gm_op_ctx *c, float *dwte, const float *dout, const int32_t *tokens, int B, int T,
+                             int C, int V);
 
 // ---- cross-entropy (ops_loss.c) ------------------------------------------------------------------
 enum { GM_IGNORE_INDEX = -100 }; // a label that is not scored (torch's ignore_index)

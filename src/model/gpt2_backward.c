@@ -6,7 +6,8 @@
 // rounded where eager torch's backward writes a dtype tensor); where autograd adds two gradients
 // of one tensor (the residual stream's input to each block, ln_2's input, wte shared by the
 // embedding and the tied lm_head) they are added once in f32 and rounded to the dtype
-// (gm_op_residual_bwd): two operands, so the order of arrival does not matter. The loss is f32.
+// (gm_op_residual_bwd; for wte gm_op_embedding_bwd_tied, which needs no (V, D) scratch): two
+// operands, so the order of arrival does not matter. The loss is f32.
 // The bits depend on the thread count only where an op's do (ops.h: where torch's do).
 //
 // Order, with h_l the residual stream entering block l (h_0 = embed) and per layer:
@@ -37,16 +38,15 @@ typedef struct { // the backward's working gradients of activations
   float *dh, *dra, *dx, *dtmp;    // [N, D]: the stream's gradient, resid_attn's, a layer norm's input, scratch
   float *dwide, *dwide2;          // [N, 3D] or [N, I], whichever is larger
   float *dscores;                 // [B, H, T, T]
-  float *dwte;                    // [V, D]: the embedding's own gradient of wte before the tied sum
 } scratch;
 
 static void scratch_free(scratch *s) {
-  float *all[] = {s->logits, s->dh, s->dra, s->dx, s->dtmp, s->dwide, s->dwide2, s->dscores, s->dwte};
+  float *all[] = {s->logits, s->dh, s->dra, s->dx, s->dtmp, s->dwide, s->dwide2, s->dscores};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
   memset(s, 0, sizeof *s);
 }
 
-static int scratch_alloc(scratch *s, const gm_gpt2_config *c, int B, int T, bool tied) {
+static int scratch_alloc(scratch *s, const gm_gpt2_config *c, int B, int T) {
   memset(s, 0, sizeof *s);
   const size_t N = (size_t)B * T, D = (size_t)c->n_embd, V = (size_t)c->vocab_size, I = (size_t)c->n_inner;
   const size_t wide = 3 * D > I ? 3 * D : I;
@@ -58,9 +58,8 @@ static int scratch_alloc(scratch *s, const gm_gpt2_config *c, int B, int T, bool
   s->dwide = malloc(N * wide * sizeof(float));
   s->dwide2 = malloc(N * wide * sizeof(float));
   s->dscores = malloc((size_t)B * c->n_head * T * T * sizeof(float));
-  s->dwte = tied ? malloc(V * D * sizeof(float)) : NULL;
   if (!s->logits || !s->dh || !s->dra || !s->dx || !s->dtmp || !s->dwide || !s->dwide2 ||
-      !s->dscores || (tied && !s->dwte)) {
+      !s->dscores) {
     scratch_free(s);
     return gm_fail("out of memory for the backward's buffers (B=%d, T=%d)", B, T);
   }
@@ -125,21 +124,25 @@ static int backward(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, fl
   if (gm_op_layernorm_bwd(&c, s->dh, g->lnf_w, g->lnf_b, s->dx, h_last, m->lnf_w, gm_acts_mean(a, -1, GM_PT_LNF),
                           gm_acts_rstd(a, -1, GM_PT_LNF), N, D))
     return -1;
+  // the logits' gradient is spent: its pages go back before the blocks' buffers are first written
+  // (the peak of a training step is then the kept activations plus the larger of the two)
+  free(s->logits);
+  s->logits = NULL;
   for (int l = L - 1; l >= 0; l--) {
     const float *h_in = l > 0 ? gm_acts_at(a, l - 1, GM_PT_RESID) : gm_acts_at(a, -1, GM_PT_EMBED);
     if (block_bwd(&c, m, a, l, h_in, &g->layers[l], s, B, T)) return -1;
   }
   // tied: lm_head's gradient arrived in g->wte first; the embedding's is added to it
-  if (gm_op_embedding_bwd(&c, m->tied ? s->dwte : g->wte, g->wpe, s->dh, o->tokens, B, T, 0, D, V, cf->n_positions))
+  if (gm_op_embedding_bwd(&c, m->tied ? NULL : g->wte, g->wpe, s->dh, o->tokens, B, T, 0, D, V, cf->n_positions))
     return -1;
-  if (m->tied && gm_op_residual_bwd(&c, g->wte, s->dwte, (size_t)V * D)) return -1;
+  if (m->tied && gm_op_embedding_bwd_tied(&c, g->wte, s->dh, o->tokens, B, T, D, V)) return -1;
   return 0;
 }
 
 int gm_gpt2_grad(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, float *loss, int64_t *n_scored) {
   if (check(m, o, g)) return -1;
   scratch s;
-  if (scratch_alloc(&s, &m->cfg, o->B, o->T, m->tied)) return -1;
+  if (scratch_alloc(&s, &m->cfg, o->B, o->T)) return -1;
   gm_acts a = {0};
   int rc = backward(m, o, g, loss, n_scored, &a, &s);
   gm_acts_free(&a);

@@ -17,11 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int gm_kv_init(gm_kv_cache *kv, const gm_gpt2 *m, int B, int max_t) {
+// layers: the model's layer count (a cache kept across calls), or 1 for the fresh cache of one call,
+// whose layers each write their keys and values at 0 .. T-1 before reading them (forward: a
+// one-layer cache is shared by every layer).
+static int kv_alloc(gm_kv_cache *kv, const gm_gpt2 *m, int B, int max_t, int layers) {
   memset(kv, 0, sizeof *kv);
   if (B <= 0 || max_t <= 0) return gm_fail("KV cache needs B > 0 and max_t > 0 (got %d, %d)", B, max_t);
   if (max_t > m->cfg.n_positions) return gm_fail("KV cache length %d exceeds n_positions %d", max_t, m->cfg.n_positions);
-  kv->n_layer = m->cfg.n_layer;
+  kv->n_layer = layers;
   kv->B = B;
   kv->H = m->cfg.n_head;
   kv->hd = m->cfg.n_embd / m->cfg.n_head;
@@ -32,6 +35,8 @@ int gm_kv_init(gm_kv_cache *kv, const gm_gpt2 *m, int B, int max_t) {
   if (!kv->k || !kv->v) { gm_kv_free(kv); return gm_fail("out of memory for the KV cache (%zu floats)", 2 * n); }
   return 0;
 }
+
+int gm_kv_init(gm_kv_cache *kv, const gm_gpt2 *m, int B, int max_t) { return kv_alloc(kv, m, B, max_t, m->cfg.n_layer); }
 
 void gm_kv_reset(gm_kv_cache *kv) { kv->len = 0; }
 
@@ -98,7 +103,7 @@ static int forward(const gm_gpt2 *m, const gm_gpt2_run_opts *o, gm_kv_cache *kv,
     const gm_gpt2_layer *w = &m->layers[l];
     const gm_op_weight attn_w = {w->attn_w, false, w->attn_wp, w->attn_wh}, aproj_w = {w->aproj_w, false, w->aproj_wp, w->aproj_wh},
                        fc_w = {w->fc_w, false, w->fc_wp, w->fc_wh}, mproj_w = {w->mproj_w, false, w->mproj_wp, w->mproj_wh};
-    const size_t kv_at = (size_t)l * B * kv->H * kv->max_t * kv->hd;
+    const size_t kv_at = (size_t)(kv->n_layer > 1 ? l : 0) * B * kv->H * kv->max_t * kv->hd;
     const gm_op_attn at = {B, T, t0, D, cf->n_head, l, cf->scale_attn_weights, cf->scale_attn_by_inverse_layer_idx,
                            cf->reorder_and_upcast_attn, kv->k + kv_at, kv->v + kv_at, kv->max_t};
     STEP(l, GM_PT_LN1, gm_op_layernorm_fwd(&c, AT(l, GM_PT_LN1), gm_acts_mean(a, l, GM_PT_LN1), gm_acts_rstd(a, l, GM_PT_LN1),
@@ -128,11 +133,13 @@ int gm_gpt2_run(const gm_gpt2 *m, const gm_gpt2_run_opts *o) {
   gm_kv_cache own, *kv = o->kv;
   if (!kv) { // a fresh cache of length T
     if (o->T > m->cfg.n_positions) return gm_fail("sequence length %d exceeds n_positions %d", o->T, m->cfg.n_positions);
-    if (gm_kv_init(&own, m, o->B, o->T)) return -1;
+    if (kv_alloc(&own, m, o->B, o->T, 1)) return -1;
     kv = &own;
   }
   gm_acts local, *a = o->acts ? o->acts : &local;
   int rc = check_args(m, o, kv);
+  if (!rc && o->kv && o->kv->n_layer != m->cfg.n_layer)
+    rc = gm_fail("the KV cache holds %d layers, the model %d (gm_kv_init)", o->kv->n_layer, m->cfg.n_layer);
   if (!rc) {
     const int keep = o->logits_to_keep == 0 || o->logits_to_keep > o->T ? o->T : o->logits_to_keep;
     if (o->acts) gm_acts_free(o->acts);

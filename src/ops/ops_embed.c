@@ -15,6 +15,7 @@
 #include "ops/ops_internal.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
@@ -104,5 +105,42 @@ int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const floa
     // the sum lands on torch's zero-filled output, then the embedding backward adds it onto zeros
     for (size_t j = 0; j < n; j++) w[j] = gm_round_f32(c->dtype, 0.0f + w[j]);
   }
+  return 0;
+}
+
+int gm_op_embedding_bwd_tied(const gm_op_ctx *c, float *dwte, const float *dout, const int32_t *tokens, int B, int T,
+                             int C, int V) {
+  const int n = B * T;
+  int32_t *slot = malloc((size_t)V * sizeof *slot);
+  float *e = calloc((size_t)(n > 0 ? n : 1) * C, sizeof *e);
+  if (!slot || !e) {
+    free(slot);
+    free(e);
+    return gm_fail("embedding backward: out of memory for %d rows of %d", n, C);
+  }
+  for (int v = 0; v < V; v++) slot[v] = -1;
+  int used = 0;
+  // embedding_dense_backward's rows, only those a token touches: (b, t) order, one rounding per add
+  for (int i = 0; i < n; i++) {
+    if (slot[tokens[i]] < 0) slot[tokens[i]] = used++;
+    float *w = e + (size_t)slot[tokens[i]] * C;
+    const float *g = dout + (size_t)i * C;
+    for (int j = 0; j < C; j++) w[j] = w[j] + g[j];
+    gm_op_round(c, w, (size_t)C);
+  }
+  // InputBuffer's sum: lm_head's gradient + the embedding's; untouched rows add +0 (so -0 -> +0)
+#pragma omp parallel for schedule(static) num_threads(c->threads) if (V > 1024)
+  for (int v = 0; v < V; v++) {
+    float *w = dwte + (size_t)v * C;
+    if (slot[v] < 0) {
+      for (int j = 0; j < C; j++) w[j] = w[j] + 0.0f;
+    } else {
+      const float *g = e + (size_t)slot[v] * C;
+      for (int j = 0; j < C; j++) w[j] = w[j] + g[j];
+      gm_op_round(c, w, (size_t)C);
+    }
+  }
+  free(slot);
+  free(e);
   return 0;
 }

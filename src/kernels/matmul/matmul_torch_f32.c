@@ -407,41 +407,65 @@ int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   return (K + 1) / 2;
 }
 
-int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
-                           const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
-                           int torch_threads) {
-  if (M <= 0 || N <= 0) return 0;
-  if (threads <= 0) threads = omp_get_max_threads();
+// One block of rows of a product whose order o (and K split ks) the whole shape chose: the rows of C
+// do not depend on each other, so any block of at least FEW_ROWS rows computes its rows as the whole
+// product does. trans_a: this block of op(A) = A^T made contiguous first ([m, K] rows r0 .. r0 + m).
+static int rows_block(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
+                      float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int ks) {
   float *At = NULL;
-  if (trans_a) { // op(A) made contiguous [M, K]
-    if (!(At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)))) return -1;
+  if (trans_a) {
+    if (!(At = malloc((size_t)m * (K > 0 ? K : 1) * sizeof(float)))) return -1;
     for (int k = 0; k < K; k++)
-      for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + i];
+      for (int i = 0; i < m; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + r0 + i];
     A = At;
     lda = K;
+  } else {
+    A += (size_t)r0 * lda;
   }
-  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
-  const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
-  int ks = bias || alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
-  f32_order o = order_for(M, N, K, trans_b, alpha);
-  if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
+  C += (size_t)r0 * ldc;
   if (!ks) {
-    matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o);
+    matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, N, K, threads, o);
     free(At);
     return 0;
   }
-  float *P = malloc((size_t)M * N * sizeof(float));
+  float *P = malloc((size_t)m * N * sizeof(float));
   if (!P) {
     free(At);
     return -1;
   }
   const f32_order h = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
   const float *B1 = trans_b ? B + ks : B + (size_t)ks * ldb;
-  matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, ks, threads, h);
-  matmul_order(A + ks, lda, B1, ldb, trans_b, NULL, 1.0f, P, N, M, N, K - ks, threads, h);
-  for (int i = 0; i < M; i++)
+  matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, m, N, ks, threads, h);
+  matmul_order(A + ks, lda, B1, ldb, trans_b, NULL, 1.0f, P, N, m, N, K - ks, threads, h);
+  for (int i = 0; i < m; i++)
     for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = C[(size_t)i * ldc + j] + P[(size_t)i * N + j];
   free(P);
   free(At);
+  return 0;
+}
+
+enum { TRANS_A_BLOCK_FLOATS = 1 << 20 }; // 4 MiB: op(A) = A^T is made contiguous at most this much at a time
+
+int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                           const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
+                           int torch_threads) {
+  if (M <= 0 || N <= 0) return 0;
+  if (threads <= 0) threads = omp_get_max_threads();
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
+  int ks = bias || alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
+  f32_order o = order_for(M, N, K, trans_b, alpha);
+  if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
+  // A^T in row blocks (the tied lm_head's dW: [V, N] would be a 50257 x 256 copy), each of at least
+  // FEW_ROWS rows: the order and the split were chosen for the whole shape above
+  int blocks = 1;
+  if (trans_a && (size_t)M * (K > 0 ? K : 1) > TRANS_A_BLOCK_FLOATS) {
+    blocks = (int)(((size_t)M * K + TRANS_A_BLOCK_FLOATS - 1) / TRANS_A_BLOCK_FLOATS);
+    if (blocks > M / (4 * FEW_ROWS)) blocks = M / (4 * FEW_ROWS) > 1 ? M / (4 * FEW_ROWS) : 1;
+  }
+  for (int b = 0; b < blocks; b++) {
+    const int r0 = (int)((int64_t)M * b / blocks), r1 = (int)((int64_t)M * (b + 1) / blocks);
+    if (rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, ks)) return -1;
+  }
   return 0;
 }
