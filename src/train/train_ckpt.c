@@ -215,7 +215,13 @@ static int read_state(const char *path, gm_train_state *s, const gm_gpt2 *m, con
         lo->valuedouble < -1 || lo->valuedouble >= ci->valuedouble)
       rc = gm_fail("%s: recipe fp16-deepspeed needs the loss scaler's state (loss_scaler: cur_scale_f64_bits, cur_iter >= 0, "
                    "last_overflow_iter in [-1, cur_iter))", path);
-    else { // the constants (window, minimum, factor) are the run's; the state is the checkpoint's
+    else { // as FP16_Optimizer.load_state_dict: cur_scale, cur_iter, last_overflow_iter and, when present,
+           // scale_window and scale_factor from the checkpoint; min_loss_scale is the run's (DeepSpeed's config)
+      const cJSON *sw = cJSON_GetObjectItem(ls, "scale_window"), *sf = cJSON_GetObjectItem(ls, "scale_factor");
+      if (cJSON_IsNumber(sw) && sw->valuedouble >= 1 && sw->valuedouble <= 1e12) s->ds_scaler.scale_window = (long)sw->valuedouble;
+      else if (sw) rc = gm_fail("%s: loss_scaler.scale_window must be a count >= 1", path);
+      if (cJSON_IsNumber(sf) && sf->valuedouble > 1 && sf->valuedouble <= 1e6) s->ds_scaler.scale_factor = sf->valuedouble;
+      else if (sf) rc = gm_fail("%s: loss_scaler.scale_factor must be a number > 1", path);
       uint64_t u = strtoull(sb->valuestring, NULL, 16);
       double cs;
       memcpy(&cs, &u, 8);
