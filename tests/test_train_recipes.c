@@ -262,7 +262,15 @@ int main(void) {
     CHECK(w.bad_step == 0, "%s: step %d: %s", c->string, w.bad_step, w.what);
     if (fp16) {
       fp16_skips += (int)(s.step - s.opt_steps);
-      if (r == GM_RECIPE_FP16_DEEPSPEED) { ds_runs++; ds_skips += (int)(s.step - s.opt_steps); }
+      if (r == GM_RECIPE_FP16_DEEPSPEED) {
+        ds_runs++;
+        ds_skips += (int)(s.step - s.opt_steps);
+        bool grew = false; // the golden's scale grows back at least once (the window is exercised)
+        for (int k = 1; k < cJSON_GetArraySize(w.steps); k++)
+          grew |= cJSON_GetObjectItem(cJSON_GetArrayItem(w.steps, k), "loss_scale")->valuedouble >
+                  cJSON_GetObjectItem(cJSON_GetArrayItem(w.steps, k - 1), "loss_scale")->valuedouble;
+        CHECK(grew, "%s: the loss scale never grows back", c->string);
+      }
       printf("%s: loss scale and skipped steps as torch's (%ld of %ld skipped); %d/%d steps bit-identical (loss, grad "
              "norm, lr, main weights)\n",
              c->string, s.step - s.opt_steps, s.step, w.same_bits, (int)s.step);
