@@ -224,7 +224,8 @@ static int unscale(gm_gpt2 *g, float inv, int threads, bool *found) {
 
 // ---- fp16-deepspeed: FP16_Optimizer's step over the flat master (DeepSpeed v0.5.x) ----------------
 // The flat buffers are the models' storages: one allocation in model.parameters() order (the tied
-// lm_head once), which is how _flatten_dense_tensors lays out the one parameter group.
+// lm_head once), which is how _flatten_dense_tensors lays out the one parameter group. m (the f32
+// master), g (the f32 gradients, fp16 values as stored) and the two moments are (n_params) f32 each.
 static int ds_adam(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o, double lr, long count) {
   gm_adam_state st = {(size_t)m->n_params, count - 1, s->exp_avg.storage, s->exp_avg_sq.storage};
   return gm_adam_step(&o->adam, &st, m->storage, g->storage, (size_t)m->n_params, lr, o->threads > 0 ? o->threads : 1);
