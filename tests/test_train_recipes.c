@@ -6,7 +6,7 @@
 // - fp16-megatron (hf, base and quick_untied, 1 thread; from 2^32 and 2^12): the same, bit for bit, plus every
 //   step's loss scale and skipped flag (the overflow of Megatron's initial 2^32 and the backoff to 2^15; a
 //   skipped step has no grad norm in torch's record).
-// - fp16-deepspeed (hf, base 1 and 2 threads, quick_untied; from 2^16, window 4): DeepSpeed v0.5.8's
+// - fp16-deepspeed (hf, base 1 and 2 threads, quick_untied with clipping 1 and off; from 2^16, window 4): DeepSpeed v0.5.8's
 //   FP16_Optimizer transcribed in torch; the same fields bit for bit (the scale backs off, grows back
 //   after its window and overflows again; grad norm = f32(scaled norm / cur_scale)).
 // Also: gm_gpt2_set_weights gives the bits of gm_gpt2_to_dtype (weights and fast copies), and a
@@ -253,6 +253,8 @@ int main(void) {
     if (cJSON_IsNumber(init)) o.loss_scale_init = init->valuedouble;
     const cJSON *win = cJSON_GetObjectItem(c, "loss_scale_window");
     if (cJSON_IsNumber(win)) o.loss_scale_window = (long)win->valuedouble;
+    const cJSON *clip = cJSON_GetObjectItem(c, "clip"); // fp16-deepspeed's gradient_clipping (0: off)
+    if (cJSON_IsNumber(clip)) o.clip = clip->valuedouble;
     watch w = {&m, cJSON_GetObjectItem(c, "steps"), true, 0, "", 0, 0.0};
     o.on_step = on_step;
     o.ctx = &w;

@@ -62,10 +62,13 @@ CASES = [("base", "hf", "bf16-megatron", 1, None), ("base", "hf", "bf16-megatron
          ("base", "hf-legacy", "bf16-megatron", 1, None), ("base", "megatron", "bf16-megatron", 1, None),
          ("base", "hf", "fp16-megatron", 1, 2.0 ** 32), ("quick_untied", "hf", "fp16-megatron", 1, 2.0 ** 32),
          ("quick_untied", "hf", "fp16-megatron", 1, 2.0 ** 12)]
-# fp16-deepspeed: (checkpoint, profile, recipe, threads, 2^initial_scale_power, loss_scale_window). From
-# 2^16 the first step overflows; window 4 lets the scale grow back within 20 steps and overflow again.
+# fp16-deepspeed: (checkpoint, profile, recipe, threads, 2^initial_scale_power, loss_scale_window[,
+# gradient_clipping]). From 2^16 the first step overflows; window 4 lets the scale grow back within 20
+# steps and overflow again. Clipping 0 (off): the unscale alone, where a growth step's gradients are
+# divided by the grown scale (halved) with no clip factor to absorb it.
 CASES += [("base", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4), ("base", "hf", "fp16-deepspeed", 2, 2.0 ** 16, 4),
-          ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4)]
+          ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4),
+          ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4, 0.0)]
 DTYPE = {"bf16-megatron": torch.bfloat16, "fp16-megatron": torch.float16, "fp16-deepspeed": torch.float16}
 
 
@@ -203,13 +206,13 @@ class DeepSpeedFP16Optimizer:
         return False, global_norm, same
 
 
-def run_deepspeed(model_name, profile, threads, init_scale, window, batches):
+def run_deepspeed(model_name, profile, threads, init_scale, window, clip, batches):
     torch.set_num_threads(threads)
     model = gg.load(model_name, profile, torch.float16)  # model.half() of the f32 checkpoint (RNE)
     # Megatron-DeepSpeed: the optimizer and its lr scheduler first, then deepspeed.initialize wraps them
     opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, foreach=False)
     sched = get_cosine_schedule_with_warmup(opt, WARMUP, STEPS)
-    ds = DeepSpeedFP16Optimizer(opt, init_scale, window)
+    ds = DeepSpeedFP16Optimizer(opt, init_scale, window, clip_grad=clip)
     attention = {"hf": gg.gm_profiles.ORIGINAL_EAGER}[profile]
     gg.gm_profiles.modeling_gpt2.eager_attention_forward = attention
     steps = []
@@ -324,11 +327,11 @@ def main():
             continue
         key = f"{model_name}/{profile}_{recipe}_t{threads}" + (f"_s{int(np.log2(init_scale))}" if init_scale else "")
         if recipe == "fp16-deepspeed":
-            window = rest[0]
-            key += f"_w{window}"
-            steps = run_deepspeed(model_name, profile, threads, init_scale, window, batches)
+            window, clip = rest[0], rest[1] if len(rest) > 1 else CLIP
+            key += f"_w{window}" + ("" if clip == CLIP else f"_clip{clip:g}")
+            steps = run_deepspeed(model_name, profile, threads, init_scale, window, clip, batches)
             index["cases"][key] = dict(model=model_name, profile=profile, recipe=recipe, threads=threads,
-                                       loss_scale_init=init_scale, loss_scale_window=window,
+                                       loss_scale_init=init_scale, loss_scale_window=window, clip=clip,
                                        reference="DeepSpeed v0.5.8 FP16_Optimizer transcribed (class "
                                        "DeepSpeedFP16Optimizer); torch AdamW(foreach=False) over the flat f32 master "
                                        "in place of DeepSpeed's CUDA FusedAdam; grad_norm = f32(scaled global norm / "
