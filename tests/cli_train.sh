@@ -57,6 +57,22 @@ grep -q '"loss_scaler"' "$T/f/step-000002/train_state.json" && grep -q '"hystere
 expect 0 "fp16-megatron: resume at 2, run to 4" "$G" train --resume "$T/f/step-000002" "${RUN[@]}" --steps 4 --threads 1 --recipe fp16-megatron --out "$T/f2"
 cmp -s "$T/f/step-000004/model.safetensors" "$T/f2/step-000004/model.safetensors" && cmp -s "$T/f/step-000004/train_state.json" "$T/f2/step-000004/train_state.json" &&
   ok "fp16-megatron resume is exact (weights, scaler)" || bad "fp16-megatron resume differs"
+# fp16-deepspeed from 2^18, window 1: step 1 overflows and halves at once (no hysteresis), step 3 grows
+# the scale back (before its own unscale, as FP16_Optimizer does), step 4 overflows again: across the cut at 3
+expect 0 "fp16-deepspeed 6 steps" "$G" train --model "$T/m" "${RUN[@]}" --steps 6 --save-every 3 --threads 1 --recipe fp16-deepspeed --loss-scale 262144 --loss-scale-window 1 --out "$T/d"
+grep -q '"step": 1, .*"grad_norm": null, "loss_scale": 262144, "skipped": true' "$T/d/log.jsonl" &&
+  grep -q '"step": 2, .*"loss_scale": 131072, "skipped": false' "$T/d/log.jsonl" && grep -q '"step": 4, .*"loss_scale": 262144, "skipped": true' "$T/d/log.jsonl" &&
+  ok "fp16-deepspeed: skips, halves at once, grows back" || bad "fp16-deepspeed log: $(cat "$T/d/log.jsonl")"
+grep -q '"cur_scale_f64_bits"' "$T/d/step-000003/train_state.json" && ok "fp16-deepspeed: the scaler is in the state" ||
+  bad "fp16-deepspeed state: $(cat "$T/d/step-000003/train_state.json")"
+# the scale and the window come back from the checkpoint (FP16_Optimizer.load_state_dict), not from the options
+expect 0 "fp16-deepspeed: resume at 3, run to 6" "$G" train --resume "$T/d/step-000003" "${RUN[@]}" --steps 6 --threads 1 --recipe fp16-deepspeed --out "$T/d2"
+cmp -s "$T/d/step-000006/model.safetensors" "$T/d2/step-000006/model.safetensors" && cmp -s "$T/d/step-000006/train_state.json" "$T/d2/step-000006/train_state.json" &&
+  cmp -s "$T/d/step-000006/optimizer.bin" "$T/d2/step-000006/optimizer.bin" &&
+  ok "fp16-deepspeed resume is exact (weights, scaler, moments)" || bad "fp16-deepspeed resume differs"
+expect 1 "resume an fp16-deepspeed checkpoint as fp16-megatron" "$G" train --resume "$T/d/step-000003" "${RUN[@]}" --steps 6 --recipe fp16-megatron --out "$T/e15"
+grep -q "recipe 'fp16-deepspeed', not 'fp16-megatron'" "$T/err" && ok "fp16 recipe mismatch message" || bad "fp16 recipe mismatch message: $(cat "$T/err")"
+expect 2 "--loss-scale-window without fp16-deepspeed" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --recipe fp16-megatron --loss-scale-window 4 --out "$T/e16"
 
 # grad: the loss and every gradient in one file
 npy_header '<i4' '(1, 8)' >"$T/ids.npy"

@@ -6,9 +6,12 @@
 // - fp16-megatron (hf, base and quick_untied, 1 thread; from 2^32 and 2^12): the same, bit for bit, plus every
 //   step's loss scale and skipped flag (the overflow of Megatron's initial 2^32 and the backoff to 2^15; a
 //   skipped step has no grad norm in torch's record).
+// - fp16-deepspeed (hf, base 1 and 2 threads, quick_untied with clipping 1 and off; from 2^16, window 4): DeepSpeed v0.5.8's
+//   FP16_Optimizer transcribed in torch; the same fields bit for bit (the scale backs off, grows back
+//   after its window and overflows again; grad norm = f32(scaled norm / cur_scale)).
 // Also: gm_gpt2_set_weights gives the bits of gm_gpt2_to_dtype (weights and fast copies), and a
 // run cut by a checkpoint gives the straight run's bytes under both recipes (the fp16 one across
-// the loss scaler's backoffs: its state is in train_state.json).
+// the loss scaler's backoffs: its state is in train_state.json; fp16-deepspeed across a backoff and a growth).
 #include "gptmeg/inputs.h"
 #include "gptmeg/npy.h"
 #include "gptmeg/target.h"
@@ -107,20 +110,34 @@ static void test_set_weights(const char *dir, gm_dtype dt) {
   gm_gpt2_free(&w);
 }
 
+// The loss scale each step's backward used (the straight resume run's, steps 1..6).
+static double scales_seen[8];
+static void record_scale(void *ctx, const gm_train_step *s) {
+  (void)ctx;
+  if (s->step >= 1 && s->step <= 6) scales_seen[s->step] = s->loss_scale;
+}
+
 // steps 1..3, save, load, 4..6 == 1..6 straight (main weights, moments, scaler).
 static void test_resume(const cJSON *doc, const int32_t *batches, gm_recipe r, const char *model) {
   gm_profile p;
-  gm_profile_get("hf", r == GM_RECIPE_FP16_MEGATRON ? GM_F16 : GM_BF16, &p);
+  const bool fp16 = r == GM_RECIPE_FP16_MEGATRON || r == GM_RECIPE_FP16_DEEPSPEED;
+  gm_profile_get("hf", fp16 ? GM_F16 : GM_BF16, &p);
   gm_train_opts o;
   set_run(&o, doc, &p, r, batches, 1);
   o.steps = 6;
   if (r == GM_RECIPE_FP16_MEGATRON) o.loss_scale_init = 1u << 20; // overflows at first: backoffs on both sides of the cut
+  if (r == GM_RECIPE_FP16_DEEPSPEED) { // overflows at step 1; window 2: grows at step 5, after the cut
+    o.loss_scale_init = 65536;
+    o.loss_scale_window = 2;
+  }
   gm_gpt2 a, b;
   gm_train_state sa, sb;
   char dir[128];
   snprintf(dir, sizeof dir, "tests/golden/model/%s", model);
   CHECK(gm_gpt2_load(&a, dir) == 0 && gm_train_state_init(&sa, &a, &o) == 0, "%s", gm_errmsg());
+  o.on_step = record_scale;
   CHECK(gm_train_run(&a, &sa, &o) == 0, "straight run: %s", gm_errmsg());
+  o.on_step = NULL;
   CHECK(gm_gpt2_load(&b, dir) == 0 && gm_train_state_init(&sb, &b, &o) == 0, "%s", gm_errmsg());
   char tmp[] = "/tmp/gptmeg_test_recipes_XXXXXX";
   CHECK(mkdtemp(tmp) != NULL, "mkdtemp");
@@ -130,12 +147,17 @@ static void test_resume(const cJSON *doc, const int32_t *batches, gm_recipe r, c
   CHECK(gm_train_run(&b, &sb, &o) == 0 && gm_train_save(ck, &b, &sb, &o) == 0, "first half: %s", gm_errmsg());
   const long opt3 = sb.opt_steps;
   const float scale3 = sb.scaler.scale;
+  const gm_deepspeed_scaler ds3 = sb.ds_scaler;
   gm_train_state_free(&sb);
   gm_gpt2_free(&b);
   o.steps = 6;
   CHECK(gm_train_load(ck, &b, &sb, &o) == 0, "load: %s", gm_errmsg());
   CHECK(sb.step == 3 && sb.opt_steps == opt3 && sb.scaler.scale == scale3, "resumed at step %ld (%ld optimizer steps, scale %g)",
         sb.step, sb.opt_steps, sb.scaler.scale);
+  CHECK(sb.ds_scaler.cur_scale == ds3.cur_scale && sb.ds_scaler.cur_iter == ds3.cur_iter &&
+            sb.ds_scaler.last_overflow_iter == ds3.last_overflow_iter,
+        "resumed DeepSpeed scaler: scale %g iter %ld last overflow %ld", sb.ds_scaler.cur_scale, sb.ds_scaler.cur_iter,
+        sb.ds_scaler.last_overflow_iter);
   CHECK(gm_train_run(&b, &sb, &o) == 0, "second half: %s", gm_errmsg());
   CHECK(memcmp(a.storage, b.storage, (size_t)a.n_params * sizeof(float)) == 0, "%s: resumed weights differ",
         gm_recipe_name(r));
@@ -144,9 +166,19 @@ static void test_resume(const cJSON *doc, const int32_t *batches, gm_recipe r, c
   CHECK(sa.opt_steps == sb.opt_steps && sa.scaler.scale == sb.scaler.scale &&
             sa.scaler.hysteresis_tracker == sb.scaler.hysteresis_tracker && sa.scaler.growth_tracker == sb.scaler.growth_tracker,
         "%s: resumed scaler/optimizer count differ", gm_recipe_name(r));
-  if (r == GM_RECIPE_FP16_MEGATRON) CHECK(sa.opt_steps < sa.step, "the fp16 resume case should skip a step (opt %ld)", sa.opt_steps);
+  CHECK(sa.ds_scaler.cur_scale == sb.ds_scaler.cur_scale && sa.ds_scaler.cur_iter == sb.ds_scaler.cur_iter &&
+            sa.ds_scaler.last_overflow_iter == sb.ds_scaler.last_overflow_iter,
+        "%s: resumed DeepSpeed scaler differs", gm_recipe_name(r));
+  if (fp16) CHECK(sa.opt_steps < sa.step, "the fp16 resume case should skip a step (opt %ld)", sa.opt_steps);
+  if (r == GM_RECIPE_FP16_DEEPSPEED) {
+    printf("fp16-deepspeed resume: scales of steps 1..6: %g %g %g %g %g %g\n", scales_seen[1], scales_seen[2], scales_seen[3],
+           scales_seen[4], scales_seen[5], scales_seen[6]);
+    CHECK(scales_seen[2] < scales_seen[1] && ds3.cur_scale < 65536 && (scales_seen[5] > scales_seen[4] || scales_seen[6] > scales_seen[5]),
+          "the DeepSpeed resume case should back off before the cut and grow after it");
+  }
   // the checkpoint of one recipe is refused by the other
-  o.recipe = r == GM_RECIPE_FP16_MEGATRON ? GM_RECIPE_BF16_MEGATRON : GM_RECIPE_FP16_MEGATRON;
+  o.recipe = r == GM_RECIPE_FP16_MEGATRON ? GM_RECIPE_FP16_DEEPSPEED
+           : r == GM_RECIPE_FP16_DEEPSPEED ? GM_RECIPE_FP16_MEGATRON : GM_RECIPE_FP16_MEGATRON;
   gm_gpt2 c;
   gm_train_state sc;
   CHECK(gm_train_load(ck, &c, &sc, &o) != 0 && strstr(gm_errmsg(), "recipe") != NULL, "another recipe: '%s'", gm_errmsg());
@@ -201,14 +233,14 @@ int main(void) {
   int32_t *batches = NULL;
   if (gm_npy_read("tests/golden/targets/intel-amx/train/batches.npy", GM_F16, &a) == 0 && a.dtype == GM_I32) batches = a.data;
   CHECK(batches != NULL, "batches: %s", gm_errmsg());
-  int runs = 0, exact = 0, skipped = 0, fp16_skips = 0;
+  int runs = 0, exact = 0, skipped = 0, fp16_skips = 0, ds_runs = 0, ds_skips = 0;
   for (const cJSON *c = cJSON_GetObjectItem(doc, "cases")->child; c && batches; c = c->next) {
     const char *model = cJSON_GetObjectItem(c, "model")->valuestring, *prof = cJSON_GetObjectItem(c, "profile")->valuestring;
     const int threads = cJSON_GetObjectItem(c, "threads")->valueint;
     gm_recipe r;
     CHECK(gm_recipe_parse(cJSON_GetObjectItem(c, "recipe")->valuestring, &r) == 0, "%s", gm_errmsg());
     if (test_quick() && threads > 1) { skipped++; continue; }
-    const bool fp16 = r == GM_RECIPE_FP16_MEGATRON;
+    const bool fp16 = r == GM_RECIPE_FP16_MEGATRON || r == GM_RECIPE_FP16_DEEPSPEED;
     char dir[128];
     snprintf(dir, sizeof dir, "tests/golden/model/%s", model);
     gm_gpt2 m;
@@ -219,6 +251,10 @@ int main(void) {
     set_run(&o, doc, &p, r, batches, threads);
     const cJSON *init = cJSON_GetObjectItem(c, "loss_scale_init");
     if (cJSON_IsNumber(init)) o.loss_scale_init = init->valuedouble;
+    const cJSON *win = cJSON_GetObjectItem(c, "loss_scale_window");
+    if (cJSON_IsNumber(win)) o.loss_scale_window = (long)win->valuedouble;
+    const cJSON *clip = cJSON_GetObjectItem(c, "clip"); // fp16-deepspeed's gradient_clipping (0: off)
+    if (cJSON_IsNumber(clip)) o.clip = clip->valuedouble;
     watch w = {&m, cJSON_GetObjectItem(c, "steps"), true, 0, "", 0, 0.0};
     o.on_step = on_step;
     o.ctx = &w;
@@ -228,6 +264,15 @@ int main(void) {
     CHECK(w.bad_step == 0, "%s: step %d: %s", c->string, w.bad_step, w.what);
     if (fp16) {
       fp16_skips += (int)(s.step - s.opt_steps);
+      if (r == GM_RECIPE_FP16_DEEPSPEED) {
+        ds_runs++;
+        ds_skips += (int)(s.step - s.opt_steps);
+        bool grew = false; // the golden's scale grows back at least once (the window is exercised)
+        for (int k = 1; k < cJSON_GetArraySize(w.steps); k++)
+          grew |= cJSON_GetObjectItem(cJSON_GetArrayItem(w.steps, k), "loss_scale")->valuedouble >
+                  cJSON_GetObjectItem(cJSON_GetArrayItem(w.steps, k - 1), "loss_scale")->valuedouble;
+        CHECK(grew, "%s: the loss scale never grows back", c->string);
+      }
       printf("%s: loss scale and skipped steps as torch's (%ld of %ld skipped); %d/%d steps bit-identical (loss, grad "
              "norm, lr, main weights)\n",
              c->string, s.step - s.opt_steps, s.step, w.same_bits, (int)s.step);
@@ -240,11 +285,14 @@ int main(void) {
     gm_gpt2_free(&m);
   }
   CHECK(fp16_skips > 0, "no fp16 run skipped a step (Megatron's 2^32 start overflows)");
+  CHECK(ds_runs >= 2 && ds_skips >= 2 * ds_runs, "fp16-deepspeed: %d runs, %d skipped steps (the goldens overflow twice a run)",
+        ds_runs, ds_skips);
   if (skipped) test_skip("2-thread recipe runs", "GPTMEG_QUICK");
   printf("recipes against torch: %d runs, %d bit-identical at every step, %d skipped\n", runs, exact, skipped);
   if (batches) {
     test_resume(doc, batches, GM_RECIPE_BF16_MEGATRON, "base");
     test_resume(doc, batches, GM_RECIPE_FP16_MEGATRON, "quick_untied");
+    test_resume(doc, batches, GM_RECIPE_FP16_DEEPSPEED, "quick_untied");
     test_refusals(doc, batches);
   }
   free(batches);

@@ -148,6 +148,14 @@ typedef struct {
 void gm_deepspeed_scaler_init(gm_deepspeed_scaler *s, double init_scale, double scale_factor,
                               long scale_window, double min_scale, int delayed_shift, bool consecutive_hysteresis);
 void gm_deepspeed_scaler_update(gm_deepspeed_scaler *s, bool overflow);
+// DeepSpeed's FP16_Optimizer (deepspeed/runtime/fp16/fused_optimizer.py, the optimizer DeepSpeed's
+// fp16 engine wraps a fused Adam in) keeps its own scale, not a DynamicLossScaler: its _update_scale
+// has no hysteresis (the config's "hysteresis" is not passed to it) and counts the window one
+// iteration later: on an overflow cur_scale = max(cur_scale / 2, min_scale) and the iteration is
+// remembered; else the scale doubles when (cur_iter - last_overflow_iter - 1) is > 0 and a multiple
+// of scale_window. cur_iter advances every call. Same struct (delayed_shift, cur_hysteresis and
+// consecutive_hysteresis are not used), initialised by gm_deepspeed_scaler_init.
+void gm_deepspeed_fp16opt_update(gm_deepspeed_scaler *s, bool overflow);
 
 // torch._amp_foreach_non_finite_check_and_unscale_ on CPU (what Megatron calls with its inv_scale):
 // every grads[i] (ns[i]) f32 *= inv_scale (skipped when inv_scale == 1); returns true when any

@@ -14,13 +14,14 @@
 extern "C" {
 #endif
 
-// Precision recipes (docs/training.md "Recipes"). f32, fp16-megatron and bf16-megatron run;
-// bf16-autocast is refused by name.
+// Precision recipes (docs/training.md "Recipes"). f32, fp16-megatron, bf16-megatron and fp16-deepspeed
+// run; bf16-autocast is refused by name. Checkpoints store the name, not the value.
 typedef enum {
   GM_RECIPE_F32 = 0,       // f32 weights, activations, gradients and optimizer
   GM_RECIPE_FP16_MEGATRON, // fp16 weights + fp32 main weights, Megatron's dynamic loss scale
   GM_RECIPE_BF16_MEGATRON, // bf16 weights + fp32 main weights and gradient accumulation
   GM_RECIPE_BF16_AUTOCAST, // torch.autocast('cpu', bfloat16) over f32 weights
+  GM_RECIPE_FP16_DEEPSPEED, // fp16 weights + one flat fp32 master, DeepSpeed FP16_Optimizer's loss scale and unscale+clip
   GM_N_RECIPES
 } gm_recipe;
 const char *gm_recipe_name(gm_recipe r);
@@ -60,7 +61,9 @@ typedef struct {
   gm_lr_schedule lr;         // the schedule; step k (1-based) uses gm_lr_at(&lr, k - 1)
   double clip;               // max global grad norm (torch.nn.utils.clip_grad_norm_); <= 0: off
   double loss_scale_init;    // fp16-megatron: the dynamic loss scale's initial value (0: Megatron's 2^32);
-                             // min 1, growth 2 every 1000 clean steps, backoff 0.5, hysteresis 2
+                             // min 1, growth 2 every 1000 clean steps, backoff 0.5, hysteresis 2.
+                             // fp16-deepspeed: 2^initial_scale_power (0: 2^16, the BigScience-style config's)
+  long loss_scale_window;    // fp16-deepspeed: loss_scale_window (0: 1000); min_loss_scale 1, factor 2
   long eval_every;           // validation loss every K steps (and at the last); 0: never
   int eval_batches;          // validation batches of B x T (fixed windows of val_tokens)
   long save_every;           // checkpoint every K steps (and at the last); 0: only at the last
@@ -89,10 +92,14 @@ typedef struct {
   long opt_steps;              // optimizer steps taken (step minus fp16's skipped steps): Adam's step count
                                // and the lr schedule's position
   gm_megatron_scaler scaler;   // fp16-megatron's loss scale (saved in train_state.json)
+  gm_deepspeed_scaler ds_scaler; // fp16-deepspeed's: FP16_Optimizer's scale and iteration counters
+                               // (gm_deepspeed_fp16opt_update; saved in train_state.json). Under
+                               // fp16-deepspeed Adam's step count is opt_steps + 1: FP16_Optimizer's
+                               // constructor steps the optimizer once on zero gradients
 } gm_train_state;
 
 // Fresh state for m (zero moments, step 0, the sampler seeded from o->seed, the loss scaler at
-// o->loss_scale_init or 2^32).
+// o->loss_scale_init or 2^32, DeepSpeed's at o->loss_scale_init or 2^16 with o->loss_scale_window).
 int gm_train_state_init(gm_train_state *s, const gm_gpt2 *m, const gm_train_opts *o);
 void gm_train_state_free(gm_train_state *s);
 

@@ -19,7 +19,7 @@ static void train_help(FILE *f) {
           "usage: gptmeg train (--model DIR | --resume CKPT) (--data FILE | --batches-npy F.npy) --steps N\n"
           "                    --out DIR [--batch B] [--seq T] [--lr LR] [--warmup K]\n"
           "                    [--schedule constant|cosine] [--weight-decay WD] [--beta1 B1] [--beta2 B2] [--eps E]\n"
-          "                    [--fused] [--clip NORM] [--recipe R] [--loss-scale S] [--seed S] [--threads N] [--save-every K]\n"
+          "                    [--fused] [--clip NORM] [--recipe R] [--loss-scale S] [--loss-scale-window W] [--seed S] [--threads N] [--save-every K]\n"
           "                    [--dropout 0]\n"
           "                    [--eval-every K] [--eval-batches N] [--val-fraction F] [--tokenizer DIR]\n"
           "                    [--profile P] [KNOB OPTIONS]\n"
@@ -31,10 +31,13 @@ static void train_help(FILE *f) {
           "  Writes OUT/log.jsonl (one line a step: step, loss, lr, grad_norm, loss_scale, skipped, val_loss,\n"
           "  tokens, seconds) and checkpoints OUT/step-NNNNNN/ (an HF folder plus the optimizer state; OUT/last\n"
           "  points at the newest), each written whole then renamed. --resume CKPT continues one exactly.\n"
-          "  --recipe f32 (default) | bf16-megatron | fp16-megatron: the forward and backward in bf16/fp16 (the\n"
+          "  --recipe f32 (default) | bf16-megatron | fp16-megatron | fp16-deepspeed: the forward and backward in bf16/fp16 (the\n"
           "  profile's numerics in that dtype) over f32 main weights, AdamW in f32, weights rounded back each\n"
           "  step; fp16-megatron scales the loss by Megatron's dynamic loss scale (--loss-scale: its initial\n"
-          "  value, default 2^32) and skips steps whose gradients overflow. Checkpoints hold the f32 main weights.\n"
+          "  value, default 2^32) and skips steps whose gradients overflow. fp16-deepspeed is DeepSpeed's\n"
+          "  FP16_Optimizer: one flat f32 master of the fp16 weights, its dynamic loss scale (--loss-scale, default\n"
+          "  2^16; --loss-scale-window, default 1000; min 1, no hysteresis) and its combined unscale+clip.\n"
+          "  Checkpoints hold the f32 main weights.\n"
           "  Defaults: B 4, T 64, lr 6e-4, warmup 0, cosine (transformers' get_cosine_schedule_with_warmup to 0 at --steps), weight-decay 0.1, betas 0.9 0.95,\n"
           "  eps 1e-8, clip 1.0, recipe f32, seed 1337, eval every 100 steps over 4 batches.\n%s",
           cli_profile_help);
@@ -147,7 +150,8 @@ int cmd_train(int argc, char **argv) {
   const char *dir = NULL, *resume = NULL, *data = NULL, *bnpy = NULL, *out = NULL, *tokdir = NULL, *recipe = "f32",
              *sched = "cosine";
   double steps = 0, B = 4, T = 64, seed = 1337, threads = 0, save_every = 0, eval_every = 100, eval_batches = 4,
-         val_frac = 0.1, lr = 6e-4, warmup = 0, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0, lscale = 0, dropout = 0;
+         val_frac = 0.1, lr = 6e-4, warmup = 0, wd = 0.1, b1 = 0.9, b2 = 0.95, eps = 1e-8, clip = 1.0, lscale = 0, lwindow = 0,
+         dropout = 0;
   bool fused = false;
   const num_opt nums[] = {
       {"--steps", 1, 1e9, &steps},           {"--batch", 1, 65536, &B},           {"--seq", 1, 1 << 20, &T},
@@ -157,7 +161,7 @@ int cmd_train(int argc, char **argv) {
       {"--warmup", 0, 1e9, &warmup},         {"--weight-decay", 0, 10, &wd},      {"--beta1", 0, 0.999999, &b1},
       {"--beta2", 0, 0.999999, &b2},         {"--eps", 0, 1, &eps},               {"--clip", 0, 1e9, &clip},
       {"--dropout", 0, 1, &dropout},
-      {"--loss-scale", 1, 3.4e38, &lscale},
+      {"--loss-scale", 1, 3.4e38, &lscale},  {"--loss-scale-window", 1, 1e9, &lwindow},
   };
   cli_profile_opts po = {0};
   for (int i = 1; i < argc; i++) {
@@ -189,8 +193,10 @@ int cmd_train(int argc, char **argv) {
   if (strcmp(sched, "constant") && strcmp(sched, "cosine"))
     return cli_usage_error("train", "--schedule is constant or cosine (got '%s')", sched);
   gm_profile p;
-  if (lscale > 0 && rc_ != GM_RECIPE_FP16_MEGATRON) return cli_usage_error("train", "--loss-scale is for --recipe fp16-megatron");
-  const gm_dtype pdt = rc_ == GM_RECIPE_FP16_MEGATRON ? GM_F16 : rc_ == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
+  const bool fp16 = rc_ == GM_RECIPE_FP16_MEGATRON || rc_ == GM_RECIPE_FP16_DEEPSPEED;
+  if (lscale > 0 && !fp16) return cli_usage_error("train", "--loss-scale is for --recipe fp16-megatron or fp16-deepspeed");
+  if (lwindow > 0 && rc_ != GM_RECIPE_FP16_DEEPSPEED) return cli_usage_error("train", "--loss-scale-window is for --recipe fp16-deepspeed");
+  const gm_dtype pdt = fp16 ? GM_F16 : rc_ == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
   if (cli_profile_build(&po, pdt, &p)) return cli_fail("%s", gm_errmsg());
 
   gm_train_opts o;
@@ -204,6 +210,7 @@ int cmd_train(int argc, char **argv) {
   o.threads = (int)threads;
   o.clip = clip;
   o.loss_scale_init = lscale;
+  o.loss_scale_window = (long)lwindow;
   o.eval_every = (long)eval_every;
   o.eval_batches = (int)eval_batches;
   o.save_every = (long)save_every;

@@ -1,14 +1,17 @@
-// Loss scalers for f16 training: Megatron's DynamicGradScaler and DeepSpeed's DynamicLossScaler,
-// and the unscale of the gradients with the inf/NaN check.
+// Loss scalers for f16 training: Megatron's DynamicGradScaler, DeepSpeed's DynamicLossScaler and
+// the scale DeepSpeed's FP16_Optimizer keeps itself, and the unscale of the gradients with the
+// inf/NaN check.
 //
 // Numerics contract: Megatron's scale is an f32 tensor: backoff is max(f32(scale * 0.5), min_scale)
 // and growth f32(scale * 2) (exact while in range; growth past FLT_MAX gives inf, as torch's does);
 // inv_scale = f32(1 / (double)scale). DeepSpeed's is a Python float (double): scale / 2 clamped to
-// min_scale, scale * 2. Both state machines step as their sources do (docs/training.md "Loss
-// scaling"); checked against transcriptions of those sources run in Python (tools/ref/
-// gen_optim_goldens.py; neither package runs on this CPU-only machine). The unscale is
-// torch._amp_foreach_non_finite_check_and_unscale_ on CPU: g = g * inv_scale in f32 (skipped when
-// inv_scale == 1), found_inf when any g was not finite (checked against torch).
+// min_scale, scale * 2 (the same arithmetic in FP16_Optimizer's _update_scale, which has no
+// hysteresis and counts its window one iteration later). The state machines step as their sources
+// do (docs/training.md "Loss scaling"); checked against transcriptions of those sources run in
+// Python (tools/ref/gen_optim_goldens.py; FP16_Optimizer's through the fp16-deepspeed recipe's
+// goldens, tools/ref/gen_recipe_goldens.py; neither package runs on this CPU-only machine). The
+// unscale is torch._amp_foreach_non_finite_check_and_unscale_ on CPU: g = g * inv_scale in f32
+// (skipped when inv_scale == 1), found_inf when any g was not finite (checked against torch).
 #include "gptmeg/optim.h"
 
 #include <math.h>
@@ -74,6 +77,19 @@ void gm_deepspeed_scaler_update(gm_deepspeed_scaler *s, bool overflow) {
       if (!s->consecutive_hysteresis) s->cur_hysteresis = s->delayed_shift;
       s->cur_scale *= s->scale_factor;
     }
+  }
+  s->cur_iter += 1;
+}
+
+// FP16_Optimizer._update_scale (DeepSpeed 0.5.x and current master agree).
+void gm_deepspeed_fp16opt_update(gm_deepspeed_scaler *s, bool overflow) {
+  if (overflow) {
+    double next = s->cur_scale / s->scale_factor;
+    s->cur_scale = next > s->min_scale ? next : s->min_scale; // max(cur_scale / scale_factor, min_loss_scale)
+    s->last_overflow_iter = s->cur_iter;
+  } else {
+    long stable = (s->cur_iter - s->last_overflow_iter) - 1;
+    if (stable > 0 && stable % s->scale_window == 0) s->cur_scale *= s->scale_factor;
   }
   s->cur_iter += 1;
 }

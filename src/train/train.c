@@ -13,6 +13,17 @@
 // f32(1/double(scale)) and the scaler's update, the step skipped (no Adam, no lr step) on inf/NaN;
 // then the same clip and AdamW as f32 on the main weights, and the working copy = round(main)
 // (gm_gpt2_set_weights).
+// fp16-deepspeed is DeepSpeed's FP16_Optimizer (deepspeed/runtime/fp16/fused_optimizer.py, v0.5.x as
+// Megatron-DeepSpeed/BigScience ran it; tools/ref/gen_recipe_goldens.py transcribes it in torch): the
+// master is one flat f32 buffer, the exact widening of the fp16 weights (not the checkpoint's f32
+// values); its constructor steps the optimizer once on zero gradients at the schedule's first lr (Adam's
+// count then runs one ahead, the fp16 copy is not refreshed); per step the backward with the loss's
+// gradient = f32(cur_scale), the overflow check on the fp16 gradients, FP16_Optimizer's _update_scale
+// (gm_deepspeed_fp16opt_update) BEFORE the unscale, skip on overflow; else the flat norm in f32
+// (gm_l2_norm_f32 over the whole buffer), squared, summed and rooted in double through two f32
+// roundings as get_grad_norm / the data-parallel average / get_global_norm do, combined_scale =
+// cur_scale (the updated one) times the clip factor when it exceeds 1, every gradient times
+// f32(1 / combined_scale), Adam over the flat buffer, the fp16 copy = round(master).
 #include "gptmeg/train.h"
 
 #include <math.h>
@@ -21,14 +32,15 @@
 #include <string.h>
 
 const char *gm_recipe_name(gm_recipe r) {
-  static const char *names[GM_N_RECIPES] = {"f32", "fp16-megatron", "bf16-megatron", "bf16-autocast"};
+  static const char *names[GM_N_RECIPES] = {"f32", "fp16-megatron", "bf16-megatron", "bf16-autocast",
+                                                  "fp16-deepspeed"};
   return (unsigned)r < GM_N_RECIPES ? names[r] : "?";
 }
 
 int gm_recipe_parse(const char *s, gm_recipe *out) {
   for (int r = 0; r < GM_N_RECIPES; r++)
     if (!strcmp(s, gm_recipe_name((gm_recipe)r))) { *out = (gm_recipe)r; return 0; }
-  return gm_fail("unknown recipe '%s' (recipes: f32, fp16-megatron, bf16-megatron, bf16-autocast)", s);
+  return gm_fail("unknown recipe '%s' (recipes: f32, fp16-megatron, bf16-megatron, fp16-deepspeed, bf16-autocast)", s);
 }
 
 void gm_train_opts_default(gm_train_opts *o) {
@@ -66,12 +78,14 @@ int gm_train_state_init(gm_train_state *s, const gm_gpt2 *m, const gm_train_opts
   }
   gm_rng_seed(&s->rng, o->seed);
   gm_megatron_scaler_init(&s->scaler, o->loss_scale_init > 0 ? o->loss_scale_init : 4294967296.0, 1.0, 2.0, 0.5, 1000, 2);
+  gm_deepspeed_scaler_init(&s->ds_scaler, o->loss_scale_init > 0 ? o->loss_scale_init : 65536.0, 2.0,
+                           o->loss_scale_window > 0 ? o->loss_scale_window : 1000, 1.0, 1, false);
   return 0;
 }
 
 // The dtype the recipe's forward and backward run in.
 static gm_dtype recipe_dtype(gm_recipe r) {
-  return r == GM_RECIPE_FP16_MEGATRON ? GM_F16 : r == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
+  return r == GM_RECIPE_FP16_MEGATRON || r == GM_RECIPE_FP16_DEEPSPEED ? GM_F16 : r == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
 }
 
 void gm_train_state_free(gm_train_state *s) {
@@ -83,7 +97,7 @@ void gm_train_state_free(gm_train_state *s) {
 static int check_opts(const gm_gpt2 *m, const gm_train_state *s, const gm_train_opts *o) {
   if (!o->profile) return gm_fail("training needs a numerics profile");
   if (o->recipe == GM_RECIPE_BF16_AUTOCAST)
-    return gm_fail("recipe '%s' is not implemented yet (f32, fp16-megatron and bf16-megatron train; issue 25)",
+    return gm_fail("recipe '%s' is not implemented yet (f32, fp16-megatron, bf16-megatron and fp16-deepspeed train; issue 25)",
                    gm_recipe_name(o->recipe));
   if ((unsigned)o->recipe >= GM_N_RECIPES) return gm_fail("unknown recipe %d", (int)o->recipe);
   const gm_dtype dt = recipe_dtype(o->recipe);
@@ -208,6 +222,52 @@ static int unscale(gm_gpt2 *g, float inv, int threads, bool *found) {
   return k < 0 ? -1 : 0;
 }
 
+// ---- fp16-deepspeed: FP16_Optimizer's step over the flat master (DeepSpeed v0.5.x) ----------------
+// The flat buffers are the models' storages: one allocation in model.parameters() order (the tied
+// lm_head once), which is how _flatten_dense_tensors lays out the one parameter group. m (the f32
+// master), g (the f32 gradients, fp16 values as stored) and the two moments are (n_params) f32 each.
+static int ds_adam(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o, double lr, long count) {
+  gm_adam_state st = {(size_t)m->n_params, count - 1, s->exp_avg.storage, s->exp_avg_sq.storage};
+  return gm_adam_step(&o->adam, &st, m->storage, g->storage, (size_t)m->n_params, lr, o->threads > 0 ? o->threads : 1);
+}
+
+// FP16_Optimizer.__init__: the master = the fp16 weights widened (work's storage holds them), then
+// initialize_optimizer_states: one optimizer step on zero gradients at the lr the scheduler set when it
+// was built (the schedule's step 0; Megatron-DeepSpeed builds it before deepspeed.initialize). The
+// fp16 weights are not refreshed from it.
+static int ds_init(gm_gpt2 *m, const gm_gpt2 *work, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o) {
+  memcpy(m->storage, work->storage, (size_t)m->n_params * sizeof(float));
+  memset(g->storage, 0, (size_t)g->n_params * sizeof(float));
+  return ds_adam(m, g, s, o, gm_lr_at(&o->lr, 0), 1);
+}
+
+// step() after the overflow check and _update_scale found no overflow: the norm, unscale_and_clip_grads,
+// the optimizer. *norm gets the unscaled norm f32(scaled_norm / cur_scale) (the current DeepSpeed's
+// _global_grad_norm; 0.5.x stashed the scaled one).
+static int ds_step(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o, double lr, float *norm, long count) {
+  const size_t n = (size_t)g->n_params;
+  // get_grad_norm: total = 0. + flat.float().norm(2).item() ** 2.0; torch.cuda.FloatTensor([total])[0].item() ** (1/2)
+  float n32 = gm_l2_norm_f32(g->storage, n);
+  double total = 0.0 + pow((double)n32, 2.0);
+  double gn = pow((double)(float)total, 1.0 / 2.0);
+  if (isinf(gn) || isnan(gn)) gn = -1;
+  // step(): the data-parallel average through an f32 tensor (world size 1), then get_global_norm([norm])
+  double avg = (double)(float)(gn * 1.0 / 1.0);
+  double scaled = sqrt(0.0 + pow(avg, 2.0));
+  // unscale_and_clip_grads with the scale _update_scale has just set
+  const double cur = s->ds_scaler.cur_scale;
+  double combined = cur;
+  if (o->clip > 0) {
+    double clip = ((scaled / cur) + 1e-6) / o->clip;
+    if (clip > 1) combined = clip * cur;
+  }
+  const float f = (float)(1.0 / combined); // grad.mul_(1. / combined_scale): the Python float as f32
+  float *gp = g->storage;
+  for (size_t i = 0; i < n; i++) gp[i] = gp[i] * f;
+  if (norm) *norm = (float)(scaled / cur);
+  return ds_adam(m, g, s, o, lr, count);
+}
+
 static int save_due(const gm_train_opts *o, const gm_gpt2 *m, const gm_train_state *s) {
   if (!o->out_dir) return 0;
   bool due = s->step == o->steps || (o->save_every > 0 && s->step % o->save_every == 0);
@@ -224,7 +284,7 @@ static int save_due(const gm_train_opts *o, const gm_gpt2 *m, const gm_train_sta
 int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   if (check_opts(m, s, o)) return -1;
   const gm_dtype dt = recipe_dtype(o->recipe);
-  const bool mixed = dt != GM_F32, scaled = o->recipe == GM_RECIPE_FP16_MEGATRON;
+  const bool mixed = dt != GM_F32, scaled = o->recipe == GM_RECIPE_FP16_MEGATRON, ds = o->recipe == GM_RECIPE_FP16_DEEPSPEED;
   gm_gpt2 work, g; // the weights the forward/backward run on (mixed: the dtype copy of m), the gradients
   memset(&work, 0, sizeof work);
   if (mixed) {
@@ -235,14 +295,17 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   if (gm_gpt2_alloc_like(&g, w)) { gm_gpt2_free(&work); return -1; }
   int32_t *ids = malloc((size_t)o->B * o->T * sizeof *ids);
   int rc = ids ? 0 : gm_fail("out of memory for a batch");
+  if (!rc && ds && s->step == 0) rc = ds_init(m, &work, &g, s, o); // a fresh run: FP16_Optimizer's constructor
   while (!rc && s->step < o->steps) {
     double t0 = gm_now_s();
     gm_train_step r;
     memset(&r, 0, sizeof r);
     r.step = s->step + 1;
     draw_batch(o, s, r.step, ids);
-    r.loss_scale = scaled ? s->scaler.scale : 1.0;
-    gm_gpt2_grad_opts go = {o->profile, ids, NULL, o->B, o->T, o->threads, scaled ? s->scaler.scale : 1.0f};
+    r.loss_scale = scaled ? s->scaler.scale : ds ? s->ds_scaler.cur_scale : 1.0;
+    // DeepSpeed: scaled_loss = loss.float() * cur_scale (a Python float: f32(cur_scale) in the product)
+    gm_gpt2_grad_opts go = {o->profile, ids, NULL, o->B, o->T, o->threads,
+                            scaled ? s->scaler.scale : ds ? (float)s->ds_scaler.cur_scale : 1.0f};
     if ((rc = gm_gpt2_grad(w, &go, &g, &r.loss, NULL))) break;
     if (!isfinite(r.loss)) {
       rc = gm_fail("step %ld: the loss is %g under %s (the run diverged); stopping", r.step, r.loss, gm_recipe_name(o->recipe));
@@ -254,13 +317,20 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
       if ((rc = unscale(&g, gm_megatron_scaler_inv(&s->scaler), o->threads, &found))) break;
       gm_megatron_scaler_update(&s->scaler, found);
       r.skipped = found; // Megatron: no optimizer step, no lr step, no grad norm
+    } else if (ds) { // CheckOverflow on the fp16 gradients (inv 1: nothing scaled), then _update_scale
+      bool found = false;
+      if ((rc = unscale(&g, 1.0f, o->threads, &found))) break;
+      gm_deepspeed_fp16opt_update(&s->ds_scaler, found);
+      r.skipped = found; // the engine skips the lr scheduler's step too
     }
     s->step = r.step;
     r.lr = gm_lr_at(&o->lr, s->opt_steps); // the schedule advances with the optimizer steps taken
     if (r.skipped) r.grad_norm = NAN;
     else {
       s->opt_steps++; // the optimizer's step count (bias corrections) includes this step
-      if ((rc = optimizer_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps))) break;
+      if (ds ? (rc = ds_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps + 1))
+             : (rc = optimizer_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps)))
+        break;
       if (mixed && (rc = gm_gpt2_set_weights(&work, m))) break;
     }
     s->tokens += (long)o->B * o->T;

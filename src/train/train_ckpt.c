@@ -2,13 +2,14 @@
 // (the Adam state file of gptmeg/optim.h: every tensor's moments and step, in checkpoint order),
 // train_state.json (step, tokens, the sampler's state, and what the run was: recipe, profile, batch
 // shape; optimizer_steps, the steps Adam took, when fp16's skipped steps make it differ from step;
-// the fp16 loss scaler's state).
+// the fp16 loss scaler's state: Megatron's, or DeepSpeed FP16_Optimizer's).
 // Written into DIR.tmp and renamed over DIR, so a crash leaves the previous checkpoint whole; the
 // link OUT/last is replaced the same way (a new link renamed over it).
 #include "gptmeg/train.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,20 @@ static int write_state(const char *path, const gm_gpt2 *m, const gm_train_state 
     cJSON_AddNumberToObject(ls, "backoff_factor", g->backoff_factor);
     cJSON_AddNumberToObject(ls, "growth_interval", g->growth_interval);
     cJSON_AddNumberToObject(ls, "hysteresis", g->hysteresis);
+  } else if (o->recipe == GM_RECIPE_FP16_DEEPSPEED) { // FP16_Optimizer's state_dict: cur_scale, cur_iter, last_overflow_iter
+    const gm_deepspeed_scaler *d = &s->ds_scaler;
+    cJSON *ls = cJSON_AddObjectToObject(j, "loss_scaler");
+    char sc[24];
+    uint64_t u;
+    memcpy(&u, &d->cur_scale, 8);
+    snprintf(sc, sizeof sc, "%016llx", (unsigned long long)u);
+    cJSON_AddStringToObject(ls, "cur_scale_f64_bits", sc);
+    cJSON_AddNumberToObject(ls, "cur_scale", d->cur_scale);
+    cJSON_AddNumberToObject(ls, "cur_iter", (double)d->cur_iter);
+    cJSON_AddNumberToObject(ls, "last_overflow_iter", (double)d->last_overflow_iter);
+    cJSON_AddNumberToObject(ls, "scale_window", (double)d->scale_window);
+    cJSON_AddNumberToObject(ls, "min_loss_scale", d->min_scale);
+    cJSON_AddNumberToObject(ls, "scale_factor", d->scale_factor);
   }
   char *txt = cJSON_Print(j);
   cJSON_Delete(j);
@@ -103,15 +118,20 @@ static int link_last(const char *dir) {
   return rc;
 }
 
-// The moments of s as one gm_adam_state a tensor (pointing into s's buffers; step = s->step), in
+// Adam's step count: the optimizer steps taken, plus FP16_Optimizer's constructor step under fp16-deepspeed.
+static long adam_count(const gm_train_state *s, const gm_train_opts *o) {
+  return s->opt_steps + (o->recipe == GM_RECIPE_FP16_DEEPSPEED ? 1 : 0);
+}
+
+// The moments of s as one gm_adam_state a tensor (pointing into s's buffers; step = adam_count), in
 // checkpoint order: *out (caller frees) and their number, or -1.
-static int adam_states(const gm_train_state *s, gm_adam_state **out) {
+static int adam_states(const gm_train_state *s, const gm_train_opts *o, gm_adam_state **out) {
   const size_t cap = (size_t)s->exp_avg.cfg.n_layer * 12 + 6;
   gm_gpt2_tensor *tm = calloc(2 * cap, sizeof *tm);
   gm_adam_state *st = calloc(cap, sizeof *st);
   int n = tm && st ? gm_gpt2_tensors(&s->exp_avg, tm) : gm_fail("out of memory");
   if (n >= 0 && gm_gpt2_tensors(&s->exp_avg_sq, tm + cap) != n) n = gm_fail("the two moments differ in layout");
-  for (int i = 0; i < n; i++) st[i] = (gm_adam_state){tm[i].numel, s->opt_steps, tm[i].data, tm[cap + i].data};
+  for (int i = 0; i < n; i++) st[i] = (gm_adam_state){tm[i].numel, adam_count(s, o), tm[i].data, tm[cap + i].data};
   free(tm);
   if (n < 0) { free(st); return -1; }
   *out = st;
@@ -128,7 +148,7 @@ int gm_train_save(const char *dir, const gm_gpt2 *m, const gm_train_state *s, co
   gm_adam_state *st = NULL;
   int rc = po && ps ? 0 : gm_fail("out of memory"), k = 0;
   if (!rc) rc = gm_gpt2_save(m, tmp);
-  if (!rc && (k = adam_states(s, &st)) < 0) rc = -1;
+  if (!rc && (k = adam_states(s, o, &st)) < 0) rc = -1;
   if (!rc) rc = gm_adam_state_save(po, &o->adam, st, k);
   if (!rc) rc = write_state(ps, m, s, o);
   if (!rc && o->on_save) rc = o->on_save(o->ctx, tmp);
@@ -188,6 +208,28 @@ static int read_state(const char *path, gm_train_state *s, const gm_gpt2 *m, con
       s->scaler.growth_tracker = gt->valueint;
       s->scaler.hysteresis_tracker = ht->valueint;
     }
+  } else if (!rc && o->recipe == GM_RECIPE_FP16_DEEPSPEED) {
+    const cJSON *sb = cJSON_GetObjectItem(ls, "cur_scale_f64_bits"), *ci = cJSON_GetObjectItem(ls, "cur_iter"),
+                *lo = cJSON_GetObjectItem(ls, "last_overflow_iter");
+    if (!cJSON_IsObject(ls) || !cJSON_IsString(sb) || !cJSON_IsNumber(ci) || !cJSON_IsNumber(lo) || ci->valuedouble < 0 ||
+        lo->valuedouble < -1 || lo->valuedouble >= ci->valuedouble)
+      rc = gm_fail("%s: recipe fp16-deepspeed needs the loss scaler's state (loss_scaler: cur_scale_f64_bits, cur_iter >= 0, "
+                   "last_overflow_iter in [-1, cur_iter))", path);
+    else { // as FP16_Optimizer.load_state_dict: cur_scale, cur_iter, last_overflow_iter and, when present,
+           // scale_window and scale_factor from the checkpoint; min_loss_scale is the run's (DeepSpeed's config)
+      const cJSON *sw = cJSON_GetObjectItem(ls, "scale_window"), *sf = cJSON_GetObjectItem(ls, "scale_factor");
+      if (cJSON_IsNumber(sw) && sw->valuedouble >= 1 && sw->valuedouble <= 1e12) s->ds_scaler.scale_window = (long)sw->valuedouble;
+      else if (sw) rc = gm_fail("%s: loss_scaler.scale_window must be a count >= 1", path);
+      if (cJSON_IsNumber(sf) && sf->valuedouble > 1 && sf->valuedouble <= 1e6) s->ds_scaler.scale_factor = sf->valuedouble;
+      else if (sf) rc = gm_fail("%s: loss_scaler.scale_factor must be a number > 1", path);
+      uint64_t u = strtoull(sb->valuestring, NULL, 16);
+      double cs;
+      memcpy(&cs, &u, 8);
+      if (!(cs > 0) || isinf(cs)) rc = gm_fail("%s: loss_scaler.cur_scale_f64_bits is not a positive finite scale", path);
+      s->ds_scaler.cur_scale = cs;
+      s->ds_scaler.cur_iter = (long)ci->valuedouble;
+      s->ds_scaler.last_overflow_iter = (long)lo->valuedouble;
+    }
   }
   if (!rc) {
     s->step = (long)step->valuedouble;
@@ -210,14 +252,16 @@ int gm_train_load(const char *dir, gm_gpt2 *m, gm_train_state *s, const gm_train
   int rc = po && ps ? 0 : gm_fail("out of memory"), k = 0;
   if (!rc) { // the scaler's constants as a fresh run has them; read_state restores its state
     gm_megatron_scaler_init(&s->scaler, o->loss_scale_init > 0 ? o->loss_scale_init : 4294967296.0, 1.0, 2.0, 0.5, 1000, 2);
+    gm_deepspeed_scaler_init(&s->ds_scaler, o->loss_scale_init > 0 ? o->loss_scale_init : 65536.0, 2.0,
+                             o->loss_scale_window > 0 ? o->loss_scale_window : 1000, 1.0, 1, false);
     rc = read_state(ps, s, m, o);
   }
   if (!rc) rc = gm_gpt2_alloc_like(&s->exp_avg, m) || gm_gpt2_alloc_like(&s->exp_avg_sq, m);
-  if (!rc && (k = adam_states(s, &st)) < 0) rc = -1;
+  if (!rc && (k = adam_states(s, o, &st)) < 0) rc = -1;
   if (!rc) rc = gm_adam_state_load(po, &o->adam, st, k);
   for (int i = 0; !rc && i < k; i++)
-    if (st[i].step != s->opt_steps)
-      rc = gm_fail("%s: tensor %d is at step %ld, the run's optimizer at %ld", po, i, st[i].step, s->opt_steps);
+    if (st[i].step != adam_count(s, o))
+      rc = gm_fail("%s: tensor %d is at step %ld, the run's optimizer at %ld", po, i, st[i].step, adam_count(s, o));
   free(st), free(po), free(ps);
   if (rc) {
     gm_train_state_free(s);

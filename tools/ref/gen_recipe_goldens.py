@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference runs of the mixed-precision recipes bf16-megatron and fp16-megatron: 20 steps each.
+"""Reference runs of the mixed-precision recipes bf16-megatron, fp16-megatron and fp16-deepspeed: 20 steps each.
 
 The loop is Megatron-LM's mixed-precision optimizer (Float16OptimizerWithFloat16Params) written in
 plain torch (Megatron needs CUDA): the model is transformers' GPT2LMHeadModel in bf16/fp16
@@ -17,6 +17,19 @@ weights are copies of the checkpoint's f32 values, and each step:
   AdamW(main params).step(); scheduler.step()
   p.data.copy_(main) for every model parameter (RNE to the dtype)
 
+fp16-deepspeed is DeepSpeed's FP16_Optimizer (deepspeed/runtime/fp16/fused_optimizer.py at v0.5.8,
+the DeepSpeed of Megatron-DeepSpeed/BigScience, with engine.py's backward and _take_model_step and
+runtime/utils.py's get_grad_norm, get_global_norm and CheckOverflow), transcribed in plain torch
+(DeepSpeed needs CUDA and does not run here: a transcription, as for Megatron) in the class
+DeepSpeedFP16Optimizer below: the fp16 params flattened into one buffer (one param group), the f32
+master its .float() copy, torch.optim.AdamW(foreach=False) over that master (DeepSpeed would wrap its
+CUDA FusedAdam: not reproducible on CPU, torch's AdamW stands in), built after the lr scheduler as
+Megatron-DeepSpeed builds them, so the constructor's zero-gradient optimizer step runs at the
+schedule's first lr; each step (loss.float() * cur_scale).backward(), the overflow check,
+_update_scale, skip or norm + unscale_and_clip_grads + step + copy back + scheduler.step().
+`--recipe R` regenerates only the cases of recipe R in the existing index.json (the others are
+loaded and written back unchanged).
+
 The optimizer, schedule, batches and hyperparameters are gen_train_goldens.py's (same batches:
 numpy default_rng(7)). Writes tests/golden/targets/intel-amx/recipes/index.json: per case and step
 the f32 loss and total norm as hex bits (norm null when skipped), the lr, the loss scale used for
@@ -24,7 +37,9 @@ the step's backward, skipped, and gm_hash64 of the f32 main weights' bits concat
 checkpoint order after the step. Run from the repo root on an Intel AMX host (the matmul orders of
 the gradients are that CPU class's): python3 tools/ref/gen_recipe_goldens.py
 """
+import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -47,7 +62,14 @@ CASES = [("base", "hf", "bf16-megatron", 1, None), ("base", "hf", "bf16-megatron
          ("base", "hf-legacy", "bf16-megatron", 1, None), ("base", "megatron", "bf16-megatron", 1, None),
          ("base", "hf", "fp16-megatron", 1, 2.0 ** 32), ("quick_untied", "hf", "fp16-megatron", 1, 2.0 ** 32),
          ("quick_untied", "hf", "fp16-megatron", 1, 2.0 ** 12)]
-DTYPE = {"bf16-megatron": torch.bfloat16, "fp16-megatron": torch.float16}
+# fp16-deepspeed: (checkpoint, profile, recipe, threads, 2^initial_scale_power, loss_scale_window[,
+# gradient_clipping]). From 2^16 the first step overflows; window 4 lets the scale grow back within 20
+# steps and overflow again. Clipping 0 (off): the unscale alone, where a growth step's gradients are
+# divided by the grown scale (halved) with no clip factor to absorb it.
+CASES += [("base", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4), ("base", "hf", "fp16-deepspeed", 2, 2.0 ** 16, 4),
+          ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4),
+          ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4, 0.0)]
+DTYPE = {"bf16-megatron": torch.bfloat16, "fp16-megatron": torch.float16, "fp16-deepspeed": torch.float16}
 
 
 class DynamicGradScaler:
@@ -76,6 +98,142 @@ class DynamicGradScaler:
                 self.growth_tracker = 0
                 self.hysteresis_tracker = self.hysteresis
                 self.scale = self.scale * self.growth
+
+
+class DeepSpeedFP16Optimizer:
+    """DeepSpeed v0.5.8's FP16_Optimizer with a dynamic loss scale, one param group, no model/data
+    parallelism (world size 1), transcribed. `optimizer` is built over the fp16 params (and its lr
+    scheduler already attached), as the engine receives it."""
+
+    def __init__(self, optimizer, init_scale, scale_window, min_scale=1, clip_grad=CLIP):
+        from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+        self.flatten, self.unflatten = _flatten_dense_tensors, _unflatten_dense_tensors
+        self.optimizer = optimizer
+        assert len(optimizer.param_groups) == 1
+        group = optimizer.param_groups[0]
+        self.fp16 = list(group["params"])
+        self.fp16_flat = self.flatten([p.clone().detach() for p in self.fp16])
+        for p, q in zip(self.fp16, self.unflatten(self.fp16_flat, self.fp16)):
+            p.data = q.data
+        self.master = self.fp16_flat.clone().float().detach()
+        self.master.requires_grad = True
+        group["params"] = [self.master]
+        # dynamic_loss_args: INITIAL_LOSS_SCALE = 2**initial_scale_power, SCALE_WINDOW, MIN_LOSS_SCALE
+        # (DELAYED_SHIFT, the hysteresis, is in the dict but FP16_Optimizer does not read it)
+        self.cur_iter, self.last_overflow_iter, self.scale_factor = 0, -1, 2
+        self.cur_scale, self.scale_window, self.min_loss_scale = init_scale, scale_window, min_scale
+        self.clip_grad = clip_grad
+        # initialize_optimizer_states: one step on zero gradients
+        self.master.grad = torch.zeros(self.master.size())
+        self.optimizer.step()
+        self.master.grad = None
+
+    def backward(self, loss):
+        scaled_loss = (loss.float()) * self.cur_scale
+        scaled_loss.backward()
+
+    @staticmethod
+    def has_inf_or_nan(x):  # CheckOverflow._has_inf_or_nan
+        cpu_sum = float(x.float().sum())
+        return cpu_sum == float("inf") or cpu_sum == -float("inf") or cpu_sum != cpu_sum
+
+    def update_scale(self, skip):  # _update_scale
+        if skip:
+            self.cur_scale = max(self.cur_scale / self.scale_factor, self.min_loss_scale)
+            self.last_overflow_iter = self.cur_iter
+        else:
+            stable_interval = (self.cur_iter - self.last_overflow_iter) - 1
+            if (stable_interval > 0) and (stable_interval % self.scale_window == 0):
+                self.cur_scale *= self.scale_factor
+        self.cur_iter += 1
+
+    @staticmethod
+    def get_grad_norm(parameters):  # runtime/utils.py, norm_type 2, mpu None
+        total_norm = 0.
+        for p in parameters:
+            param_norm = p.grad.data.float().norm(2.0)
+            total_norm += param_norm.item() ** 2.0
+        total_norm_cuda = torch.FloatTensor([float(total_norm)])  # torch.cuda.FloatTensor there
+        total_norm = total_norm_cuda[0].item() ** (1. / 2.0)
+        if total_norm == float("inf") or total_norm == -float("inf") or total_norm != total_norm:
+            total_norm = -1
+        return total_norm
+
+    @staticmethod
+    def get_global_norm(norm_list):
+        total_norm = 0.0
+        for norm in norm_list:
+            total_norm += norm ** 2.0
+        return math.sqrt(total_norm)
+
+    def combined_scale(self, total_norm):  # unscale_and_clip_grads(..., apply_scale=False)
+        combined_scale = self.cur_scale
+        if self.clip_grad > 0.:
+            clip = ((total_norm / self.cur_scale) + 1e-6) / self.clip_grad
+            if clip > 1:
+                combined_scale = clip * self.cur_scale
+        return combined_scale
+
+    def step(self):
+        """Returns (overflow, the scaled global norm, whether the current DeepSpeed's norm gives the
+        same f32 unscale factor)."""
+        fp16_params = [p for p in self.fp16 if p.grad is not None]
+        overflow = any(self.has_inf_or_nan(p.grad.data) for p in fp16_params)
+        self.update_scale(overflow)
+        if overflow:
+            for p in self.fp16:
+                p.grad = None
+            return True, None, None
+        grads_flat = self.flatten([torch.zeros(p.size(), dtype=torch.float32) if p.grad is None else
+                                   p.grad.to(torch.float32) for p in self.fp16])
+        for p in self.fp16:
+            p.grad = None
+        self.master.grad = grads_flat
+        all_groups_norm = self.get_grad_norm([self.master])
+        # the data-parallel average of the norm through an f32 tensor (world size 1)
+        scaled_norm = all_groups_norm * 1.0 / float(1)
+        all_groups_norm_dp = torch.tensor(scaled_norm, dtype=torch.float).item()
+        global_norm = self.get_global_norm([all_groups_norm_dp])
+        # current DeepSpeed (get_flattened_grad_norm, no average): does it unscale by the same f32?
+        current = self.get_global_norm([all_groups_norm])
+        same = (torch.tensor(1. / self.combined_scale(current), dtype=torch.float32).item() ==
+                torch.tensor(1. / self.combined_scale(global_norm), dtype=torch.float32).item())
+        grads_flat.data.mul_(1. / self.combined_scale(global_norm))
+        self.optimizer.step()
+        self.master.grad = None
+        for p, q in zip(self.fp16, self.unflatten(self.master, self.fp16)):
+            p.data.copy_(q.data)
+        return False, global_norm, same
+
+
+def run_deepspeed(model_name, profile, threads, init_scale, window, clip, batches):
+    torch.set_num_threads(threads)
+    model = gg.load(model_name, profile, torch.float16)  # model.half() of the f32 checkpoint (RNE)
+    # Megatron-DeepSpeed: the optimizer and its lr scheduler first, then deepspeed.initialize wraps them
+    opt = torch.optim.AdamW(model.parameters(), lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, foreach=False)
+    sched = get_cosine_schedule_with_warmup(opt, WARMUP, STEPS)
+    ds = DeepSpeedFP16Optimizer(opt, init_scale, window, clip_grad=clip)
+    attention = {"hf": gg.gm_profiles.ORIGINAL_EAGER}[profile]
+    gg.gm_profiles.modeling_gpt2.eager_attention_forward = attention
+    steps = []
+    try:
+        for k in range(STEPS):
+            ids = torch.as_tensor(batches[k]).long()
+            model.zero_grad(set_to_none=True)
+            loss = model(ids, labels=ids).loss
+            scale = ds.cur_scale
+            ds.backward(loss)
+            lr = opt.param_groups[0]["lr"]
+            skipped, norm, same = ds.step()
+            if not skipped:
+                sched.step()  # engine._take_model_step: only when the step was applied
+            steps.append(dict(loss=hexf(loss.item()), loss_value=loss.item(),
+                              grad_norm=None if skipped else hexf(norm / ds.cur_scale),
+                              grad_norm_scaled=None if skipped else norm, lr=lr, loss_scale=float(scale),
+                              skipped=skipped, current_deepspeed_same=same, weights=weights_hash([ds.master])))
+    finally:
+        gg.gm_profiles.modeling_gpt2.eager_attention_forward = gg.gm_profiles.ORIGINAL_EAGER
+    return steps
 
 
 def weights_hash(params):
@@ -141,12 +299,18 @@ def run(model_name, profile, recipe, threads, init_scale, batches):
 
 
 def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--recipe", help="regenerate only this recipe's cases, keeping the others of index.json")
+    args = ap.parse_args()
     if not gg.host_is_intel_amx():
         print("gen_recipe_goldens.py: SKIP: these goldens are the intel-amx target's; this host (or its dispatch caps) is another class")
         return 0
-    if os.path.isdir(OUT):
+    if args.recipe:
+        with open(os.path.join(OUT, "index.json")) as f:
+            old = json.load(f)
+    elif os.path.isdir(OUT):
         shutil.rmtree(OUT)
-    os.makedirs(OUT)
+    os.makedirs(OUT, exist_ok=True)
     batches = np.load(os.path.join(TRAIN, "batches.npy"))  # gen_train_goldens.py's (default_rng(7))
     assert batches.shape == (STEPS, B, T)
     index = dict(torch=torch.__version__, cpu=gm_inputs.cpu_model(), threads_note="torch.set_num_threads per case",
@@ -155,16 +319,38 @@ def main():
                  clip=CLIP, optimizer="torch.optim.AdamW(foreach=False) on the f32 main weights",
                  env={k: os.environ.get(k) for k in ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")},
                  hash="gm_hash64 of the f32 main weights' bits, concatenated in checkpoint order", cases={})
-    for model_name, profile, recipe, threads, init_scale in CASES:
-        steps = run(model_name, profile, recipe, threads, init_scale, batches)
+    if args.recipe:  # the other recipes' cases as they are
+        index = old
+        index["cases"] = {k: v for k, v in old["cases"].items() if v["recipe"] != args.recipe}
+    for model_name, profile, recipe, threads, init_scale, *rest in CASES:
+        if args.recipe and recipe != args.recipe:
+            continue
         key = f"{model_name}/{profile}_{recipe}_t{threads}" + (f"_s{int(np.log2(init_scale))}" if init_scale else "")
-        index["cases"][key] = dict(model=model_name, profile=profile, recipe=recipe, threads=threads,
-                                   loss_scale_init=init_scale, steps=steps)
+        if recipe == "fp16-deepspeed":
+            window, clip = rest[0], rest[1] if len(rest) > 1 else CLIP
+            key += f"_w{window}" + ("" if clip == CLIP else f"_clip{clip:g}")
+            steps = run_deepspeed(model_name, profile, threads, init_scale, window, clip, batches)
+            index["cases"][key] = dict(model=model_name, profile=profile, recipe=recipe, threads=threads,
+                                       loss_scale_init=init_scale, loss_scale_window=window, clip=clip,
+                                       reference="DeepSpeed v0.5.8 FP16_Optimizer transcribed (class "
+                                       "DeepSpeedFP16Optimizer); torch AdamW(foreach=False) over the flat f32 master "
+                                       "in place of DeepSpeed's CUDA FusedAdam; grad_norm = f32(scaled global norm / "
+                                       "cur_scale after _update_scale)", steps=steps)
+        else:
+            steps = run(model_name, profile, recipe, threads, init_scale, batches)
+            index["cases"][key] = dict(model=model_name, profile=profile, recipe=recipe, threads=threads,
+                                       loss_scale_init=init_scale, steps=steps)
         n_skip = sum(s["skipped"] for s in steps)
         print(f"{key}: loss {steps[0]['loss_value']:.5f} -> {steps[-1]['loss_value']:.5f}, {n_skip} skipped, "
               f"final scale {steps[-1]['loss_scale']}")
         if recipe == "fp16-megatron" and init_scale == 2.0 ** 32:
             assert n_skip >= 1, f"{key}: Megatron's initial scale 2^32 should overflow the fp16 gradients"
+        if recipe == "fp16-deepspeed":
+            scales = [s["loss_scale"] for s in steps]
+            grew = any(b > a for a, b in zip(scales, scales[1:]))
+            print(f"  scales {scales}; current DeepSpeed unscales the same: "
+                  f"{all(s['current_deepspeed_same'] for s in steps if not s['skipped'])}")
+            assert n_skip >= 2 and grew, f"{key}: the case should overflow, back off, grow and overflow again"
     torch.set_num_threads(1)
     with open(os.path.join(OUT, "index.json"), "w") as f:
         json.dump(index, f, indent=1)
