@@ -6,7 +6,8 @@
 // run is a function of (weights, options, seed, step): resuming a checkpoint of step k and running
 // to n gives the bits of a run straight to n (the sampler state, moments and step are saved).
 // The Megatron recipes (bf16-megatron, fp16-megatron) keep f32 main weights (the gm_gpt2 the caller
-// passes) and a working copy in the dtype; per step, as the torch reference of
+// passes; a fresh run starts them at the dtype weights widened, as Megatron's optimizer copies its
+// fp16/bf16 model's parameters) and a working copy in the dtype; per step, as the torch reference of
 // tools/ref/gen_recipe_goldens.py runs it: the working copy's gm_gpt2_grad (fp16: with the loss's
 // gradient = the loss scale), the gradients widened to f32 exactly (the buffers are f32 storage of
 // dtype values: they are the main gradients), fp16: gm_unscale_grads by
@@ -296,6 +297,10 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   int32_t *ids = malloc((size_t)o->B * o->T * sizeof *ids);
   int rc = ids ? 0 : gm_fail("out of memory for a batch");
   if (!rc && ds && s->step == 0) rc = ds_init(m, &work, &g, s, o); // a fresh run: FP16_Optimizer's constructor
+  // a fresh Megatron run: the main weights are the dtype model's widened (Float16Module converts the
+  // model before the optimizer copies .float() of its parameters; a checkpoint without optimizer
+  // state is loaded into the dtype model, then reload_model_params copies them again)
+  if (!rc && mixed && !ds && s->step == 0) memcpy(m->storage, work.storage, (size_t)m->n_params * sizeof(float));
   while (!rc && s->step < o->steps) {
     double t0 = gm_now_s();
     gm_train_step r;

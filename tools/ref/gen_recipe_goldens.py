@@ -4,7 +4,8 @@
 The loop is Megatron-LM's mixed-precision optimizer (Float16OptimizerWithFloat16Params) written in
 plain torch (Megatron needs CUDA): the model is transformers' GPT2LMHeadModel in bf16/fp16
 (gm_profiles' pieces swapped in, as gen_train_goldens.py / gen_grad_goldens.py), its f32 main
-weights are copies of the checkpoint's f32 values, and each step:
+weights are the dtype model's parameters widened (Megatron converts the model before building the
+optimizer, which copies .float() of each parameter), and each step:
 
   zero_grad; loss = model(batch, labels=batch).loss
   bf16: loss.backward()                      fp16: (loss * scale).backward()   (scale: f32 tensor [1])
@@ -248,14 +249,11 @@ def hexf(x):
 def run(model_name, profile, recipe, threads, init_scale, batches):
     torch.set_num_threads(threads)
     dt = DTYPE[recipe]
-    ref = gg.load(model_name, profile, torch.float32)  # the checkpoint's f32 values: the main weights
-    main = [p.detach().clone().requires_grad_(True) for _, p in ref.named_parameters()]
-    model = gg.load(model_name, profile, dt)  # model.to(dt): RNE, as p.data.copy_(main) rounds
+    model = gg.load(model_name, profile, dt)  # model.to(dt): the checkpoint's f32 values rounded (RNE)
     params = [p for _, p in model.named_parameters()]
-    assert len(params) == len(main)
-    with torch.no_grad():  # the dtype model is round(main) (checks the load's rounding)
-        for p, m in zip(params, main):
-            assert torch.equal(p, m.to(dt))
+    # Megatron's main weights: .float() copies of the dtype model's parameters (Float16Module
+    # converts the model before the optimizer is built; reload_model_params after a weights-only load)
+    main = [p.detach().float().clone().requires_grad_(True) for p in params]
     opt = torch.optim.AdamW(main, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, foreach=False)
     sched = get_cosine_schedule_with_warmup(opt, WARMUP, STEPS)
     scaler = DynamicGradScaler(init_scale) if recipe == "fp16-megatron" else None
