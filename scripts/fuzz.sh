@@ -86,11 +86,11 @@ for h in "$@"; do
   grep -E 'stat::number_of_executed_units|stat::average_exec_per_sec' "$log" | tr '\n' ' '
   echo
   if [ -n "${FUZZ_UNTIL:-}" ]; then
-    start=$(grep -m1 -E '^#[0-9]+ +INITED' "$log" | grep -oE 'cov: [0-9]+ ft: [0-9]+')
-    end=$(grep -E '^#[0-9]+' "$log" | tail -n 1 | grep -oE 'cov: [0-9]+ ft: [0-9]+')
-    execs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log" | grep -oE '[0-9]+$')
-    rate=$(grep -oE 'stat::average_exec_per_sec: [0-9]+' "$log" | grep -oE '[0-9]+$')
-    secs_run=$(grep -E '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE 'in [0-9]+' | grep -oE '[0-9]+')
+    start=$(grep -m1 -E '^#[0-9]+[[:space:]]+INITED' "$log" | grep -oE 'cov: [0-9]+ ft: [0-9]+' || true)
+    end=$(grep -E '^#[0-9]+' "$log" | tail -n 1 | grep -oE 'cov: [0-9]+ ft: [0-9]+' || true)
+    execs=$(grep -oE 'stat::number_of_executed_units: +[0-9]+' "$log" | grep -oE '[0-9]+$' || true)
+    rate=$(grep -oE 'stat::average_exec_per_sec: +[0-9]+' "$log" | grep -oE '[0-9]+$' || true)
+    secs_run=$(grep -E '^Done [0-9]+ runs in [0-9]+ second' "$log" | grep -oE 'in [0-9]+' | grep -oE '[0-9]+' || true)
     printf '%s\t%s\texecs %s\tsecs %s\texec/s %s\tstart %s\tend %s\tcrashes 0\n' "$(date -u +%FT%TZ)" "fuzz_$h" \
       "$execs" "${secs_run:-?}" "$rate" "$start" "$end" >>"$build/campaign.txt"
   fi
