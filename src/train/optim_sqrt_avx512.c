@@ -62,11 +62,14 @@ void gm_train_vml_sqrt_avx512(const float *in, float *out, size_t n) {
     __mmask16 sub = (__mmask16)(~neg & small & nonzero);
     normal = (__mmask16)(normal & ~sub);
     __m512 r = newton(x);
-    __m512 rs = _mm512_mul_ps(newton(_mm512_mul_ps(x, two64)), two_m32);
-    r = _mm512_mask_blend_ps(sub, r, rs);
+    if (sub) r = _mm512_mask_blend_ps(sub, r, _mm512_mul_ps(newton(_mm512_mul_ps(x, two64)), two_m32));
+    uint32_t rest = (uint32_t)(uint16_t)~(normal | sub) & (uint32_t)m;
+    if (!rest) { // every lane normal or scaled: the vector as it is
+      _mm512_mask_storeu_ps(out + i, m, r);
+      continue;
+    }
     float tmp[16];
     _mm512_storeu_ps(tmp, r);
-    uint32_t rest = (uint32_t)(uint16_t)~(normal | sub) & (uint32_t)m;
     for (size_t j = 0; j < len; j++)
       out[i + j] = (rest >> j) & 1u ? special(in[i + j]) : tmp[j];
   }
