@@ -2,7 +2,9 @@
 // of tools/ref/gen_megatron_goldens.py (checkpoint_version 0/2/3, TP 1 and 2, PP 1 and 2, args
 // as argparse.Namespace, NumPy RNG and optimizer state beside the model) give every tensor
 // bit-identical to transformers 4.47.1's converter output (ref/), the same config, and the same
-// logits under the megatron profile; hostile files each fail with one line.
+// logits under the megatron profile; hostile files each fail with one line. The same for the
+// Megatron-DeepSpeed layouts (global_step10/: pipeline layer files at TP 1 and TP 2 x PP 2, older
+// DeepSpeed's flat fp16 buffer, --no-pipeline-parallel 'module') and checkpoint_version 1.
 #include "gptmeg/ckpt.h"
 #include "gptmeg/model.h"
 #include "harness.h"

@@ -172,7 +172,7 @@ int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info,
   closedir(dd);
   if (rc) { free(lf); return rc; }
   if (!n_mp) { free(lf); return gm_fail("%s: no mp_rank_00_model_states.pt (a Megatron-DeepSpeed checkpoint folder)", folder); }
-  qsort(lf, (size_t)n_lf, sizeof *lf, cmp_lfile);
+  if (n_lf) qsort(lf, (size_t)n_lf, sizeof *lf, cmp_lfile);
   // Rank 0's engine state: args, checkpoint_version, iteration (and 'module' without pipeline parallelism).
   gm_ckpt *sh = NULL, *lc = NULL;
   gm_meg_meta *meta = calloc(DS_MAX_TP, sizeof *meta);

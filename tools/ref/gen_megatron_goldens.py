@@ -19,6 +19,21 @@ rows; attention.dense and dense_4h_to_h by columns; the rest replicated. Pipelin
 consecutive layers numbered from 0; the first holds the embeddings, the last final_layernorm.
 hostile/: a Namespace in a plain pytorch_model.bin; a Megatron checkpoint whose args hold a
 fractions.Fraction (not an allowed global).
+v1_tp1: checkpoint_version 1 ([heads, hd, 3] QKV), hidden 16 (DS_DIMS).
+
+Megatron-DeepSpeed (`--only ds`; the layout of microsoft/Megatron-DeepSpeed's save_checkpoint and
+DeepSpeed's engine/PipelineModule, written here with the pinned torch.save, DeepSpeed itself not
+installed): ds_tp1_pp1, ds_tp2_pp2, ds_flat (older DeepSpeed: views into one flat fp16 buffer per
+stage, TP 1 x PP 2), ds_nopipe (--no-pipeline-parallel, TP 2: the weights in 'module'), all one
+f16 model (hidden 16, 4 heads, 2 layers, vocab 128, 32 positions, ffn 64) whose reference is
+ds_ref/ (the converter on its unsharded checkpoint_version 3.0 state dict). ds_hostile/ (a tiny
+model): unknown_key, missing_layer, tp_mismatch, latest_missing, flat_outside (the storage's
+element count shrunk in data.pkl so the last view runs past it). fuzz/corpus/megatron_ds/tiny.ds:
+the seed of fuzz/fuzz_megatron_ds.c.
+Re-running the Megatron-LM cases (`--only lm`) gives the same tensors and refs but new
+.data/serialization_id records and torch RNG-state bytes in the rank files, so the committed ones
+are kept; `--only ds` writes only the cases above.
+No CPU dependence: the cases are data movement only (no matmul in the reference).
 """
 import argparse
 import fractions
