@@ -160,6 +160,13 @@ static void test_ds_hostile(void) {
   CHECK(unlink(l) == 0 && symlink(t, l) == 0, "symlink %s", l);
   expect_fail(gm_megatron_open(&c, &cfg, &info, tmp, false),
               "layer_05-model_00-model_states.pt: a layer file with an unknown key set (first key 'transformer.");
+  // With a config.json beside `latest` it is a HF directory (transformers' Trainer + DeepSpeed).
+  CHECK(gm_megatron_detect(tmp), "%s: not detected", tmp);
+  snprintf(l, sizeof l, "%s/config.json", tmp);
+  snprintf(t, sizeof t, "%s/tests/golden/checkpoints/zip/config.json", cwd);
+  CHECK(symlink(t, l) == 0, "symlink %s", l);
+  CHECK(!gm_megatron_detect(tmp), "%s: a folder with config.json taken as Megatron-DeepSpeed", tmp);
+  unlink(l);
   for (size_t i = 0; i < sizeof gap / sizeof gap[0]; i++) {
     snprintf(l, sizeof l, "%s/%s", tmp, gap[i].to);
     unlink(l);

@@ -25,8 +25,12 @@ enum { DS_MAX_TP = 64, DS_MAX_LAYER = 100000, DS_MAX_MP = 4096 };
 static bool is_file(const char *p) { struct stat sb; return stat(p, &sb) == 0 && S_ISREG(sb.st_mode); }
 static bool is_dir(const char *p) { struct stat sb; return stat(p, &sb) == 0 && S_ISDIR(sb.st_mode); }
 
+// A folder holding config.json is a HF model directory even with DIR/latest and global_stepN/
+// beside it (transformers' Trainer with DeepSpeed saves its engine state there): not taken.
 bool gm_megatron_ds_detect(const char *dir) {
   char p[4200];
+  snprintf(p, sizeof p, "%s/config.json", dir);
+  if (is_file(p)) return false;
   snprintf(p, sizeof p, "%s/latest", dir);
   if (is_file(p)) return true;
   snprintf(p, sizeof p, "%s/mp_rank_00_model_states.pt", dir);
@@ -187,10 +191,12 @@ int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info,
   const gm_meg_meta *m0 = &meta[0];
   int64_t v;
   if (!rc) {
-    int64_t a_tp = 0, a_pp = 1;
+    int64_t a_tp = 0, a_pp = 0;
     if (gm_meg_arg_int(m0, "tensor_model_parallel_size", &v) || gm_meg_arg_int(m0, "model_parallel_size", &v)) a_tp = v;
     if (gm_meg_arg_int(m0, "pipeline_model_parallel_size", &v)) a_pp = v;
-    if (a_tp < 0 || a_tp > DS_MAX_TP || a_pp < 1 || a_pp > DS_MAX_MP)
+    else if (!m0->has_args) a_pp = -1; // no args: PP from the mp_rank files below
+    if (!a_pp) a_pp = 1;
+    if (a_tp < 0 || a_tp > DS_MAX_TP || (a_pp < 1 && a_pp != -1) || a_pp > DS_MAX_MP)
       rc = gm_fail("%s: args say tensor parallel size %lld and pipeline parallel size %lld", p, (long long)a_tp, (long long)a_pp);
     int f_tp = 0; // from the layer files' -model_TT-
     for (int i = 0; i < n_lf; i++) if (lf[i].tt + 1 > f_tp) f_tp = lf[i].tt + 1;
@@ -200,7 +206,7 @@ int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info,
                    (long long)a_tp, f_tp, f_tp - 1);
     tp = a_tp ? (int)a_tp : n_lf ? f_tp : n_mp;
     if (!rc && tp > DS_MAX_TP) rc = gm_fail("%s: %d tensor-parallel ranks (at most %d are read)", folder, tp, DS_MAX_TP);
-    pp = n_lf ? (int)a_pp : 1;
+    pp = !n_lf ? 1 : a_pp > 0 ? (int)a_pp : tp > 0 && n_mp % tp == 0 ? n_mp / tp : 1;
     if (!rc && !n_lf && a_pp > 1 && !m0c.n_tensors)
       rc = gm_fail("%s: args say pipeline parallel size %lld but the folder holds no layer_NN-model_TT-model_states.pt", folder, (long long)a_pp);
     if (!rc && (n_mp != tp * pp || max_mp != n_mp - 1))
