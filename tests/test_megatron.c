@@ -160,6 +160,46 @@ static void test_ds_hostile(void) {
   CHECK(unlink(l) == 0 && symlink(t, l) == 0, "symlink %s", l);
   expect_fail(gm_megatron_open(&c, &cfg, &info, tmp, false),
               "layer_05-model_00-model_states.pt: a layer file with an unknown key set (first key 'transformer.");
+  // The tied embedding copy at the end of the pipe (older versions wrote it): the same bits are
+  // accepted and change nothing; other bits are refused.
+  snprintf(l, sizeof l, "%s/global_step10/layer_05-model_00-model_states.pt", tmp);
+  snprintf(t, sizeof t, "%s/tests/golden/megatron/ds_tp1_pp1/global_step10/layer_03-model_00-model_states.pt", cwd);
+  CHECK(unlink(l) == 0 && symlink(t, l) == 0, "symlink %s", l);
+  snprintf(l, sizeof l, "%s/global_step10/layer_06-model_00-model_states.pt", tmp);
+  snprintf(t, sizeof t, "%s/tests/golden/megatron/ds_tp1_pp1/global_step10/layer_04-model_00-model_states.pt", cwd);
+  CHECK(unlink(l) == 0 && symlink(t, l) == 0, "symlink %s", l);
+  snprintf(l, sizeof l, "%s/global_step10/layer_03-model_00-model_states.pt", tmp); // layers 02, 03 (as layer_05), norm layer_06
+  snprintf(t, sizeof t, "%s/tests/golden/megatron/ds_tp1_pp1/global_step10/layer_03-model_00-model_states.pt", cwd);
+  CHECK(symlink(t, l) == 0, "symlink %s", l);
+  snprintf(l, sizeof l, "%s/global_step10/layer_05-model_00-model_states.pt", tmp);
+  unlink(l);
+  snprintf(t, sizeof t, "%s/tests/golden/megatron/ds_tp1_pp1/global_step10/layer_04-model_00-model_states.pt", cwd);
+  snprintf(l, sizeof l, "%s/global_step10/layer_04-model_00-model_states.pt", tmp);
+  CHECK(symlink(t, l) == 0, "symlink %s", l);
+  snprintf(l, sizeof l, "%s/global_step10/layer_06-model_00-model_states.pt", tmp);
+  snprintf(t, sizeof t, "%s/tests/golden/megatron/ds_tp1_pp1/global_step10/layer_01-model_00-model_states.pt", cwd);
+  CHECK(unlink(l) == 0 && symlink(t, l) == 0, "symlink %s", l);
+  gm_ckpt a, b;
+  if (gm_megatron_open(&a, &cfg, &info, tmp, false) == 0) {
+    if (gm_megatron_open(&b, &cfg, &info, "tests/golden/megatron/ds_tp1_pp1", false) == 0) {
+      bool same = a.n_tensors == b.n_tensors;
+      for (int i = 0; i < a.n_tensors && same; i++)
+        same = strcmp(a.tensors[i].name, b.tensors[i].name) == 0 && a.tensors[i].numel == b.tensors[i].numel &&
+               memcmp(a.tensors[i].data, b.tensors[i].data, (size_t)a.tensors[i].numel * 2) == 0;
+      CHECK(same, "a tied embedding copy changed the model");
+      gm_ckpt_close(&b);
+    } else CHECK(0, "%s", gm_errmsg());
+    gm_ckpt_close(&a);
+  } else CHECK(0, "tied copy refused: %s", gm_errmsg());
+  snprintf(t, sizeof t, "%s/tests/golden/megatron/ds_tp2_pp2/global_step10/layer_01-model_00-model_states.pt", cwd);
+  CHECK(unlink(l) == 0 && symlink(t, l) == 0, "symlink %s", l);
+  expect_fail(gm_megatron_open(&a, &cfg, &info, tmp, false), "layer_06-model_00-model_states.pt: the tied word_embeddings.weight "
+                                                              "(layer_06) differs from layer_01's");
+  unlink(l);
+  snprintf(l, sizeof l, "%s/global_step10/layer_03-model_00-model_states.pt", tmp);
+  unlink(l);
+  snprintf(l, sizeof l, "%s/global_step10/layer_04-model_00-model_states.pt", tmp);
+  unlink(l);
   // With a config.json beside `latest` it is a HF directory (transformers' Trainer + DeepSpeed).
   CHECK(gm_megatron_detect(tmp), "%s: not detected", tmp);
   snprintf(l, sizeof l, "%s/config.json", tmp);
