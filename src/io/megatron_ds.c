@@ -149,6 +149,9 @@ int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info,
     const char *nm = e->d_name;
     if (strncmp(nm, "mp_rank_", 8) == 0 && isdigit((unsigned char)nm[8]) && sscanf(nm, "mp_rank_%4d_model_states.pt%n", &a, &n) == 1 &&
         nm[n] == 0 && a < DS_MAX_MP) {
+      char canon[64];
+      snprintf(canon, sizeof canon, "mp_rank_%02d_model_states.pt", a);
+      if (strcmp(canon, nm)) { rc = gm_fail("%s/%s: not DeepSpeed's name for rank %d ('%s')", folder, nm, a, canon); break; }
       n_mp++;
       if (a > max_mp) max_mp = a;
       continue;
@@ -165,6 +168,10 @@ int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info,
       rc = gm_fail("%s/%s: layer index or TP rank out of range (layers < %d, TP ranks < %d)", folder, nm, DS_MAX_LAYER, DS_MAX_TP);
       break;
     }
+    char canon[96]; // the name the file is opened by below
+    if (x.tt >= 0) snprintf(canon, sizeof canon, "layer_%02d-model_%02d-model_states.pt", x.nn, x.tt);
+    else snprintf(canon, sizeof canon, "layer_%02d-model_states.pt", x.nn);
+    if (strcmp(canon, nm)) { rc = gm_fail("%s/%s: not DeepSpeed's name for this layer file ('%s')", folder, nm, canon); break; }
     if (n_lf == cap_lf) {
       cap_lf = cap_lf ? 2 * cap_lf : 64;
       lfile *t = realloc(lf, (size_t)cap_lf * sizeof *t);
