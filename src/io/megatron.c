@@ -2,6 +2,8 @@
 // convert_megatron_gpt2_checkpoint.py lays them out (fused QKV reordered to [3, heads, head_dim],
 // [out, in] linears transposed to Conv1D's [in, out]), tensor-parallel shards merged and
 // pipeline stages' layers renumbered. Every value is moved bit for bit (no arithmetic).
+// gm_meg_build (the merge) is shared with megatron_ds.c (Megatron-DeepSpeed), which renames its
+// layer files into Megatron-LM shards first; gm_megatron_detect/open dispatch to it.
 #include "torch_internal.h"
 
 #include <dirent.h>
