@@ -7,7 +7,7 @@
 
 { npy_header '<i4' '(1, 6)'; for v in 5 17 99 3 127 64; do
     for ((i = 0; i < 4; i++)); do printf "\\x$(printf %02x $(( (v >> (8 * i)) & 255 )))"; done; done; } >"$T/tok.npy"
-for c in v0_tp1 v0_tp2 v2_tp1 v3_tp2_pp2; do
+for c in v0_tp1 v0_tp2 v2_tp1 v3_tp2_pp2 v1_tp1 ds_tp1_pp1 ds_tp2_pp2 ds_flat ds_nopipe; do
   M=tests/golden/megatron/$c
   expect 0 "$c: convert" "$G" convert --from "$M" --out "$T/$c" || continue
   grep -Eq '"gptmeg_profile":[[:space:]]*"megatron"' "$T/$c/config.json" && ok "$c: profile recorded" || bad "$c: profile recorded"

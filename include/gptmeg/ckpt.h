@@ -63,14 +63,19 @@ typedef struct {
   long long iteration;            // from the tracker file or the checkpoint (0 for release)
   bool release, has_args;
   char stack[16];                 // "transformer" or "encoder"
+  bool deepspeed;                 // a Megatron-DeepSpeed checkpoint (global_stepN/, layer files or 'module')
+  bool ds_layer_files;            // deepspeed: the weights came from layer_NN-model_TT-model_states.pt
+  long long global_step;          // deepspeed: N of the global_stepN folder (-1: another tag)
 } gm_megatron_info;
-// True when dir looks like a Megatron-LM checkpoint: latest_checkpointed_iteration.txt, or an
-// iteration folder holding mp_rank_00 / mp_rank_00_000.
+// True when dir looks like a Megatron-LM checkpoint (latest_checkpointed_iteration.txt, or an
+// iteration folder holding mp_rank_00 / mp_rank_00_000) or a Megatron-DeepSpeed one (DIR/latest,
+// or a global_stepN folder holding mp_rank_00_model_states.pt).
 bool gm_megatron_detect(const char *dir);
-// Opens every rank's model_optim_rng.pt (or model_rng.pt) of the tracked iteration and returns
-// the merged model under HF GPT-2 names (tied: no lm_head), bit for bit as transformers'
+// Opens every rank's model_optim_rng.pt (or model_rng.pt) of the tracked iteration, or a
+// Megatron-DeepSpeed folder's mp_rank_XX_model_states.pt and layer files, and returns the merged
+// model under HF GPT-2 names (tied: no lm_head), bit for bit as transformers'
 // convert_megatron_gpt2_checkpoint.py orders it; cfg from args (else the shapes). trim_vocab:
-// keep the first 50257 rows of the padded vocabulary.
+// keep the first 50257 rows of the padded vocabulary. c->format says which layout was read.
 int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, const char *dir, bool trim_vocab);
 
 #ifdef __cplusplus

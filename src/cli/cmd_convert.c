@@ -54,7 +54,7 @@ int cmd_convert(int argc, char **argv) {
   if (!from || !out) return cli_usage_error("convert", "--from DIR and --out HFDIR are required");
   gm_dtype want = GM_F32;
   if (dts && gm_dtype_parse(dts, &want)) return cli_usage_error("convert", "%s", gm_errmsg());
-  if (!gm_megatron_detect(from)) return cli_fail("%s: not a Megatron-LM checkpoint (no latest_checkpointed_iteration.txt, mp_rank_00 or mp_rank_00_000)", from);
+  if (!gm_megatron_detect(from)) return cli_fail("%s: not a Megatron-LM or Megatron-DeepSpeed checkpoint (no latest_checkpointed_iteration.txt, latest, mp_rank_00, mp_rank_00_000 or mp_rank_00_model_states.pt)", from);
   gm_ckpt c;
   gm_gpt2_config cfg;
   gm_megatron_info info;

@@ -2,6 +2,8 @@
 // convert_megatron_gpt2_checkpoint.py lays them out (fused QKV reordered to [3, heads, head_dim],
 // [out, in] linears transposed to Conv1D's [in, out]), tensor-parallel shards merged and
 // pipeline stages' layers renumbered. Every value is moved bit for bit (no arithmetic).
+// gm_meg_build (the merge) is shared with megatron_ds.c (Megatron-DeepSpeed), which renames its
+// layer files into Megatron-LM shards first; gm_megatron_detect/open dispatch to it.
 #include "torch_internal.h"
 
 #include <dirent.h>
@@ -41,6 +43,7 @@ static int tracker(const char *dir, char *folder, size_t cap, gm_megatron_info *
 }
 
 bool gm_megatron_detect(const char *dir) {
+  if (gm_megatron_ds_detect(dir)) return true;
   char p[4096];
   snprintf(p, sizeof p, "%s/latest_checkpointed_iteration.txt", dir);
   if (is_file(p)) return true;
@@ -55,7 +58,7 @@ static const gm_meg_arg *arg(const gm_meg_meta *m, const char *name) {
     if (strcmp(m->args[i].name, name) == 0) return &m->args[i];
   return NULL;
 }
-static bool arg_int(const gm_meg_meta *m, const char *name, int64_t *v) {
+bool gm_meg_arg_int(const gm_meg_meta *m, const char *name, int64_t *v) {
   const gm_meg_arg *a = arg(m, name);
   if (!a || a->kind != 'i') return false;
   *v = a->i;
@@ -68,8 +71,7 @@ static bool arg_true(const gm_meg_meta *m, const char *name) {
 
 typedef struct {
   int tp, pp;
-  gm_ckpt shard[MAX_TP * MAX_PP];     // [p * tp + t]
-  gm_meg_meta *meta;                  // of each shard
+  gm_ckpt *shard;                     // [p * tp + t]
   const char *stack;                  // "transformer" or "encoder"
   int layer_base[MAX_PP + 1];         // the first global layer of each stage
 } meg;
@@ -166,52 +168,14 @@ static int rank_file(char *out, size_t cap, const char *folder, int t, int p, in
   return gm_fail("%s: neither model_optim_rng.pt nor model_rng.pt", d);
 }
 
-int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, const char *dir, bool trim_vocab) {
+int gm_meg_build(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, gm_ckpt *shards, const gm_meg_meta *m0, int tp,
+                 int pp, const char *folder, bool trim_vocab) {
   memset(c, 0, sizeof *c);
-  memset(info, 0, sizeof *info);
-  char folder[4096];
-  if (tracker(dir, folder, sizeof folder, info)) return -1;
-  if (!is_dir(folder)) return gm_fail("%s: the checkpoint folder the tracker names does not exist", folder);
-  // TP x PP from the mp_rank_TT[_PPP] folders.
-  DIR *dd = opendir(folder);
-  if (!dd) return gm_fail("cannot list '%s': %s", folder, strerror(errno));
-  int tp = 0, pp = 0;
-  bool with_pp = false;
-  struct dirent *e;
-  while ((e = readdir(dd))) {
-    int t, p, n = 0;
-    if (sscanf(e->d_name, "mp_rank_%2d_%3d%n", &t, &p, &n) == 2 && e->d_name[n] == 0) with_pp = true;
-    else if (sscanf(e->d_name, "mp_rank_%2d%n", &t, &n) == 1 && e->d_name[n] == 0) p = 0;
-    else continue;
-    if (t < 0 || t >= MAX_TP || p < 0 || p >= MAX_PP) continue;
-    if (t + 1 > tp) tp = t + 1;
-    if (p + 1 > pp) pp = p + 1;
-  }
-  closedir(dd);
-  if (!tp) return gm_fail("%s: no mp_rank_* folder (a Megatron-LM checkpoint folder holds mp_rank_TT or mp_rank_TT_PPP)", folder);
-  if (!with_pp) pp = 1;
-  meg *g = calloc(1, sizeof *g);
-  if (g) g->meta = calloc((size_t)(tp * pp), sizeof *g->meta);
-  if (!g || !g->meta) { if (g) free(g); return gm_fail("out of memory"); }
-  g->tp = tp;
-  g->pp = pp;
+  if (tp < 1 || pp < 1 || pp > MAX_PP) return gm_fail("%s: %d tensor-parallel ranks x %d stages", folder, tp, pp);
+  meg gg = {.tp = tp, .pp = pp, .shard = shards}, *g = &gg;
+  const char *f0 = shards[0].path;
   int rc = 0;
-  for (int p = 0; p < pp && !rc; p++)
-    for (int t = 0; t < tp && !rc; t++) {
-      char f[4400];
-      rc = rank_file(f, sizeof f, folder, t, p, with_pp ? 2 : 1);
-      if (!rc) rc = gm_torch_open_megatron(&g->shard[p * tp + t], f, &g->meta[p * tp + t]);
-    }
-  const gm_meg_meta *m0 = rc ? NULL : &g->meta[0];
-  const char *f0 = rc ? NULL : g->shard[0].path;
   int64_t v;
-  if (!rc && m0->has_args) {
-    int64_t a_tp = 0;
-    if (arg_int(m0, "tensor_model_parallel_size", &v) || arg_int(m0, "model_parallel_size", &v)) a_tp = v;
-    if (a_tp && a_tp != tp) rc = gm_fail("%s: args say tensor parallel size %lld but the folder holds %d mp_rank ranks", f0, (long long)a_tp, tp);
-    if (!rc && arg_int(m0, "pipeline_model_parallel_size", &v) && v != pp)
-      rc = gm_fail("%s: args say pipeline parallel size %lld but the folder holds %d stages", f0, (long long)v, pp);
-  }
   // The layer stack's name and each stage's layers.
   g->stack = "transformer";
   if (!rc && !get(g, 0, 0, "layers.%d.input_layernorm.weight", 0, false)) g->stack = "encoder";
@@ -238,12 +202,12 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
     cfg->n_head = cfg->n_embd / 64; // no args: the converter's 345M default (head_dim 64)
     snprintf(cfg->activation_function, sizeof cfg->activation_function, "gelu_new");
     if (m0->has_args) {
-      if (arg_int(m0, "num_attention_heads", &v)) cfg->n_head = (int)v;
+      if (gm_meg_arg_int(m0, "num_attention_heads", &v)) cfg->n_head = (int)v;
       struct { const char *a; int *dst; } chk[] = {{"hidden_size", &cfg->n_embd}, {"num_layers", &cfg->n_layer},
                                                    {"padded_vocab_size", &cfg->vocab_size}, {"max_position_embeddings", &cfg->n_positions},
                                                    {"ffn_hidden_size", &cfg->n_inner}};
       for (size_t i = 0; i < sizeof chk / sizeof chk[0] && !rc; i++)
-        if (arg_int(m0, chk[i].a, &v) && v != *chk[i].dst)
+        if (gm_meg_arg_int(m0, chk[i].a, &v) && v != *chk[i].dst)
           rc = gm_fail("%s: args.%s is %lld but the tensors say %d", f0, chk[i].a, (long long)v, *chk[i].dst);
       const gm_meg_arg *eps = arg(m0, "layernorm_epsilon");
       if (eps && eps->kind == 'f') cfg->layer_norm_epsilon = eps->f;
@@ -263,7 +227,7 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
     if (!info->release && !info->iteration) info->iteration = m0->iteration;
     snprintf(info->stack, sizeof info->stack, "%s", g->stack);
     c->path = strdup(folder);
-    snprintf(c->format, sizeof c->format, "megatron-lm (TP %d, PP %d, checkpoint_version %g)", tp, pp, info->checkpoint_version);
+    if (!c->path) rc = gm_fail("out of memory");
   }
   // The HF state dict.
   gm_dtype dt = rc ? GM_F32 : we->dtype;
@@ -305,9 +269,59 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
     }
   if (!rc) rc = merge(g, c, pp - 1, "final_layernorm.weight", 0, "transformer.ln_f.weight", REPL, 1, D, 0, dt, H, ver, false);
   if (!rc) rc = merge(g, c, pp - 1, "final_layernorm.bias", 0, "transformer.ln_f.bias", REPL, 1, D, 0, dt, H, ver, false);
-  for (int i = 0; i < tp * pp; i++) gm_ckpt_close(&g->shard[i]);
-  free(g->meta);
-  free(g);
   if (rc) gm_ckpt_close(c);
+  return rc;
+}
+
+int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, const char *dir, bool trim_vocab) {
+  if (gm_megatron_ds_detect(dir)) return gm_megatron_ds_open(c, cfg, info, dir, trim_vocab);
+  memset(c, 0, sizeof *c);
+  memset(info, 0, sizeof *info);
+  char folder[4096];
+  if (tracker(dir, folder, sizeof folder, info)) return -1;
+  if (!is_dir(folder)) return gm_fail("%s: the checkpoint folder the tracker names does not exist", folder);
+  // TP x PP from the mp_rank_TT[_PPP] folders.
+  DIR *dd = opendir(folder);
+  if (!dd) return gm_fail("cannot list '%s': %s", folder, strerror(errno));
+  int tp = 0, pp = 0;
+  bool with_pp = false;
+  struct dirent *e;
+  while ((e = readdir(dd))) {
+    int t, p, n = 0;
+    if (sscanf(e->d_name, "mp_rank_%2d_%3d%n", &t, &p, &n) == 2 && e->d_name[n] == 0) with_pp = true;
+    else if (sscanf(e->d_name, "mp_rank_%2d%n", &t, &n) == 1 && e->d_name[n] == 0) p = 0;
+    else continue;
+    if (t < 0 || t >= MAX_TP || p < 0 || p >= MAX_PP) continue;
+    if (t + 1 > tp) tp = t + 1;
+    if (p + 1 > pp) pp = p + 1;
+  }
+  closedir(dd);
+  if (!tp) return gm_fail("%s: no mp_rank_* folder (a Megatron-LM checkpoint folder holds mp_rank_TT or mp_rank_TT_PPP)", folder);
+  if (!with_pp) pp = 1;
+  gm_ckpt *shard = calloc((size_t)(tp * pp), sizeof *shard);
+  gm_meg_meta *meta = calloc((size_t)(tp * pp), sizeof *meta);
+  if (!shard || !meta) { free(shard); free(meta); return gm_fail("out of memory"); }
+  int rc = 0;
+  for (int p = 0; p < pp && !rc; p++)
+    for (int t = 0; t < tp && !rc; t++) {
+      char f[4400];
+      rc = rank_file(f, sizeof f, folder, t, p, with_pp ? 2 : 1);
+      if (!rc) rc = gm_torch_open_megatron(&shard[p * tp + t], f, &meta[p * tp + t]);
+    }
+  const gm_meg_meta *m0 = &meta[0];
+  const char *f0 = shard[0].path;
+  int64_t v;
+  if (!rc && m0->has_args) {
+    int64_t a_tp = 0;
+    if (gm_meg_arg_int(m0, "tensor_model_parallel_size", &v) || gm_meg_arg_int(m0, "model_parallel_size", &v)) a_tp = v;
+    if (a_tp && a_tp != tp) rc = gm_fail("%s: args say tensor parallel size %lld but the folder holds %d mp_rank ranks", f0, (long long)a_tp, tp);
+    if (!rc && gm_meg_arg_int(m0, "pipeline_model_parallel_size", &v) && v != pp)
+      rc = gm_fail("%s: args say pipeline parallel size %lld but the folder holds %d stages", f0, (long long)v, pp);
+  }
+  if (!rc) rc = gm_meg_build(c, cfg, info, shard, m0, tp, pp, folder, trim_vocab);
+  if (!rc) snprintf(c->format, sizeof c->format, "megatron-lm (TP %d, PP %d, checkpoint_version %g)", tp, pp, info->checkpoint_version);
+  for (int i = 0; i < tp * pp; i++) gm_ckpt_close(&shard[i]);
+  free(shard);
+  free(meta);
   return rc;
 }

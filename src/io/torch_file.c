@@ -173,13 +173,14 @@ static int walk_model(gm_ckpt *c, const char *path, const char *file, const gm_p
 static int resolve_megatron(gm_ckpt *c, const char *path, const char *file, const gm_pk *root, const stor_src *src, gm_meg_meta *meta) {
   if (root->kind != PK_DICT) return gm_fail("%s: the pickled object is not a dict (a Megatron checkpoint)", path);
   memset(meta, 0, sizeof *meta);
-  const gm_pk *model = NULL;
+  const gm_pk *model = NULL, *module = NULL;
   for (size_t k = 0; k < root->n; k++) {
     const gm_pk *kn = root->items[2 * k], *v = root->items[2 * k + 1];
     if (kn->kind != PK_STR) continue;
     char key[64];
     if (!key_name(kn, key, sizeof key)) continue;
     if (strcmp(key, "model") == 0 && v->kind == PK_DICT) model = v;
+    else if (strcmp(key, "module") == 0 && (v->kind == PK_DICT || v->kind == PK_NONE)) module = v; // DeepSpeed's engine
     else if (strcmp(key, "checkpoint_version") == 0 && (v->kind == PK_INT || v->kind == PK_FLOAT)) {
       meta->has_version = true;
       meta->version = v->kind == PK_INT ? (double)v->i : v->f;
@@ -198,6 +199,13 @@ static int resolve_megatron(gm_ckpt *c, const char *path, const char *file, cons
         meta->n_args++;
       }
     }
+  }
+  // Megatron-DeepSpeed: DeepSpeed's 'module' (None with pipeline parallelism: the weights are in
+  // the layer files) when there is no 'model'.
+  if (!model && module) {
+    meta->has_module = true;
+    if (module->kind == PK_NONE) return 0;
+    model = module;
   }
   if (!model) return gm_fail("%s: no 'model' dict (a Megatron checkpoint holds its weights under 'model')", path);
   return walk_model(c, path, file, model, "", src);

@@ -102,14 +102,29 @@ typedef struct {
 } gm_meg_arg;
 typedef struct {
   bool has_version, has_args;
+  bool has_module;               // Megatron-DeepSpeed: the weights came from DeepSpeed's 'module' (None: no tensors)
   double version;                // checkpoint_version (absent: 0)
   int64_t iteration;
   int n_args;
   gm_meg_arg args[GM_MEG_MAX_ARGS]; // the scalar attributes of 'args' (argparse.Namespace)
 } gm_meg_meta;
 // One Megatron .pt file (zip or legacy) read with the VM's Megatron flag: the tensors under
-// 'model' under dotted names ("language_model.embedding.word_embeddings.weight"), and meta.
+// 'model' (else DeepSpeed's 'module': a dict, or None with no tensors) under dotted names
+// ("language_model.embedding.word_embeddings.weight"), and meta.
 int gm_torch_open_megatron(gm_ckpt *c, const char *path, gm_meg_meta *meta);
+
+// ---- megatron.c, shared with megatron_ds.c ----
+// shards[p * tp + t]: each TP rank t / pipeline stage p under Megatron-LM's names
+// ("language_model.embedding...", "language_model.{transformer,encoder}.layers.N...", layers
+// numbered from 0 in each stage); m0: rank 0's meta. Fills c (HF GPT-2 names, merged as
+// transformers' converter does), cfg and info (tp, pp, version, args, stack, iteration); c->path
+// becomes folder. Does not close the shards, nor check args' TP/PP sizes.
+int gm_meg_build(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, gm_ckpt *shards, const gm_meg_meta *m0, int tp,
+                 int pp, const char *folder, bool trim_vocab);
+bool gm_meg_arg_int(const gm_meg_meta *m, const char *name, int64_t *v);
+// Megatron-DeepSpeed (megatron_ds.c): DIR/latest or DIR holding mp_rank_00_model_states.pt.
+bool gm_megatron_ds_detect(const char *dir);
+int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, const char *dir, bool trim_vocab);
 
 // ---- gm_ckpt building (ckpt.c) ----
 // Takes ownership of the mapping; returns the file's stored path (owned by c), NULL on failure.

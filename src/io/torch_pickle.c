@@ -229,7 +229,8 @@ static gm_pk *global(vmst *st) {
   if (st->vm->megatron) { // Megatron's args and RNG state: described or skipped, never called
     static const char *const skip[] = {"numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
                                        "numpy.ndarray", "numpy.dtype", "numpy.core.multiarray.scalar",
-                                       "numpy._core.multiarray.scalar", "_codecs.encode"};
+                                       "numpy._core.multiarray.scalar", "_codecs.encode",
+                                       "builtins.set"}; // DeepSpeed's sparse_tensor_module_names
     if (strcmp(full, "argparse.Namespace") == 0) { g->glob = G_NAMESPACE; return g; }
     for (size_t i = 0; i < sizeof skip / sizeof skip[0]; i++)
       if (strcmp(full, skip[i]) == 0) { g->glob = G_SKIP; return g; }
