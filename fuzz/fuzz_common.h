@@ -42,6 +42,15 @@ static inline void fz_file_close(fz_file *f) {
 }
 
 // Writes data to path (a real file, for the loaders that look inside a directory).
+// Where a harness that must write real files makes its directory: TMPDIR, else /dev/shm (a file
+// system in memory: about 1.5x the executions a second of /tmp on disk), else /tmp.
+static inline const char *fz_tmpdir(void) {
+  const char *tmp = getenv("TMPDIR");
+  if (tmp && *tmp) return tmp;
+  struct stat sb;
+  return stat("/dev/shm", &sb) == 0 && S_ISDIR(sb.st_mode) && access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+}
+
 static inline void fz_write_path(const char *path, const uint8_t *data, size_t size) {
   FILE *fp = fopen(path, "wb");
   if (!fp) { perror(path); abort(); }

@@ -4,7 +4,7 @@
 // layer_02-model_00-..., ... (at most 16). A part after the second may be empty: that layer file
 // is then left out (a missing layer). The seed (fuzz/corpus/megatron_ds/tiny.ds) comes from
 // tools/ref/gen_megatron_goldens.py: hidden 8, 2 heads, 2 layers, vocab 16, TP 1, PP 1. DIR is made
-// once under TMPDIR (or /tmp) and removed at exit.
+// once under fz_tmpdir() (TMPDIR, /dev/shm or /tmp) and removed at exit.
 #include "fuzz_common.h"
 
 #include "fuzz_ckpt.h"
@@ -24,8 +24,7 @@ static void cleanup(void) {
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   (void)argc; (void)argv;
-  const char *tmp = getenv("TMPDIR");
-  snprintf(dir, sizeof dir, "%s/gptmeg-fuzz-megatron-ds-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  snprintf(dir, sizeof dir, "%s/gptmeg-fuzz-megatron-ds-XXXXXX", fz_tmpdir());
   if (!mkdtemp(dir)) { perror("mkdtemp"); abort(); }
   snprintf(latest, sizeof latest, "%s/latest", dir);
   snprintf(step, sizeof step, "%s/global_step10", dir);
