@@ -41,6 +41,7 @@ static int tracker(const char *dir, char *folder, size_t cap, gm_megatron_info *
 }
 
 bool gm_megatron_detect(const char *dir) {
+  if (gm_megatron_zip_detect(dir)) return true; // NGC's zip (megatron_zip.c)
   char p[4096];
   snprintf(p, sizeof p, "%s/latest_checkpointed_iteration.txt", dir);
   if (is_file(p)) return true;
@@ -170,13 +171,16 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
   memset(c, 0, sizeof *c);
   memset(info, 0, sizeof *info);
   char folder[4096];
-  if (tracker(dir, folder, sizeof folder, info)) return -1;
+  bool zip = gm_megatron_zip_detect(dir); // NGC's zip: one rank, read by megatron_zip.c
+  if (zip) snprintf(folder, sizeof folder, "%s", dir);
+  else if (tracker(dir, folder, sizeof folder, info)) return -1;
+  int tp = zip, pp = zip;
+  bool with_pp = false;
+  if (!zip) {
   if (!is_dir(folder)) return gm_fail("%s: the checkpoint folder the tracker names does not exist", folder);
   // TP x PP from the mp_rank_TT[_PPP] folders.
   DIR *dd = opendir(folder);
   if (!dd) return gm_fail("cannot list '%s': %s", folder, strerror(errno));
-  int tp = 0, pp = 0;
-  bool with_pp = false;
   struct dirent *e;
   while ((e = readdir(dd))) {
     int t, p, n = 0;
@@ -190,6 +194,7 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
   closedir(dd);
   if (!tp) return gm_fail("%s: no mp_rank_* folder (a Megatron-LM checkpoint folder holds mp_rank_TT or mp_rank_TT_PPP)", folder);
   if (!with_pp) pp = 1;
+  }
   meg *g = calloc(1, sizeof *g);
   if (g) g->meta = calloc((size_t)(tp * pp), sizeof *g->meta);
   if (!g || !g->meta) { if (g) free(g); return gm_fail("out of memory"); }
@@ -199,8 +204,15 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
   for (int p = 0; p < pp && !rc; p++)
     for (int t = 0; t < tp && !rc; t++) {
       char f[4400];
+      struct stat sb;
+      if (zip) { // the size info reports is the zip's (the inflated entry may be larger)
+        rc = gm_megatron_zip_rank(&g->shard[0], dir, &g->meta[0], &info->release, NULL, 0);
+        if (!rc && stat(dir, &sb) == 0) c->file_bytes = (uint64_t)sb.st_size;
+        continue;
+      }
       rc = rank_file(f, sizeof f, folder, t, p, with_pp ? 2 : 1);
       if (!rc) rc = gm_torch_open_megatron(&g->shard[p * tp + t], f, &g->meta[p * tp + t]);
+      if (!rc && stat(f, &sb) == 0) c->file_bytes += (uint64_t)sb.st_size;
     }
   const gm_meg_meta *m0 = rc ? NULL : &g->meta[0];
   const char *f0 = rc ? NULL : g->shard[0].path;
@@ -263,7 +275,8 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
     if (!info->release && !info->iteration) info->iteration = m0->iteration;
     snprintf(info->stack, sizeof info->stack, "%s", g->stack);
     c->path = strdup(folder);
-    snprintf(c->format, sizeof c->format, "megatron-lm (TP %d, PP %d, checkpoint_version %g)", tp, pp, info->checkpoint_version);
+    snprintf(c->format, sizeof c->format, "megatron-lm%s (TP %d, PP %d, checkpoint_version %g)", zip ? " zip" : "", tp, pp,
+             info->checkpoint_version);
   }
   // The HF state dict.
   gm_dtype dt = rc ? GM_F32 : we->dtype;
