@@ -191,6 +191,7 @@ int cmd_train(int argc, char **argv) {
   gm_profile p;
   if (lscale > 0 && rc_ != GM_RECIPE_FP16_MEGATRON) return cli_usage_error("train", "--loss-scale is for --recipe fp16-megatron");
   const gm_dtype pdt = rc_ == GM_RECIPE_FP16_MEGATRON ? GM_F16 : rc_ == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
+  if (cli_profile_recorded(&po, dir)) return cli_fail("%s", gm_errmsg());
   if (cli_profile_build(&po, pdt, &p)) return cli_fail("%s", gm_errmsg());
 
   gm_train_opts o;
