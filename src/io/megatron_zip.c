@@ -34,17 +34,17 @@ bool gm_megatron_zip_detect(const char *path) {
 // "mp_rank_00/model_optim_rng.pt" or ".../model_rng.pt" (at the top or under any folder).
 static const gm_zip_entry *find_rank(const gm_zip *z, const char *path, bool *release) {
   static const char *const exact = "release/mp_rank_00/model_optim_rng.pt";
+  static const char *const tails[2] = {"mp_rank_00/model_optim_rng.pt", "mp_rank_00/model_rng.pt"};
   const gm_zip_entry *hit = NULL;
+  const char *tail = tails[0];
   int n_hits = 0;
-  for (int i = 0; i < z->n; i++) {
-    const gm_zip_entry *e = &z->e[i];
-    if (e->name_len == strlen(exact) && memcmp(e->name, exact, e->name_len) == 0) { hit = e; n_hits = 1; }
-  }
+  for (int i = 0; i < z->n && !hit; i++)
+    if (z->e[i].name_len == strlen(exact) && memcmp(z->e[i].name, exact, z->e[i].name_len) == 0) { hit = &z->e[i]; n_hits = 1; }
   for (int pass = 0; pass < 2 && !n_hits; pass++) {
-    const char *tail = pass == 0 ? "mp_rank_00/model_optim_rng.pt" : "mp_rank_00/model_rng.pt";
+    tail = tails[pass];
+    size_t tl = strlen(tail);
     for (int i = 0; i < z->n; i++) {
       const gm_zip_entry *e = &z->e[i];
-      size_t tl = strlen(tail);
       if (ends_with(e->name, e->name_len, tail) && (e->name_len == tl || e->name[e->name_len - tl - 1] == '/')) {
         if (!hit) hit = e;
         n_hits++;
@@ -52,8 +52,8 @@ static const gm_zip_entry *find_rank(const gm_zip *z, const char *path, bool *re
     }
   }
   if (n_hits > 1) {
-    gm_fail("%s: %d entries end in mp_rank_00/model_optim_rng.pt (the first '%.*s'); a zip of one checkpoint holds one", path, n_hits,
-            (int)hit->name_len, hit->name);
+    gm_fail("%s: %d entries end in %s (the first '%.*s'); a zip of one checkpoint holds one", path, n_hits, tail, (int)hit->name_len,
+            hit->name);
     return NULL;
   }
   if (!hit) {
@@ -62,20 +62,19 @@ static const gm_zip_entry *find_rank(const gm_zip *z, const char *path, bool *re
             path, z->n);
     return NULL;
   }
-  // Other ranks beside it: the zip holds a tensor-parallel checkpoint, which this reader does not merge.
-  size_t dir_len = hit->name_len - strlen(ends_with(hit->name, hit->name_len, "model_rng.pt") && !ends_with(hit->name, hit->name_len, "optim_rng.pt")
-                                                 ? "mp_rank_00/model_rng.pt" : "mp_rank_00/model_optim_rng.pt");
+  // Another rank folder beside mp_rank_00 (mp_rank_01, mp_rank_00_000, ...): a tensor- or
+  // pipeline-parallel checkpoint, which this reader does not merge.
+  size_t dir_len = hit->name_len - strlen(tail);
   for (int i = 0; i < z->n; i++) {
     const gm_zip_entry *e = &z->e[i];
     if (e->name_len > dir_len + 8 && memcmp(e->name, hit->name, dir_len) == 0 && memcmp(e->name + dir_len, "mp_rank_", 8) == 0 &&
-        !(e->name_len > dir_len + 10 && memcmp(e->name + dir_len + 8, "00", 2) == 0 && e->name[dir_len + 10] == '/')) {
-      gm_fail("%s: zip entry '%.*s' is a second rank: tensor-parallel checkpoints are read from a directory, not a zip", path,
+        !(e->name_len > dir_len + 11 && memcmp(e->name + dir_len + 8, "00/", 3) == 0)) {
+      gm_fail("%s: zip entry '%.*s' is another rank: tensor- and pipeline-parallel checkpoints are read from a directory, not a zip", path,
               (int)e->name_len, e->name);
       return NULL;
     }
   }
-  const char *rel = "release/";
-  *release = dir_len >= 8 && memcmp(hit->name + dir_len - 8, rel, 8) == 0;
+  *release = dir_len >= 8 && memcmp(hit->name + dir_len - 8, "release/", 8) == 0;
   return hit;
 }
 
