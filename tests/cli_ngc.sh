@@ -45,6 +45,13 @@ grep -q '^profile: *hf (the default: none recorded' "$T/out" && ok "info: hf by 
 # The Megatron zip itself: megatron by default.
 expect 0 "zip: logits, no --profile" L --model "$Z/stored.zip" --out "$T/znone.npy"
 cmp -s "$T/znone.npy" "$T/meg.npy" && ok "zip: no --profile = megatron" || bad "zip: no --profile = megatron"
+# eval and grad on the zip (its default, megatron) equal those on the converter's directory under --profile megatron.
+expect 0 "zip: eval" "$G" eval --model "$Z/deflated.zip" --tokens-npy "$T/tok.npy" --threads 1 && cp "$T/out" "$T/ev.zip"
+expect 0 "ref: eval --profile megatron" "$G" eval --model "$Z/ref" --tokens-npy "$T/tok.npy" --threads 1 --profile megatron
+cmp -s "$T/out" "$T/ev.zip" && ok "zip: eval = ref's" || bad "zip: eval = ref's: $(cat "$T/ev.zip") vs $(cat "$T/out")"
+expect 0 "zip: grad" "$G" grad --model "$Z/stored.zip" --tokens-npy "$T/tok.npy" --out "$T/gz.safetensors" --threads 1
+expect 0 "ref: grad --profile megatron" "$G" grad --model "$Z/ref" --tokens-npy "$T/tok.npy" --out "$T/gr.safetensors" --threads 1 --profile megatron
+cmp -s "$T/gz.safetensors" "$T/gr.safetensors" && ok "zip: gradients = ref's" || bad "zip: gradients = ref's"
 # A bad record.
 mkdir -p "$T/badp" && cp "$C/model.safetensors" "$T/badp/" &&
   sed -E 's/"gptmeg_profile":[[:space:]]*"megatron"/"gptmeg_profile": "nvidia"/' "$C/config.json" >"$T/badp/config.json"
