@@ -284,7 +284,10 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
   double ver = info->checkpoint_version;
   int H = cfg->n_head;
   if (!rc) rc = merge(g, c, 0, "embedding.word_embeddings.weight", 0, "transformer.wte.weight", COL, 2, V, D, dt, H, ver, false);
-  if (!rc && trim_vocab && V > 50257) { // the GPT-2 tokenizer's 50257 rows; the padding rows dropped
+  // The GPT-2 tokenizer's 50257 rows, the padding rows dropped: on request, and without args, where
+  // transformers' converter slices word_embeddings[:config.vocab_size] with its default 50257
+  // (NGC's 345M checkpoint of 2019 has no args).
+  if (!rc && (trim_vocab || !m0->has_args) && V > 50257) {
     gm_ckpt_tensor *o = &c->tensors[c->n_tensors - 1];
     o->shape[0] = 50257;
     o->numel = (uint64_t)50257 * (uint64_t)D;
