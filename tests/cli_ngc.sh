@@ -59,6 +59,12 @@ expect 1 "unknown recorded profile" L --model "$T/badp" --out "$T/x.npy"
 grep -q 'gptmeg_profile.*"nvidia" is not a profile' "$T/err" && ok "unknown profile named" || bad "message: $(cat "$T/err")"
 expect 0 "unknown recorded profile, --profile given" L --model "$T/badp" --out "$T/x.npy" --profile hf
 expect 1 "info: unknown recorded profile" "$G" info --model "$T/badp"
+# info on a Megatron directory: the rank files' total size (it printed 0 bytes before).
+M=tests/golden/megatron/v3_tp2_pp2
+want=$(cat "$M"/iter_0000010/mp_rank_*/model_optim_rng.pt | wc -c)
+expect 0 "megatron dir: info" "$G" info --model "$M"
+grep -q "^file: *megatron-lm (TP 2, PP 2, checkpoint_version 3), f16, $want bytes" "$T/out" && ok "megatron dir: info size $want" ||
+  bad "megatron dir: $(grep '^file' "$T/out") (want $want bytes)"
 # Hostile zips through the CLI: one line each.
 for h in bomb crc no_entry outside size_big two_ranks; do
   expect 1 "hostile $h.zip" "$G" info --model "$Z/hostile/$h.zip"
