@@ -179,6 +179,7 @@ int cmd_train(int argc, char **argv) {
     else return cli_usage_error("train", "unknown option '%s'", a);
   }
   if (!dir == !resume) return cli_usage_error("train", "give one of --model DIR or --resume CKPT");
+  if (cli_profile_recorded(&po, dir)) return cli_fail("%s", gm_errmsg());
   if (!data == !bnpy) return cli_usage_error("train", "give one of --data FILE or --batches-npy F.npy");
   if (!out || steps < 1) return cli_usage_error("train", "--out DIR and --steps N are required");
   if (dropout > 0) // the runs compare bit for bit with dropout off; its mask is not generated as torch does
@@ -191,7 +192,6 @@ int cmd_train(int argc, char **argv) {
   gm_profile p;
   if (lscale > 0 && rc_ != GM_RECIPE_FP16_MEGATRON) return cli_usage_error("train", "--loss-scale is for --recipe fp16-megatron");
   const gm_dtype pdt = rc_ == GM_RECIPE_FP16_MEGATRON ? GM_F16 : rc_ == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
-  if (cli_profile_recorded(&po, dir)) return cli_fail("%s", gm_errmsg());
   if (cli_profile_build(&po, pdt, &p)) return cli_fail("%s", gm_errmsg());
 
   gm_train_opts o;
