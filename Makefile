@@ -54,6 +54,7 @@ bench: all
 	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg --rounds 3 --backward
 	-$(PYTHON) bench/model_vs_torch.py --gptmeg $(BUILD)/gptmeg
 	-$(PYTHON) bench/train_vs_torch.py --gptmeg $(BUILD)/gptmeg
+	-bash bench/load_bin_vs_safetensors.sh $(BUILD)/gptmeg $(PYTHON)
 
 goldens: all
 	$(PYTHON) tools/ref/check_versions.py

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that gptmeg can be built here: a C compiler and cmake on PATH, and each library it links
-# (SLEEF, MPFR + GMP, cJSON, PCRE2, OpenBLAS's CBLAS, OpenMP) usable, by compiling and linking a
+# (SLEEF, MPFR + GMP, cJSON, PCRE2, OpenBLAS's CBLAS, zlib, OpenMP) usable, by compiling and linking a
 # tiny program against it with the compiler CMake will use ($CC, else cc). The package manager is
 # not asked, so libraries built from source or installed without dpkg count, and a non-root user
 # with everything present passes. One combined probe when all is well (a fraction of a second);
@@ -32,6 +32,7 @@ gmp|libgmp-dev|gmp.h|-lgmp|mpz_t z; mpz_init(z); mpz_clear(z);
 cjson|libcjson-dev|cjson/cJSON.h|-lcjson|cJSON_Delete(cJSON_Parse("1"));
 pcre2|libpcre2-dev|pcre2.h|-lpcre2-8|int e; PCRE2_SIZE o; pcre2_compile((PCRE2_SPTR)"a", 1, 0, &e, &o, NULL);
 openblas|libopenblas-dev|cblas.h|-lopenblas|float a = 1, b = 1, c = 0; cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1, 1, 1, 1.0f, &a, 1, &b, 1, 0.0f, &c, 1);
+zlib|zlib1g-dev|zlib.h|-lz|(void)crc32(0L, NULL, 0);
 openmp|build-essential|omp.h|-fopenmp|(void)omp_get_max_threads();'
 
 if [ "$have_cc" = 1 ]; then

@@ -374,9 +374,18 @@ static int load_torch(const char *path, int it) {
   return use_ckpt(&c);
 }
 
+// NGC's Megatron zip (gm_megatron_open on a .zip path), the merged model read back.
+static int load_megatron_zip(const char *path, int it) {
+  gm_ckpt c;
+  gm_gpt2_config cfg;
+  gm_megatron_info info;
+  if (gm_megatron_open(&c, &cfg, &info, path, it & 1) != 0) return -1;
+  return use_ckpt(&c);
+}
+
 // Mutations land anywhere, or (half the time) inside the pickle / zip directory windows where
 // most of the format's structure is: the first 4 KiB and the last 3 KiB of the file.
-static void fuzz_torch(const char *what, const char *seed_path, const char *name, int iters) {
+static void fuzz_torch(const char *what, const char *seed_path, const char *name, int iters, load_and_use_fn load) {
   size_t seed_len = 0;
   unsigned char *seed = (unsigned char *)test_slurp_len(seed_path, &seed_len);
   CHECK(seed != NULL, "%s: no seed file %s", what, seed_path);
@@ -395,7 +404,7 @@ static void fuzz_torch(const char *what, const char *seed_path, const char *name
     for (int k = 1 + (int)rng_below(3); k > 0; k--) mutate(&w, false);
     bytes_splice(&s, at, n, w.b, w.len);
     write_bytes(path, &s);
-    if (load_torch(path, it) == 0) loaded++;
+    if (load(path, it) == 0) loaded++;
     else check_failure(what, it, path, NULL);
   }
   printf("%s: %d mutated files, %d loaded\n", what, iters, loaded);
@@ -444,8 +453,11 @@ int main(void) {
   fuzz_npy(iters);
   fuzz_tokenizer(test_quick() ? 150 : 600);
   fuzz_model(test_quick() ? 150 : 600);
-  fuzz_torch("pytorch zip", "tests/golden/checkpoints/zip/pytorch_model.bin", "m_zip.bin", test_quick() ? 200 : 800);
-  fuzz_torch("pytorch legacy", "tests/golden/checkpoints/legacy/pytorch_model.bin", "m_legacy.bin", test_quick() ? 200 : 800);
+  fuzz_torch("pytorch zip", "tests/golden/checkpoints/zip/pytorch_model.bin", "m_zip.bin", test_quick() ? 200 : 800, load_torch);
+  fuzz_torch("pytorch legacy", "tests/golden/checkpoints/legacy/pytorch_model.bin", "m_legacy.bin", test_quick() ? 200 : 800, load_torch);
+  fuzz_torch("megatron zip (stored)", "tests/golden/megatron_zip/stored.zip", "m_ngc_s.zip", test_quick() ? 100 : 400, load_megatron_zip);
+  fuzz_torch("megatron zip (deflated)", "tests/golden/megatron_zip/deflated.zip", "m_ngc_d.zip", test_quick() ? 100 : 400,
+             load_megatron_zip);
   fuzz_index(test_quick() ? 60 : 200);
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);

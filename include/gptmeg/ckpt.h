@@ -41,6 +41,8 @@ typedef struct {
   char **files;
   void **maps;
   size_t *map_lens;
+  uint64_t file_bytes;            // the checkpoint files' total size when they are not among the maps
+                                  // (Megatron: the rank files, or the .zip); 0: the sum of map_lens
 } gm_ckpt;
 
 // One PyTorch .bin file (zip or legacy, told apart by the first bytes).
@@ -68,8 +70,9 @@ typedef struct {
   long long global_step;          // deepspeed: N of the global_stepN folder (-1: another tag)
 } gm_megatron_info;
 // True when dir looks like a Megatron-LM checkpoint (latest_checkpointed_iteration.txt, or an
-// iteration folder holding mp_rank_00 / mp_rank_00_000) or a Megatron-DeepSpeed one (DIR/latest,
-// or a global_stepN folder holding mp_rank_00_model_states.pt).
+// iteration folder holding mp_rank_00 / mp_rank_00_000), a Megatron-DeepSpeed one (DIR/latest, or
+// a global_stepN folder holding mp_rank_00_model_states.pt), or a *.zip file (NGC's
+// megatron_lm_345m_v0.0.zip: release/mp_rank_00/model_optim_rng.pt inside, stored or deflated).
 bool gm_megatron_detect(const char *dir);
 // Opens every rank's model_optim_rng.pt (or model_rng.pt) of the tracked iteration, or a
 // Megatron-DeepSpeed folder's mp_rank_XX_model_states.pt and layer files, and returns the merged

@@ -35,6 +35,7 @@ int cmd_grad(int argc, char **argv);     // grad
 int cmd_train(int argc, char **argv);    // train
 int cmd_train_compare(int argc, char **argv); // train-compare (cmd_train_compare.c)
 int cmd_bench_train(int argc, char **argv); // bench train (cmd_bench_train.c); argv[0] is "train"
+int cmd_bench_load(int argc, char **argv);  // bench load (cmd_bench_load.c); argv[0] is "load"
 
 // Prints "gptmeg: <msg>" to stderr and returns CLI_FAIL (for library errors: gm_errmsg()).
 // cli_target.c: the global options --torch-target NAME and --quiet, taken out of argv before the
@@ -64,6 +65,7 @@ typedef struct {
   int n_knobs;
   const char *knob[CLI_MAX_KNOBS];  // knob names without "--", applied in order
   const char *value[CLI_MAX_KNOBS];
+  char recorded[32];                // the model's recorded profile (cli_profile_recorded), profile points here
 } cli_profile_opts;
 // Help lines for --profile and the knob flags.
 extern const char *const cli_profile_help;
@@ -72,5 +74,14 @@ extern const char *const cli_profile_help;
 int cli_profile_option(const char *cmd, int argc, char **argv, int *i, cli_profile_opts *o);
 // The profile for dt with the knobs applied; -1 with gm_errmsg() set (lists the valid values).
 int cli_profile_build(const cli_profile_opts *o, gm_dtype dt, gm_profile *p);
+// Without --profile: the profile recorded for the model at dir becomes the default, said once on
+// stderr ("profile megatron (recorded in DIR/config.json)"): config.json's "gptmeg_profile"
+// (gptmeg convert writes it), or megatron for a Megatron-LM checkpoint (directory or NGC .zip).
+// Nothing recorded: o is left as it is (hf). An unknown or malformed recorded profile: -1 with
+// one line in gm_errmsg(). With --profile given, nothing is read.
+int cli_profile_recorded(cli_profile_opts *o, const char *dir);
+// The profile recorded for the model at dir into name (cap bytes): 1 found (*from: "DIR/config.json"
+// or "a Megatron-LM checkpoint"), 0 none, -1 a bad record (gm_errmsg() says why).
+int cli_profile_of_model(const char *dir, char *name, size_t cap, char *from, size_t from_cap);
 
 #endif

@@ -38,8 +38,9 @@ int cmd_convert(int argc, char **argv) {
   bool trim = false;
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-      printf("usage: gptmeg convert --from DIR --out HFDIR [--dtype f32|f16|bf16] [--trim-vocab]\n"
-             "  A Megatron-LM checkpoint directory (latest_checkpointed_iteration.txt, mp_rank_* shards) to a\n"
+      printf("usage: gptmeg convert --from DIR|FILE.zip --out HFDIR [--dtype f32|f16|bf16] [--trim-vocab]\n"
+             "  A Megatron-LM checkpoint directory (latest_checkpointed_iteration.txt, mp_rank_* shards), or NGC's\n"
+             "  zip of one (megatron_lm_345m_v0.0.zip: release/mp_rank_00/model_optim_rng.pt inside), to a\n"
              "  HF GPT-2 directory: config.json + model.safetensors, laid out as transformers'\n"
              "  convert_megatron_gpt2_checkpoint.py does. --dtype: the stored dtype (default: the checkpoint's);\n"
              "  --trim-vocab: keep the first 50257 rows of the padded vocabulary. docs/formats.md.\n");
@@ -54,7 +55,8 @@ int cmd_convert(int argc, char **argv) {
   if (!from || !out) return cli_usage_error("convert", "--from DIR and --out HFDIR are required");
   gm_dtype want = GM_F32;
   if (dts && gm_dtype_parse(dts, &want)) return cli_usage_error("convert", "%s", gm_errmsg());
-  if (!gm_megatron_detect(from)) return cli_fail("%s: not a Megatron-LM or Megatron-DeepSpeed checkpoint (no latest_checkpointed_iteration.txt, latest, mp_rank_00, mp_rank_00_000 or mp_rank_00_model_states.pt)", from);
+  if (!gm_megatron_detect(from))
+    return cli_fail("%s: not a Megatron-LM or Megatron-DeepSpeed checkpoint (no latest_checkpointed_iteration.txt, latest, mp_rank_00, mp_rank_00_000 or mp_rank_00_model_states.pt) and not a .zip", from);
   gm_ckpt c;
   gm_gpt2_config cfg;
   gm_megatron_info info;

@@ -91,6 +91,7 @@ int cmd_eval(int argc, char **argv) {
   if (text && npy) return cli_usage_error("eval", "give --text or --tokens-npy, not both");
   gm_dtype dt;
   if (gm_dtype_parse(dts, &dt)) return cli_usage_error("eval", "%s", gm_errmsg());
+  if (cli_profile_recorded(&po, dir)) return cli_fail("%s", gm_errmsg());
   gm_profile p;
   if (cli_profile_build(&po, dt, &p)) return cli_fail("%s", gm_errmsg());
 

@@ -114,6 +114,7 @@ int cmd_generate(int argc, char **argv) {
   gm_dtype dt;
   if (gm_dtype_parse(dts, &dt)) return cli_usage_error("generate", "%s", gm_errmsg());
   if (!*prompt) return cli_fail("the prompt is empty: give --prompt some text to continue");
+  if (cli_profile_recorded(&po, dir)) return cli_fail("%s", gm_errmsg());
   gm_profile p;
   if (cli_profile_build(&po, dt, &p)) return cli_fail("%s", gm_errmsg());
 

@@ -43,6 +43,7 @@ int cmd_grad(int argc, char **argv) {
   if (!dir || !npy || !out) return cli_usage_error("grad", "--model, --tokens-npy and --out are required");
   gm_dtype dt;
   if (gm_dtype_parse(dts, &dt)) return cli_usage_error("grad", "%s", gm_errmsg());
+  if (cli_profile_recorded(&po, dir)) return cli_fail("%s", gm_errmsg());
   gm_profile p;
   if (cli_profile_build(&po, dt, &p)) return cli_fail("%s", gm_errmsg());
 

@@ -115,6 +115,10 @@ int cmd_info(int argc, char **argv) {
     return CLI_OK;
   }
   if (!dir) return cli_usage_error("info", "--model DIR or --profile P is required");
+  char prof[32], prof_from[4400];
+  int recorded = cli_profile_of_model(dir, prof, sizeof prof, prof_from, sizeof prof_from);
+  if (recorded < 0) return cli_fail("%s", gm_errmsg());
+  if (!recorded) { snprintf(prof, sizeof prof, "hf"); snprintf(prof_from, sizeof prof_from, "the default: none recorded"); }
   gm_gpt2 m;
   if (gm_gpt2_load(&m, dir)) return cli_fail("%s", gm_errmsg());
   long long fsize = (long long)m.file_bytes;
@@ -132,6 +136,8 @@ int cmd_info(int argc, char **argv) {
     cJSON_AddStringToObject(root, "file_dtype", fdt);
     cJSON_AddNumberToObject(root, "file_bytes", (double)fsize);
     cJSON_AddStringToObject(root, "file_format", m.file_format);
+    cJSON_AddStringToObject(root, "profile", prof);
+    cJSON_AddBoolToObject(root, "profile_recorded", recorded > 0);
     cJSON_AddStringToObject(root, "compute_dtype", "f32");
     cJSON_AddNumberToObject(root, "weights_bytes_f32", (double)mem);
     cJSON_AddNumberToObject(root, "kv_cache_bytes_per_token", (double)2 * c->n_layer * c->n_embd * 4);
@@ -152,8 +158,7 @@ int cmd_info(int argc, char **argv) {
     printf("lm_head:      %s\n", m.tied ? "tied to wte" : "separate lm_head.weight");
     printf("parameters:   %llu (%.2f M)\n", (unsigned long long)m.n_params, (double)m.n_params / 1e6);
     printf("file:         %s, %s, %lld bytes\n", m.file_format, fdt, fsize);
-    if (strncmp(m.file_format, "megatron", 8) == 0)
-      printf("profile:      megatron (the recorded default for Megatron-trained models: pass --profile megatron)\n");
+    printf("profile:      %s (%s; the model commands' default, --profile overrides it)\n", prof, prof_from);
     printf("memory:       %.1f MiB of f32 weights, KV cache %.1f KiB per token\n", (double)mem / 1048576.0,
            2.0 * c->n_layer * c->n_embd * 4 / 1024.0);
     printf("kernels:      %s (this cpu %s; gptmeg info --cpu)\n", gm_simd_level_name(gm_cpu_simd()),
@@ -196,6 +201,7 @@ int cmd_logits(int argc, char **argv) {
   if (!dir || !tok || !out) return cli_usage_error("logits", "--model, --tokens-npy and --out are required");
   gm_dtype dt;
   if (gm_dtype_parse(dts, &dt)) return cli_usage_error("logits", "%s", gm_errmsg());
+  if (cli_profile_recorded(&po, dir)) return cli_fail("%s", gm_errmsg());
   gm_profile p;
   if (cli_profile_build(&po, dt, &p)) return cli_fail("%s", gm_errmsg());
   int32_t *tokens;

@@ -56,6 +56,7 @@ int cmd_report(int argc, char **argv) {
     } else return cli_usage_error(cmd, "unexpected argument '%s'", a);
   }
   o.quiet = json;
+  if (cli_profile_recorded(&po, model)) return cli_fail("%s", gm_errmsg());
   gm_profile user;
   bool have_user = po.profile || po.n_knobs;
   if (have_user) {

@@ -183,6 +183,7 @@ int cmd_train(int argc, char **argv) {
     else return cli_usage_error("train", "unknown option '%s'", a);
   }
   if (!dir == !resume) return cli_usage_error("train", "give one of --model DIR or --resume CKPT");
+  if (cli_profile_recorded(&po, dir)) return cli_fail("%s", gm_errmsg());
   if (!data == !bnpy) return cli_usage_error("train", "give one of --data FILE or --batches-npy F.npy");
   if (!out || steps < 1) return cli_usage_error("train", "--out DIR and --steps N are required");
   if (dropout > 0) // the runs compare bit for bit with dropout off; its mask is not generated as torch does

@@ -44,6 +44,7 @@ static int tracker(const char *dir, char *folder, size_t cap, gm_megatron_info *
 
 bool gm_megatron_detect(const char *dir) {
   if (gm_megatron_ds_detect(dir)) return true;
+  if (gm_megatron_zip_detect(dir)) return true; // NGC's zip (megatron_zip.c)
   char p[4096];
   snprintf(p, sizeof p, "%s/latest_checkpointed_iteration.txt", dir);
   if (is_file(p)) return true;
@@ -235,7 +236,10 @@ int gm_meg_build(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, gm_ckp
   double ver = info->checkpoint_version;
   int H = cfg->n_head;
   if (!rc) rc = merge(g, c, 0, "embedding.word_embeddings.weight", 0, "transformer.wte.weight", COL, 2, V, D, dt, H, ver, false);
-  if (!rc && trim_vocab && V > 50257) { // the GPT-2 tokenizer's 50257 rows; the padding rows dropped
+  // The GPT-2 tokenizer's 50257 rows, the padding rows dropped: on request, and without args, where
+  // transformers' converter slices word_embeddings[:config.vocab_size] with its default 50257
+  // (NGC's 345M checkpoint of 2019 has no args).
+  if (!rc && (trim_vocab || !m0->has_args) && V > 50257) {
     gm_ckpt_tensor *o = &c->tensors[c->n_tensors - 1];
     o->shape[0] = 50257;
     o->numel = (uint64_t)50257 * (uint64_t)D;
@@ -278,35 +282,48 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
   memset(c, 0, sizeof *c);
   memset(info, 0, sizeof *info);
   char folder[4096];
-  if (tracker(dir, folder, sizeof folder, info)) return -1;
-  if (!is_dir(folder)) return gm_fail("%s: the checkpoint folder the tracker names does not exist", folder);
-  // TP x PP from the mp_rank_TT[_PPP] folders.
-  DIR *dd = opendir(folder);
-  if (!dd) return gm_fail("cannot list '%s': %s", folder, strerror(errno));
+  const bool zip = gm_megatron_zip_detect(dir); // NGC's zip: one rank, read by megatron_zip.c
   int tp = 0, pp = 0;
   bool with_pp = false;
-  struct dirent *e;
-  while ((e = readdir(dd))) {
-    int t, p, n = 0;
-    if (sscanf(e->d_name, "mp_rank_%2d_%3d%n", &t, &p, &n) == 2 && e->d_name[n] == 0) with_pp = true;
-    else if (sscanf(e->d_name, "mp_rank_%2d%n", &t, &n) == 1 && e->d_name[n] == 0) p = 0;
-    else continue;
-    if (t < 0 || t >= MAX_TP || p < 0 || p >= MAX_PP) continue;
-    if (t + 1 > tp) tp = t + 1;
-    if (p + 1 > pp) pp = p + 1;
+  if (zip) {
+    snprintf(folder, sizeof folder, "%s", dir);
+    tp = pp = 1;
+  } else {
+    if (tracker(dir, folder, sizeof folder, info)) return -1;
+    if (!is_dir(folder)) return gm_fail("%s: the checkpoint folder the tracker names does not exist", folder);
+    // TP x PP from the mp_rank_TT[_PPP] folders.
+    DIR *dd = opendir(folder);
+    if (!dd) return gm_fail("cannot list '%s': %s", folder, strerror(errno));
+    struct dirent *e;
+    while ((e = readdir(dd))) {
+      int t, p, n = 0;
+      if (sscanf(e->d_name, "mp_rank_%2d_%3d%n", &t, &p, &n) == 2 && e->d_name[n] == 0) with_pp = true;
+      else if (sscanf(e->d_name, "mp_rank_%2d%n", &t, &n) == 1 && e->d_name[n] == 0) p = 0;
+      else continue;
+      if (t < 0 || t >= MAX_TP || p < 0 || p >= MAX_PP) continue;
+      if (t + 1 > tp) tp = t + 1;
+      if (p + 1 > pp) pp = p + 1;
+    }
+    closedir(dd);
+    if (!tp) return gm_fail("%s: no mp_rank_* folder (a Megatron-LM checkpoint folder holds mp_rank_TT or mp_rank_TT_PPP)", folder);
+    if (!with_pp) pp = 1;
   }
-  closedir(dd);
-  if (!tp) return gm_fail("%s: no mp_rank_* folder (a Megatron-LM checkpoint folder holds mp_rank_TT or mp_rank_TT_PPP)", folder);
-  if (!with_pp) pp = 1;
   gm_ckpt *shard = calloc((size_t)(tp * pp), sizeof *shard);
   gm_meg_meta *meta = calloc((size_t)(tp * pp), sizeof *meta);
   if (!shard || !meta) { free(shard); free(meta); return gm_fail("out of memory"); }
   int rc = 0;
-  for (int p = 0; p < pp && !rc; p++)
+  uint64_t bytes = 0; // what info reports: the rank files' sizes (a zip's own size: the inflated entry may be larger)
+  struct stat sb;
+  if (zip) {
+    rc = gm_megatron_zip_rank(&shard[0], dir, &meta[0], &info->release, NULL, 0);
+    if (!rc && stat(dir, &sb) == 0) bytes = (uint64_t)sb.st_size;
+  }
+  for (int p = 0; p < pp && !rc && !zip; p++)
     for (int t = 0; t < tp && !rc; t++) {
       char f[4400];
       rc = rank_file(f, sizeof f, folder, t, p, with_pp ? 2 : 1);
       if (!rc) rc = gm_torch_open_megatron(&shard[p * tp + t], f, &meta[p * tp + t]);
+      if (!rc && stat(f, &sb) == 0) bytes += (uint64_t)sb.st_size;
     }
   const gm_meg_meta *m0 = &meta[0];
   const char *f0 = shard[0].path;
@@ -319,7 +336,11 @@ int gm_megatron_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, co
       rc = gm_fail("%s: args say pipeline parallel size %lld but the folder holds %d stages", f0, (long long)v, pp);
   }
   if (!rc) rc = gm_meg_build(c, cfg, info, shard, m0, tp, pp, folder, trim_vocab);
-  if (!rc) snprintf(c->format, sizeof c->format, "megatron-lm (TP %d, PP %d, checkpoint_version %g)", tp, pp, info->checkpoint_version);
+  if (!rc) {
+    c->file_bytes = bytes;
+    snprintf(c->format, sizeof c->format, "megatron-lm%s (TP %d, PP %d, checkpoint_version %g)", zip ? " zip" : "", tp, pp,
+             info->checkpoint_version);
+  }
   for (int i = 0; i < tp * pp; i++) gm_ckpt_close(&shard[i]);
   free(shard);
   free(meta);

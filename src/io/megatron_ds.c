@@ -129,6 +129,24 @@ static int cmp_lfile(const void *a, const void *b) {
   return x->nn != y->nn ? (x->nn < y->nn ? -1 : 1) : (x->tt < y->tt ? -1 : x->tt > y->tt);
 }
 
+// The bytes of the folder's *model_states.pt files (mp_rank and layer files).
+static uint64_t pt_bytes(const char *folder) {
+  uint64_t n = 0;
+  DIR *d = opendir(folder);
+  if (!d) return 0;
+  struct dirent *e;
+  char p[4400];
+  struct stat sb;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 15 || strcmp(e->d_name + len - 15, "model_states.pt") != 0) continue;
+    snprintf(p, sizeof p, "%s/%s", folder, e->d_name);
+    if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) n += (uint64_t)sb.st_size;
+  }
+  closedir(d);
+  return n;
+}
+
 int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info, const char *dir, bool trim_vocab) {
   memset(c, 0, sizeof *c);
   memset(info, 0, sizeof *info);
@@ -328,6 +346,7 @@ int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info,
     for (int i = 0; lc && i < n_lf; i++) gm_ckpt_close(&lc[i]);
   }
   if (!rc) {
+    c->file_bytes = pt_bytes(folder); // what info reports: the folder's model files
     info->pp = pp;
     info->deepspeed = true;
     info->iteration = m0->iteration;

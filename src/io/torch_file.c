@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef struct {
   const char *key;
@@ -296,6 +297,14 @@ static int open_legacy(gm_ckpt *c, const char *path, const char *file, const uns
   return rc;
 }
 
+// Reads the torch file p[0, len) (zip or legacy, told apart by the first bytes) into c, whose
+// mapping is already registered; path names it in errors.
+static int torch_parse(gm_ckpt *c, const char *path, const char *file, const unsigned char *p, size_t len, gm_meg_meta *meta) {
+  if (len >= 4 && memcmp(p, "PK\x03\x04", 4) == 0) return open_zip(c, path, file, p, len, meta);
+  if (len >= 2 && p[0] == 0x80 && p[1] == 0x02) return open_legacy(c, path, file, p, len, meta);
+  return gm_fail("%s: neither a zip (torch.save >= 1.6) nor a legacy torch.save stream (byte 0 is 0x%02x)", path, len ? p[0] : 0);
+}
+
 static int torch_open(gm_ckpt *c, const char *path, gm_meg_meta *meta) {
   memset(c, 0, sizeof *c);
   void *map;
@@ -304,11 +313,7 @@ static int torch_open(gm_ckpt *c, const char *path, gm_meg_meta *meta) {
   const char *file = gm_ckpt_add_map(c, path, map, len);
   if (!file) { gm_ckpt_close(c); return -1; }
   c->path = strdup(path);
-  const unsigned char *p = map;
-  int rc;
-  if (len >= 4 && memcmp(p, "PK\x03\x04", 4) == 0) rc = open_zip(c, path, file, p, len, meta);
-  else if (len >= 2 && p[0] == 0x80 && p[1] == 0x02) rc = open_legacy(c, path, file, p, len, meta);
-  else rc = gm_fail("%s: neither a zip (torch.save >= 1.6) nor a legacy torch.save stream (byte 0 is 0x%02x)", path, len ? p[0] : 0);
+  int rc = torch_parse(c, path, file, map, len, meta);
   if (rc) gm_ckpt_close(c);
   return rc;
 }
@@ -316,3 +321,17 @@ static int torch_open(gm_ckpt *c, const char *path, gm_meg_meta *meta) {
 int gm_torch_open(gm_ckpt *c, const char *path) { return torch_open(c, path, NULL); }
 
 int gm_torch_open_megatron(gm_ckpt *c, const char *path, gm_meg_meta *meta) { return torch_open(c, path, meta); }
+
+int gm_torch_open_range(gm_ckpt *c, const char *name, void *map, size_t map_len, size_t off, size_t len, gm_meg_meta *meta) {
+  memset(c, 0, sizeof *c);
+  if (off > map_len || len > map_len - off) {
+    if (map) munmap(map, map_len);
+    return gm_fail("%s: range [%zu, +%zu) lies outside its %zu-byte mapping", name, off, len, map_len);
+  }
+  const char *file = gm_ckpt_add_map(c, name, map, map_len);
+  if (!file) { gm_ckpt_close(c); return -1; }
+  c->path = strdup(name);
+  int rc = c->path ? torch_parse(c, name, file, (const unsigned char *)map + off, len, meta) : gm_fail("out of memory");
+  if (rc) gm_ckpt_close(c);
+  return rc;
+}

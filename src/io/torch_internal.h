@@ -11,8 +11,11 @@
 typedef struct {
   const char *name;              // into the mapping, not NUL-terminated
   size_t name_len;
-  const unsigned char *data;     // into the mapping (stored: no copy)
-  uint64_t size;
+  const unsigned char *data;     // into the mapping (stored: no copy; deflated: the csize compressed bytes)
+  uint64_t size;                 // uncompressed size (as the central directory declares it)
+  uint64_t csize;                // bytes at data (== size when stored)
+  unsigned method;               // 0 stored, 8 deflated (gm_zip_read_entries with deflate_ok only)
+  uint32_t crc;                  // CRC-32 the central directory declares
 } gm_zip_entry;
 
 typedef struct {
@@ -25,6 +28,9 @@ typedef struct {
 // Reads the central directory of the mapped file p[0, len): EOCD, zip64 locator/record, zip64
 // extra fields; refuses compressed or encrypted entries; every entry's data inside the file.
 int gm_zip_read(gm_zip *z, const char *path, const unsigned char *p, uint64_t len);
+// The same directory walk without the torch checks that follow it (no data.pkl needed, prefix
+// left empty); deflate_ok: method 8 entries are accepted (their data is csize compressed bytes).
+int gm_zip_read_entries(gm_zip *z, const char *path, const unsigned char *p, uint64_t len, bool deflate_ok);
 void gm_zip_free(gm_zip *z);
 // The entry named prefix + rest, or NULL.
 const gm_zip_entry *gm_zip_find(const gm_zip *z, const char *rest);
@@ -112,6 +118,21 @@ typedef struct {
 // 'model' (else DeepSpeed's 'module': a dict, or None with no tensors) under dotted names
 // ("language_model.embedding.word_embeddings.weight"), and meta.
 int gm_torch_open_megatron(gm_ckpt *c, const char *path, gm_meg_meta *meta);
+// The same from a memory range: the torch file is map[off, off + len); c takes ownership of the
+// mapping (munmapped by gm_ckpt_close, also on failure); name labels it in errors and as the
+// tensors' file. meta NULL: a plain state dict (gm_torch_open's rules); else Megatron's.
+int gm_torch_open_range(gm_ckpt *c, const char *name, void *map, size_t map_len, size_t off, size_t len, gm_meg_meta *meta);
+
+// ---- the NGC Megatron zip (megatron_zip.c) ----
+// True when path is a regular file that starts as a zip and whose name ends in ".zip".
+bool gm_megatron_zip_detect(const char *path);
+// Opens the one rank inside the zip: release/mp_rank_00/model_optim_rng.pt (what transformers'
+// converter opens), else the single entry named */mp_rank_00/model_optim_rng.pt (or
+// model_rng.pt). Stored: read in place from the zip's mapping; deflated: inflated with zlib into
+// a buffer of the declared size (at most GM_ZIP_MAX_RATIO times the compressed size), the CRC-32
+// checked. *release: the entry's folder is release/.
+enum { GM_ZIP_MAX_RATIO = 64 };
+int gm_megatron_zip_rank(gm_ckpt *c, const char *zip_path, gm_meg_meta *meta, bool *release, char *entry, size_t entry_cap);
 
 // ---- megatron.c, shared with megatron_ds.c ----
 // shards[p * tp + t]: each TP rank t / pipeline stage p under Megatron-LM's names

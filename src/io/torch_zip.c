@@ -1,7 +1,9 @@
 // The zip container torch.save writes (PyTorch >= 1.6): read from the end-of-central-directory
 // record and the central directory, never from the local headers alone (torch writes them with
 // flag 0x0808: sizes only in the data descriptor). Zip64 locator/record and extra fields are
-// read; only stored (method 0) entries are accepted. Entries are pointers into the mapping.
+// read; torch files accept stored (method 0) entries only; the NGC Megatron zip
+// (megatron_zip.c) reads the same directory with deflated (method 8) entries allowed.
+// Entries are pointers into the mapping.
 #include "torch_internal.h"
 
 #include <stdio.h>
@@ -56,7 +58,7 @@ static int zip64_extra(const char *path, const unsigned char *x, size_t xl, uint
   return 0;
 }
 
-int gm_zip_read(gm_zip *z, const char *path, const unsigned char *p, uint64_t len) {
+int gm_zip_read_entries(gm_zip *z, const char *path, const unsigned char *p, uint64_t len, bool deflate_ok) {
   memset(z, 0, sizeof *z);
   if (len < 22) return gm_fail("%s: %llu bytes, too short for a zip end-of-central-directory record", path, (unsigned long long)len);
   uint64_t eocd = UINT64_MAX;
@@ -115,12 +117,15 @@ int gm_zip_read(gm_zip *z, const char *path, const unsigned char *p, uint64_t le
       }
     if (zip64_extra(path, c + 46 + nl, xl, at, &usize, &csize, &loff)) { gm_zip_free(z); return -1; }
     if (flags & 1) { gm_zip_free(z); return gm_fail("%s: zip entry '%.*s' is encrypted", path, (int)nl, name); }
-    if (method != 0) {
+    if (method != 0 && !(deflate_ok && method == 8)) {
       gm_zip_free(z);
+      if (deflate_ok)
+        return gm_fail("%s: zip entry '%.*s' uses compression method %u; gptmeg reads stored (0) and deflated (8) entries",
+                       path, (int)nl, name, method);
       return gm_fail("%s: zip entry '%.*s' is compressed (method %u); torch.save stores entries, gptmeg reads stored (method 0) only",
                      path, (int)nl, name, method);
     }
-    if (csize != usize) {
+    if (method == 0 && csize != usize) {
       gm_zip_free(z);
       return gm_fail("%s: zip entry '%.*s' is stored but its sizes differ (%llu vs %llu)", path, (int)nl, name,
                      (unsigned long long)csize, (unsigned long long)usize);
@@ -131,18 +136,26 @@ int gm_zip_read(gm_zip *z, const char *path, const unsigned char *p, uint64_t le
                      (unsigned long long)loff);
     }
     uint64_t data = loff + 30 + le(p + loff + 26, 2) + le(p + loff + 28, 2);
-    if (data > len || usize > len - data) {
+    if (data > len || csize > len - data) {
       gm_zip_free(z);
       return gm_fail("%s: zip entry '%.*s': data [%llu, +%llu) runs outside the file (%llu bytes)", path, (int)nl, name,
-                     (unsigned long long)data, (unsigned long long)usize, (unsigned long long)len);
+                     (unsigned long long)data, (unsigned long long)csize, (unsigned long long)len);
     }
     gm_zip_entry *e = &z->e[z->n++];
     e->name = name;
     e->name_len = nl;
     e->data = p + data;
     e->size = usize;
+    e->csize = csize;
+    e->method = method;
+    e->crc = (uint32_t)le(c + 16, 4);
     at += 46 + nl + xl + ml;
   }
+  return 0;
+}
+
+int gm_zip_read(gm_zip *z, const char *path, const unsigned char *p, uint64_t len) {
+  if (gm_zip_read_entries(z, path, p, len, false)) return -1;
   // The archive's folder: the shortest name ending in "data.pkl" (torch: "<archive>/data.pkl").
   const gm_zip_entry *pkl = NULL;
   for (int i = 0; i < z->n; i++) {

@@ -164,6 +164,7 @@ static int load_ckpt(gm_gpt2 *m, const gm_gpt2_config *cfg, const gm_ckpt *ck) {
   if (rc) { gm_gpt2_free(m); return rc; }
   snprintf(m->file_format, sizeof m->file_format, "%s", ck->format);
   for (int i = 0; i < ck->n_files; i++) m->file_bytes += ck->map_lens[i];
+  if (ck->file_bytes) m->file_bytes = ck->file_bytes;
   return 0;
 }
 
