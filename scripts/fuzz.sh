@@ -9,7 +9,8 @@
 # Without clang's libFuzzer the script prints one SKIP line and exits 0 (FUZZ_REQUIRE=1: fails).
 # FUZZ_RUNS=N (make fuzz-smoke, part of make test): N inputs each with -seed=1 from a fresh copy of
 # the seed corpus instead of SECONDS, so the run is the same on every machine (no flaky CI).
-# FUZZ_UNTIL=N (the campaign of docs/reliability.md): N inputs each on the working corpus, any seed;
+# FUZZ_UNTIL=N (the campaign of docs/reliability.md): N inputs each on the working corpus, any seed
+# (and at most SECONDS each when SECONDS is not 0);
 # each harness's line (executions, seconds, coverage and features at start and end) is appended to
 # $FUZZ_BUILD/campaign.txt.
 # Each harness runs with the dictionaries of the formats it reads (fuzz/dict/, concatenated into
@@ -68,6 +69,7 @@ for h in "$@"; do
   mkdir -p "$work"
   cp -n "$root/fuzz/corpus/$h"/* "$work"/ 2>/dev/null || true
   if [ -n "${FUZZ_UNTIL:-}" ]; then limit=(-runs="$FUZZ_UNTIL"); fi
+  if [ -n "${FUZZ_UNTIL:-}" ] && [ "$secs" != 0 ]; then limit+=(-max_total_time="$secs"); fi
   dict=()
   : >"$build/dict/$h.dict"
   for d in $(dicts_for "$h"); do cat "$root/fuzz/dict/$d.dict" >>"$build/dict/$h.dict"; done
