@@ -12,8 +12,11 @@
 // the same n_embd, n_layer, n_head, n_positions, vocab_size (args.padded_vocab_size: the goldens'
 // args have no orig_vocab_size, which the tool would prefer), n_inner, activation and epsilon;
 // the tool's bos/eos are vocab_size - 1, gptmeg keeps GPT-2's 50256 as the 4.47.1 converter does.
+// (`gptmeg convert --dtype f32` widens with the same gm_ckpt_read_f32, so it writes the tool's bits.)
+// Logits under megatron: v0_tp1 (f32) on the Megatron directory = on the tool's directory.
 #include "gptmeg/ckpt.h"
 #include "gptmeg/config.h"
+#include "gptmeg/model.h"
 #include "harness.h"
 
 #include <stdio.h>
@@ -114,7 +117,29 @@ static void test_tensors_and_config(void) {
   }
 }
 
+// Logits: the f32 case (v0_tp1) loaded from the Megatron directory and from the tool's output
+// directory (ref_reshaping: config.json + f32 safetensors) give identical logits under the megatron
+// profile. The f16 cases are not run: the tool's f32 copy is a different model dtype than gptmeg's
+// f16 one, so their logits are not expected to match (the tensors above are the comparison).
+static void test_logits(void) {
+  int32_t tok[12];
+  for (int i = 0; i < 12; i++) tok[i] = (i * 37 + 5) % 128;
+  gm_profile p;
+  CHECK(gm_profile_get("megatron", GM_F32, &p) == 0, "profile");
+  static float a[12 * 128], b[12 * 128];
+  gm_gpt2 m, h;
+  const char *d = "tests/golden/megatron/v0_tp1", *r = "tests/golden/megatron/v0_tp1/ref_reshaping";
+  if (gm_gpt2_load(&m, d)) { CHECK(0, "%s: %s", d, gm_errmsg()); return; }
+  if (gm_gpt2_load(&h, r)) { CHECK(0, "%s: %s", r, gm_errmsg()); gm_gpt2_free(&m); return; }
+  CHECK(gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = 1, .T = 12, .logits = a, .threads = 1}) == 0, "run");
+  CHECK(gm_gpt2_run(&h, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = 1, .T = 12, .logits = b, .threads = 1}) == 0, "run");
+  CHECK(memcmp(a, b, sizeof a) == 0, "%s: logits differ from the reshaping tool's directory", d);
+  gm_gpt2_free(&m);
+  gm_gpt2_free(&h);
+}
+
 int main(void) {
   test_tensors_and_config();
+  test_logits();
   return test_done("test_megatron_reshaping");
 }
