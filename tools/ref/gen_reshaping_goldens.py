@@ -96,6 +96,16 @@ class load_with_pickles:
         torch.load = self.keep
 
 
+def cpu_name():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
 def tool_args(load, save, tok):
     return argparse.Namespace(load_path=load, save_path=save, print_checkpoint_structure=False, tokenizer_name=tok,
                               max_shard_size="10GB", megatron_path=None, convert_checkpoint_from_megatron_to_transformers=True)
@@ -159,7 +169,7 @@ def run_case(name, mod, tmp, tok):
     prov = {"tool": "transformers/models/megatron_gpt2/checkpoint_reshaping_and_interoperability.py",
             "function": "convert_checkpoint_from_megatron_to_transformers",
             "transformers": transformers.__version__, "torch": torch.__version__,
-            "python": platform.python_version(), "machine": platform.machine(),
+            "python": platform.python_version(), "machine": platform.machine(), "cpu": cpu_name(),
             "load_path": os.path.relpath(load, d), "files_written": written,
             "shipped_run": shipped_error,
             "patch": {"replaced": WRONG, "by": RIGHT},
