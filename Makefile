@@ -7,6 +7,9 @@ FUZZ_SMOKE_RUNS ?= 5000
 JOBS       ?= $(shell nproc)
 REPORT_DIR ?= report
 PYTHON     ?= python3
+# The Megatron generators run transformers 4.47.1's converter (tools/ref/requirements-megatron.txt):
+# a second environment, e.g. python3 -m venv venv447 && venv447/bin/pip install -r tools/ref/requirements-megatron.txt
+PYTHON_MEGATRON ?= $(PYTHON)
 
 .PHONY: all deps test test-fast test-asan fuzz fuzz-campaign fuzz-smoke report bench goldens peer clean
 
@@ -59,7 +62,11 @@ bench: all
 goldens: all
 	$(PYTHON) tools/ref/check_versions.py
 	$(PYTHON) tools/ref/gen_inputs_fixture.py
-	@for g in tools/ref/gen_*_goldens.py; do echo "== $$g"; $(PYTHON) $$g || exit 1; done
+	@for g in tools/ref/gen_*_goldens.py; do echo "== $$g"; py="$(PYTHON)"; \
+	  case $$g in *megatron*|*ngc*) py="$(PYTHON_MEGATRON)"; \
+	    if ! $$py -c 'import transformers.models.megatron_gpt2.convert_megatron_gpt2_checkpoint' 2>/dev/null; then \
+	      echo "SKIP $$g: needs transformers 4.47.1 (PYTHON_MEGATRON=a python with tools/ref/requirements-megatron.txt)"; continue; fi ;; esac; \
+	  $$py $$g || exit 1; done
 
 peer: all
 	@if $(PYTHON) -c 'import torch' 2>/dev/null; then $(PYTHON) tools/ref/peer_gelu.py --gptmeg $(BUILD)/gptmeg; \
