@@ -442,6 +442,43 @@ static void fuzz_index(int iters) {
   free(seed);
 }
 
+// A Megatron checkpoint directory (Megatron-LM or Megatron-DeepSpeed) copied from a golden, one of
+// its files mutated at a time (the tracker, a rank file or a layer file, chosen at random), read by
+// gm_megatron_open and the merged model read back; the file is restored after each try.
+static void fuzz_megatron_dir(const char *what, const char *golden, const char *name, const char *const *files, int n_files,
+                              int iters) {
+  char d[600], cmd[4000];
+  snprintf(d, sizeof d, "%s", path_of(name));
+  snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s && cp -r %s/. %s/ && rm -rf %s/ref %s/ref_reshaping", d, d, golden, d, d, d);
+  if (system(cmd) != 0) { CHECK(0, "%s: copying %s", what, golden); return; }
+  gm_ckpt c;
+  gm_gpt2_config cfg;
+  gm_megatron_info info;
+  CHECK(gm_megatron_open(&c, &cfg, &info, d, false) == 0, "%s: the unmutated copy: %s", what, gm_errmsg());
+  if (c.n_tensors) use_ckpt(&c);
+  bytes s = {0};
+  int loaded = 0;
+  for (int it = 0; it < iters; it++) {
+    const char *f = files[rng_below((size_t)n_files)];
+    char src[1200], dst[1200];
+    snprintf(src, sizeof src, "%s/%s", golden, f);
+    snprintf(dst, sizeof dst, "%s/%s", d, f);
+    size_t len = 0;
+    unsigned char *seed = (unsigned char *)test_slurp_len(src, &len);
+    if (!seed) { CHECK(0, "%s: no %s", what, src); break; }
+    bytes_set(&s, seed, len);
+    for (int k = 1 + (int)rng_below(3); k > 0; k--) mutate(&s, false);
+    write_bytes(dst, &s);
+    if (gm_megatron_open(&c, &cfg, &info, d, it & 1) == 0) { loaded++; use_ckpt(&c); }
+    else check_failure(what, it, dst, d);
+    bytes_set(&s, seed, len);
+    write_bytes(dst, &s);
+    free(seed);
+  }
+  printf("%s: %d mutated files, %d loaded\n", what, iters, loaded);
+  free(s.b);
+}
+
 int main(void) {
   snprintf(dir, sizeof dir, "/tmp/gptmeg_test_fuzz.%ld", (long)getpid());
   char cmd[300];
@@ -459,6 +496,15 @@ int main(void) {
   fuzz_torch("megatron zip (deflated)", "tests/golden/megatron_zip/deflated.zip", "m_ngc_d.zip", test_quick() ? 100 : 400,
              load_megatron_zip);
   fuzz_index(test_quick() ? 60 : 200);
+  static const char *const lm_files[] = {"latest_checkpointed_iteration.txt", "iter_0000010/mp_rank_00/model_optim_rng.pt"};
+  fuzz_megatron_dir("megatron-lm directory", "tests/golden/megatron/v2_tp1", "meg_lm", lm_files, 2, test_quick() ? 100 : 400);
+  static const char *const ds_files[] = {"latest", "global_step10/mp_rank_00_model_states.pt",
+                                         "global_step10/layer_01-model_00-model_states.pt",
+                                         "global_step10/layer_02-model_00-model_states.pt",
+                                         "global_step10/layer_03-model_00-model_states.pt",
+                                         "global_step10/layer_04-model_00-model_states.pt"};
+  fuzz_megatron_dir("megatron-deepspeed directory", "tests/golden/megatron/ds_tp1_pp1", "meg_ds", ds_files, 6,
+                    test_quick() ? 100 : 400);
   snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
   return test_done("test_fuzz_inputs");
