@@ -62,7 +62,7 @@ int cmd_grad(int argc, char **argv) {
   float loss = 0.0f;
   int64_t scored = 0;
   if (!rc) {
-    gm_gpt2_grad_opts o = {&p, ids, labels, B, T, (int)threads, 1.0f};
+    gm_gpt2_grad_opts o = {&p, ids, labels, B, T, (int)threads, 1.0f, NULL};
     rc = gm_gpt2_grad(&m, &o, &g, &loss, &scored);
   }
   if (!rc) {
