@@ -89,7 +89,7 @@ else ok "bf16-autocast differs from f32 and bf16-megatron"; fi
 expect 1 "bf16-autocast on a bf16 checkpoint" "$G" train --model tests/golden/profile/base_bf16_checkpoint --data "$T/text.txt" --tokenizer tests/fixtures/tok --steps 1 --batch 1 --seq 8 --recipe bf16-autocast --out "$T/e17"
 grep -q 'bf16 weights, but recipe bf16-autocast trains an f32 checkpoint' "$T/err" && ok "autocast/checkpoint dtype message" || bad "autocast dtype message: $(cat "$T/err")"
 expect 1 "bf16-autocast under profile megatron" "$G" train --model "$T/m" "${RUN[@]}" --steps 1 --recipe bf16-autocast --profile megatron --out "$T/e18"
-grep -q 'profile hf only' "$T/err" && ok "autocast profile message" || bad "autocast profile message: $(cat "$T/err")"
+grep -q 'profiles hf, hf-legacy and meg only' "$T/err" && ok "autocast profile message" || bad "autocast profile message: $(cat "$T/err")"
 
 # grad: the loss and every gradient in one file
 npy_header '<i4' '(1, 8)' >"$T/ids.npy"

@@ -1,8 +1,8 @@
 // gm_gpt2_grad under autocast (gm_gpt2_grad_opts.autocast) against tools/ref/gen_autocast_grad_goldens.py:
 // transformers' GPT2LMHeadModel with f32 parameters, `with torch.autocast("cpu", dtype=torch.bfloat16):
 // loss = model(ids, labels=ids).loss`, then `loss.backward()`, on an Intel AMX host (read under the
-// intel-amx target: the bf16 matmuls are oneDNN's AMX kernels there). Profile hf. Per case (config,
-// threads 1 and 2): the f32 loss bits and gm_hash64 of every parameter's f32 gradient, all promised
+// intel-amx target: the bf16 matmuls are oneDNN's AMX kernels there). Profiles hf, hf-legacy, meg. Per case
+// (config, profile, threads 1 and 2): the f32 loss bits and gm_hash64 of every parameter's f32 gradient, all promised
 // bit for bit. GM_TEST_VERBOSE=DIR also writes each case's gradients to DIR/<case>.safetensors.
 // Also: autocast's argument checks (an f32 profile, a working copy that is the model itself).
 #include "gptmeg/inputs.h"
@@ -39,12 +39,14 @@ static void run_config(const char *key, const cJSON *cfg) {
   CHECK(gm_gpt2_alloc_like(&g, &m) == 0, "%s", gm_errmsg());
   gm_gpt2_tensor *ts = calloc((size_t)m.cfg.n_layer * 12 + 6, sizeof *ts);
   const int nt = gm_gpt2_tensors(&g, ts);
-  gm_profile p;
-  gm_profile_get("hf", GM_BF16, &p);
-  for (int th = 1; th <= 2; th++) {
+  static const char *const profiles[] = {"hf", "hf-legacy", "meg"};
+  for (int k = 0; k < 6; k++) {
+    const int th = 1 + k % 2;
     if (test_quick() && th == 2) continue;
-    char id[96], name[16];
-    snprintf(name, sizeof name, "t%d", th);
+    gm_profile p;
+    gm_profile_get(profiles[k / 2], GM_BF16, &p);
+    char id[96], name[32];
+    snprintf(name, sizeof name, "%s_t%d", profiles[k / 2], th);
     snprintf(id, sizeof id, "%s/%s", key, name);
     const cJSON *c = cJSON_GetObjectItem(cfg, name);
     if (!c) continue;

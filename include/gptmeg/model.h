@@ -176,9 +176,11 @@ typedef struct {
                              // stream stays f32); each linear (c_attn, c_proj, c_fc, lm_head) reads its
                              // input rounded to bf16 (the cast autocast inserts) and this copy's weight
                              // and bias, writing bf16 (addmm/mm on autocast's lower-precision list);
-                             // attention, activation in bf16 under the profile's knobs, except that the
-                             // softmax runs in f32 (transformers adds the model's f32 causal mask to
-                             // the bf16 scores: type promotion), rounded to bf16 after; logits bf16
+                             // attention, activation in bf16 under the profile's knobs, except that
+                             // under hf's attention rules (matmul-div, finfo mask) the softmax runs in
+                             // f32 (transformers adds the model's f32 causal mask to the bf16 scores:
+                             // type promotion), rounded to bf16 after; logits bf16. Checked for hf,
+                             // hf-legacy and meg (not megatron: its fused bias-GELU meets an f32 bias)
 } gm_gpt2_run_opts;
 
 // The GPT-2 forward: a list of ops (gptmeg/ops.h) over the layers.

@@ -37,7 +37,7 @@ static void train_help(FILE *f) {
           "  value, default 2^32) and skips steps whose gradients overflow. fp16-deepspeed is DeepSpeed's\n"
           "  FP16_Optimizer: one flat f32 master of the fp16 weights, its dynamic loss scale (--loss-scale, default\n"
           "  2^16; --loss-scale-window, default 1000; min 1, no hysteresis) and its combined unscale+clip.\n"
-          "  bf16-autocast is torch.autocast('cpu', bfloat16) around the forward of the f32 model (profile hf, an\n"
+          "  bf16-autocast is torch.autocast('cpu', bfloat16) around the forward of the f32 model (profiles hf, hf-legacy, meg; an\n"
           "  f32 checkpoint): linears, attention and activation in bf16 on a bf16 copy of the weights, layer norms,\n"
           "  embeddings and the residual stream in f32, f32 gradients, AdamW on the f32 weights.\n"
           "  Checkpoints hold the f32 main weights.\n"

@@ -17,8 +17,9 @@
 // f32 + bf16 -> f32) and `c` bf16 for the rest (linears on the bf16 working copy's weights and
 // biases, attention, activation); each layer norm's f32 output is rounded to bf16 in place (the
 // cast autocast puts before addmm/mm: the linear and its backward read that bf16 copy; the layer
-// norm's backward reads its input and statistics, not its output). The bf16 profile's softmax runs
-// in f32 (GM_SOFTMAX_F32: transformers adds the f32 mask to the bf16 scores, promoting them).
+// norm's backward reads its input and statistics, not its output). Under hf's attention rules the
+// bf16 profile's softmax runs in f32 (GM_SOFTMAX_F32: transformers adds the f32 mask to the bf16
+// scores, promoting them; gm_gpt2_autocast_profiles).
 // Without autocast cs == c.
 #include "model/gpt2_internal.h"
 
@@ -66,7 +67,10 @@ int gm_gpt2_autocast_check(const gm_gpt2 *m, const gm_gpt2 *ac, const gm_profile
 
 void gm_gpt2_autocast_profiles(const gm_profile *p, gm_profile *lo, gm_profile *hi) {
   *lo = *p;
-  lo->softmax = GM_SOFTMAX_F32; // bf16 scores + the model's f32 mask -> f32 softmax, then .type(bf16)
+  // transformers' eager attention (hf: matmul-div scores, finfo mask) adds the model's f32 mask to the bf16
+  // scores: promoted to f32, the softmax runs in f32, then .type(bf16); the other profiles' attention
+  // (tools/ref/gm_profiles.py) masks in the scores' dtype and its softmax stays bf16
+  if (p->scores == GM_SCORES_MATMUL_DIV && p->mask == GM_MASK_FINFO && !p->qk_layer_scaling) lo->softmax = GM_SOFTMAX_F32;
   *hi = *p;
   hi->dtype = GM_F32;
 }

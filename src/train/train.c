@@ -108,9 +108,10 @@ static int check_opts(const gm_gpt2 *m, const gm_train_state *s, const gm_train_
   const gm_dtype dt = recipe_dtype(o->recipe);
   if (o->recipe == GM_RECIPE_BF16_AUTOCAST) {
     // transformers' own eager attention is what autocast is reproduced for (docs/training.md)
-    if (strcmp(o->profile->name, "hf") != 0)
-      return gm_fail("recipe %s is reproduced under profile hf only (transformers' own modules under "
-                     "torch.autocast), not '%s'", gm_recipe_name(o->recipe), o->profile->name);
+    const char *pn = o->profile->name; // the profiles whose pieces compose with autocast (checked against torch)
+    if (strcmp(pn, "hf") != 0 && strcmp(pn, "hf-legacy") != 0 && strcmp(pn, "meg") != 0)
+      return gm_fail("recipe %s is reproduced under profiles hf, hf-legacy and meg only (megatron's fused "
+                     "bias-GELU would meet an f32 bias under torch.autocast), not '%s'", gm_recipe_name(o->recipe), pn);
     if (m->mixed_dtypes || m->file_dtype != GM_F32)
       return gm_fail("the checkpoint holds %s weights, but recipe %s trains an f32 checkpoint (autocast keeps the parameters f32)",
                      m->mixed_dtypes ? "mixed-dtype" : gm_dtype_name(m->file_dtype), gm_recipe_name(o->recipe));

@@ -72,10 +72,11 @@ CASES = [("base", "hf", "bf16-megatron", 1, None), ("base", "hf", "bf16-megatron
 CASES += [("base", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4), ("base", "hf", "fp16-deepspeed", 2, 2.0 ** 16, 4),
           ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4),
           ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4, 0.0)]
-# bf16-autocast: torch.autocast("cpu", dtype=torch.bfloat16) around the forward of the f32 model (profile hf:
-# transformers' own modules), loss.backward() outside it, then the f32 loop (clip, AdamW on the f32 parameters)
+# bf16-autocast: torch.autocast("cpu", dtype=torch.bfloat16) around the forward of the f32 model (profiles as
+# gen_autocast_grad_goldens.py loads them: hf, hf-legacy, meg), loss.backward() outside it, then the f32 loop (clip, AdamW on the f32 parameters)
 CASES += [("base", "hf", "bf16-autocast", 1, None), ("base", "hf", "bf16-autocast", 2, None),
-          ("quick_untied", "hf", "bf16-autocast", 1, None)]
+          ("quick_untied", "hf", "bf16-autocast", 1, None), ("base", "hf-legacy", "bf16-autocast", 1, None),
+          ("base", "meg", "bf16-autocast", 1, None)]
 DTYPE = {"bf16-megatron": torch.bfloat16, "fp16-megatron": torch.float16, "fp16-deepspeed": torch.float16}
 
 
@@ -243,16 +244,26 @@ def run_deepspeed(model_name, profile, threads, init_scale, window, clip, batche
     return steps
 
 
-def run_autocast(model_name, threads, batches):
+def run_autocast(model_name, profile, threads, batches):
     """The f32 model's parameters trained directly; each step's forward and loss under
     torch.autocast('cpu', bfloat16) (its cast cache: one bf16 rounding per weight per forward), the
     backward outside it, the parameters' f32 gradients clipped and stepped as gen_train_goldens.py's
     f32 loop. The hash is of the f32 parameters."""
     torch.set_num_threads(threads)
-    model = gg.load(model_name, "hf", torch.float32)
+    model = gg.load(model_name, profile, torch.float32)  # gm_profiles' pieces, as gen_grad_goldens.py
     params = [p for _, p in model.named_parameters()]
     opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, foreach=False)
     sched = get_cosine_schedule_with_warmup(opt, WARMUP, STEPS)
+    gg.gm_profiles.modeling_gpt2.eager_attention_forward = {
+        "hf": gg.gm_profiles.ORIGINAL_EAGER, "hf-legacy": gg.gm_profiles.legacy_attention,
+        "meg": gg.gm_profiles.meg_attention}[profile]
+    try:
+        return autocast_steps(model, params, opt, sched, batches)
+    finally:
+        gg.gm_profiles.modeling_gpt2.eager_attention_forward = gg.gm_profiles.ORIGINAL_EAGER
+
+
+def autocast_steps(model, params, opt, sched, batches):
     steps = []
     for k in range(STEPS):
         ids = torch.as_tensor(batches[k]).long()
@@ -369,7 +380,7 @@ def main():
                                        "in place of DeepSpeed's CUDA FusedAdam; grad_norm = f32(scaled global norm / "
                                        "cur_scale after _update_scale)", steps=steps)
         elif recipe == "bf16-autocast":
-            steps = run_autocast(model_name, threads, batches)
+            steps = run_autocast(model_name, profile, threads, batches)
             index["cases"][key] = dict(model=model_name, profile=profile, recipe=recipe, threads=threads,
                                        loss_scale_init=init_scale,
                                        reference="f32 GPT2LMHeadModel, forward and loss under torch.autocast('cpu', "
