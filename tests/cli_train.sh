@@ -73,6 +73,23 @@ cmp -s "$T/d/step-000006/model.safetensors" "$T/d2/step-000006/model.safetensors
 expect 1 "resume an fp16-deepspeed checkpoint as fp16-megatron" "$G" train --resume "$T/d/step-000003" "${RUN[@]}" --steps 6 --recipe fp16-megatron --out "$T/e15"
 grep -q "recipe 'fp16-deepspeed', not 'fp16-megatron'" "$T/err" && ok "fp16 recipe mismatch message" || bad "fp16 recipe mismatch message: $(cat "$T/err")"
 expect 2 "--loss-scale-window without fp16-deepspeed" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --recipe fp16-megatron --loss-scale-window 4 --out "$T/e16"
+# bf16-autocast on the f32 checkpoint: f32 weights in the checkpoints, exact resume, other bits than f32 and bf16-megatron
+expect 0 "bf16-autocast 6 steps" "$G" train --model "$T/m" "${RUN[@]}" --steps 6 --save-every 3 --threads 1 --recipe bf16-autocast --out "$T/ac"
+grep -q '"recipe":[[:space:]]*"bf16-autocast"' "$T/ac/step-000003/train_state.json" && ok "bf16-autocast: the state names the recipe" ||
+  bad "autocast state: $(cat "$T/ac/step-000003/train_state.json")"
+grep -q '"step": 6, .*"loss_scale": 1, "skipped": false, "val_loss": [0-9]' "$T/ac/log.jsonl" && ok "bf16-autocast: log with validation" ||
+  bad "autocast log: $(tail -1 "$T/ac/log.jsonl")"
+expect 0 "bf16-autocast: resume at 3, run to 6" "$G" train --resume "$T/ac/step-000003" "${RUN[@]}" --steps 6 --threads 1 --recipe bf16-autocast --out "$T/ac2"
+cmp -s "$T/ac/step-000006/model.safetensors" "$T/ac2/step-000006/model.safetensors" && cmp -s "$T/ac/step-000006/optimizer.bin" "$T/ac2/step-000006/optimizer.bin" &&
+  ok "bf16-autocast resume is exact (weights, moments)" || bad "bf16-autocast resume differs"
+if cmp -s "$T/a/step-000006/model.safetensors" "$T/ac/step-000006/model.safetensors" ||
+  cmp -s "$T/r/step-000006/model.safetensors" "$T/ac/step-000006/model.safetensors"; then
+  bad "bf16-autocast gave the f32 or bf16-megatron run's weights"
+else ok "bf16-autocast differs from f32 and bf16-megatron"; fi
+expect 1 "bf16-autocast on a bf16 checkpoint" "$G" train --model tests/golden/profile/base_bf16_checkpoint --data "$T/text.txt" --tokenizer tests/fixtures/tok --steps 1 --batch 1 --seq 8 --recipe bf16-autocast --out "$T/e17"
+grep -q 'bf16 weights, but recipe bf16-autocast trains an f32 checkpoint' "$T/err" && ok "autocast/checkpoint dtype message" || bad "autocast dtype message: $(cat "$T/err")"
+expect 1 "bf16-autocast under profile megatron" "$G" train --model "$T/m" "${RUN[@]}" --steps 1 --recipe bf16-autocast --profile megatron --out "$T/e18"
+grep -q 'profiles hf, hf-legacy and meg only' "$T/err" && ok "autocast profile message" || bad "autocast profile message: $(cat "$T/err")"
 
 # grad: the loss and every gradient in one file
 npy_header '<i4' '(1, 8)' >"$T/ids.npy"
@@ -80,6 +97,9 @@ printf '\x05\x00\x00\x00\x07\x00\x00\x00\x09\x00\x00\x00\x05\x00\x00\x00\x01\x00
 expect 0 "grad" "$G" grad --model "$T/m" --tokens-npy "$T/ids.npy" --out "$T/g.safetensors"
 grep -q '^loss ' "$T/out" && [ -s "$T/g.safetensors" ] && ok "grad prints the loss and writes the file" || bad "grad: $(cat "$T/out")"
 expect 0 "grad bf16" "$G" grad --model "$T/m" --tokens-npy "$T/ids.npy" --dtype bf16 --out "$T/gb.safetensors"
+expect 0 "grad --autocast" "$G" grad --model "$T/m" --tokens-npy "$T/ids.npy" --autocast --out "$T/ga.safetensors"
+grep -q 'f32 under bf16 autocast' "$T/out" && [ -s "$T/ga.safetensors" ] && ok "grad --autocast writes f32 gradients" || bad "grad --autocast: $(cat "$T/out")"
+expect 2 "grad --autocast with --dtype bf16" "$G" grad --model "$T/m" --tokens-npy "$T/ids.npy" --autocast --dtype bf16 --out "$T/gx.safetensors"
 expect 1 "grad: tokens outside the vocabulary" "$G" grad --model tests/golden/model/base --tokens-npy tests/golden/eval/tokens.npy --out "$T/x.safetensors"
 [ ! -e "$T/x.safetensors" ] && ok "no file after a failure" || bad "a file was written after a failure"
 expect 2 "grad: no --out" "$G" grad --model "$T/m" --tokens-npy "$T/ids.npy"
@@ -89,8 +109,6 @@ printf 'tiny' >"$T/short.txt"
 expect 1 "text too short for one sequence" "$G" train --model "$T/m" --data "$T/short.txt" --steps 2 --seq 16 --out "$T/e1"
 expect 1 "T beyond n_positions" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --seq 33 --out "$T/e2"
 grep -q 'n_positions 32' "$T/err" && ok "n_positions message" || bad "n_positions message: $(cat "$T/err")"
-expect 1 "a recipe not implemented" "$G" train --model "$T/m" --data "$T/text.txt" --steps 2 --recipe bf16-autocast --out "$T/e3"
-grep -q 'not implemented' "$T/err" && ok "not-implemented message" || bad "not-implemented message: $(cat "$T/err")"
 expect 1 "fp16-megatron on a bf16 checkpoint" "$G" train --model tests/golden/profile/base_bf16_checkpoint --data "$T/text.txt" --tokenizer tests/fixtures/tok --steps 1 --batch 1 --seq 8 --recipe fp16-megatron --out "$T/e11"
 grep -q 'bf16 weights, but recipe fp16-megatron trains an f32 or f16 checkpoint' "$T/err" && ok "recipe/checkpoint dtype message" ||
   bad "recipe/checkpoint dtype message: $(cat "$T/err")"

@@ -85,7 +85,7 @@ static void run_config(const char *key, const cJSON *cfg, int d, tally *t) {
       gm_profile p;
       gm_profile_get(profiles[q], DTS[d], &p);
       float loss = 0.0f;
-      gm_gpt2_grad_opts o = {&p, ids, NULL, B, T, th, 1.0f};
+      gm_gpt2_grad_opts o = {&p, ids, NULL, B, T, th, 1.0f, NULL};
       int rc = gm_gpt2_grad(&m, &o, &g, &loss, NULL);
       CHECK(rc == 0, "%s: %s", id, gm_errmsg());
       uint32_t lb;

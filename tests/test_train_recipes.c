@@ -9,6 +9,9 @@
 // - fp16-deepspeed (hf, base 1 and 2 threads, quick_untied with clipping 1 and off; from 2^16, window 4): DeepSpeed v0.5.8's
 //   FP16_Optimizer transcribed in torch; the same fields bit for bit (the scale backs off, grows back
 //   after its window and overflows again; grad norm = f32(scaled norm / cur_scale)).
+// - bf16-autocast (hf, base 1 and 2 threads, quick_untied): torch.autocast('cpu', bfloat16) around the f32
+//   model's forward, the f32 loop after (clip, AdamW on the f32 parameters): loss, norm, lr and the hash of
+//   the f32 parameters bit for bit at every step; refused on a bf16 checkpoint and under another profile.
 // Also: gm_gpt2_set_weights gives the bits of gm_gpt2_to_dtype (weights and fast copies), and a
 // run cut by a checkpoint gives the straight run's bytes under both recipes (the fp16 one across
 // the loss scaler's backoffs: its state is in train_state.json; fp16-deepspeed across a backoff and a growth).
@@ -213,9 +216,22 @@ static void test_refusals(const cJSON *doc, const int32_t *batches) {
   o.batches = ids;
   o.n_batches = 1;
   CHECK(gm_train_run(&m, &s, &o) == 0, "bf16 recipe on a bf16 checkpoint: %s", gm_errmsg());
-  o.recipe = GM_RECIPE_BF16_AUTOCAST;
+  o.recipe = GM_RECIPE_BF16_AUTOCAST; // autocast keeps the parameters f32: a bf16 checkpoint is refused
   o.steps = 2;
-  CHECK(gm_train_run(&m, &s, &o) != 0 && strstr(gm_errmsg(), "not implemented") != NULL, "autocast: '%s'", gm_errmsg());
+  CHECK(gm_train_run(&m, &s, &o) != 0 && strstr(gm_errmsg(), "bf16 weights") != NULL, "autocast on bf16 weights: '%s'",
+        gm_errmsg());
+  gm_train_state_free(&s);
+  gm_gpt2_free(&m);
+  gm_profile pm; // reproduced for transformers' own modules only
+  gm_profile_get("megatron", GM_BF16, &pm);
+  o.profile = &pm;
+  CHECK(gm_gpt2_load(&m, "tests/golden/model/base") == 0 && gm_train_state_init(&s, &m, &o) == 0, "%s", gm_errmsg());
+  CHECK(gm_train_run(&m, &s, &o) != 0 && strstr(gm_errmsg(), "profiles hf, hf-legacy and meg only") != NULL, "autocast, megatron: '%s'", gm_errmsg());
+  o.profile = &p16;
+  CHECK(gm_train_run(&m, &s, &o) != 0 && strstr(gm_errmsg(), "profile") != NULL, "autocast, f16 profile: '%s'", gm_errmsg());
+  o.profile = &pb16;
+  o.steps = 1;
+  CHECK(gm_train_run(&m, &s, &o) == 0 && s.step == 1, "autocast on an f32 checkpoint: %s", gm_errmsg());
   gm_train_state_free(&s);
   gm_gpt2_free(&m);
 }
@@ -293,6 +309,7 @@ int main(void) {
     test_resume(doc, batches, GM_RECIPE_BF16_MEGATRON, "base");
     test_resume(doc, batches, GM_RECIPE_FP16_MEGATRON, "quick_untied");
     test_resume(doc, batches, GM_RECIPE_FP16_DEEPSPEED, "quick_untied");
+    test_resume(doc, batches, GM_RECIPE_BF16_AUTOCAST, "base");
     test_refusals(doc, batches);
   }
   free(batches);

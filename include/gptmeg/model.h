@@ -168,6 +168,19 @@ typedef struct {
   void *probe_ctx;
   gm_acts *acts;             // NULL: not kept; else filled with every layer's activations (its
                              // previous contents freed first; the caller frees it with gm_acts_free)
+  const gm_gpt2 *autocast;   // NULL: off. Else torch.autocast('cpu', dtype=torch.bfloat16) over f32
+                             // weights: m holds the f32 parameters (m->dtype F32), this the bf16 working
+                             // copy of the same weights (gm_gpt2_to_dtype + gm_gpt2_set_weights from m:
+                             // autocast's cached cast of each weight), profile a bf16 profile. The
+                             // embeddings, layer norms and residual adds run in f32 on m's weights (the
+                             // stream stays f32); each linear (c_attn, c_proj, c_fc, lm_head) reads its
+                             // input rounded to bf16 (the cast autocast inserts) and this copy's weight
+                             // and bias, writing bf16 (addmm/mm on autocast's lower-precision list);
+                             // attention, activation in bf16 under the profile's knobs, except that
+                             // under hf's attention rules (matmul-div, finfo mask) the softmax runs in
+                             // f32 (transformers adds the model's f32 causal mask to the bf16 scores:
+                             // type promotion), rounded to bf16 after; logits bf16. Checked for hf,
+                             // hf-legacy and meg (not megatron: its fused bias-GELU meets an f32 bias)
 } gm_gpt2_run_opts;
 
 // The GPT-2 forward: a list of ops (gptmeg/ops.h) over the layers.
@@ -191,6 +204,14 @@ typedef struct {
   int threads;               // <= 0: the default; the bits depend on it only where torch's do (ops.h)
   float dloss;               // the loss's gradient: 0 means 1 (loss.backward()); a loss scale S gives
                              // (loss * S).backward() (S an f32 tensor: the loss's gradient is S exactly)
+  const gm_gpt2 *autocast;   // NULL: off. Else the forward under torch.autocast('cpu', bf16) as
+                             // gm_gpt2_run_opts.autocast (m f32, this m's bf16 working copy, a bf16
+                             // profile) and autograd's backward outside it: each cast's backward casts
+                             // the gradient back (a bf16 gradient widened to f32 exactly, an f32 one
+                             // arriving at a bf16 tensor rounded), so g (gm_gpt2_alloc_like(m)) gets
+                             // f32 gradients: the linears' weights and biases bf16 values widened, the
+                             // layer norms', wpe's and the embedding part of wte's from f32 ops (tied:
+                             // wte's = lm_head's widened + the embedding's, added in f32)
 } gm_gpt2_grad_opts;
 
 // *loss = the f32 loss; g (gm_gpt2_alloc_like(m)) receives every parameter's gradient (f32 storage

@@ -14,13 +14,13 @@
 extern "C" {
 #endif
 
-// Precision recipes (docs/training.md "Recipes"). f32, fp16-megatron, bf16-megatron and fp16-deepspeed
-// run; bf16-autocast is refused by name. Checkpoints store the name, not the value.
+// Precision recipes (docs/training.md "Recipes"): f32, fp16-megatron, bf16-megatron, bf16-autocast and
+// fp16-deepspeed. Checkpoints store the name, not the value.
 typedef enum {
   GM_RECIPE_F32 = 0,       // f32 weights, activations, gradients and optimizer
   GM_RECIPE_FP16_MEGATRON, // fp16 weights + fp32 main weights, Megatron's dynamic loss scale
   GM_RECIPE_BF16_MEGATRON, // bf16 weights + fp32 main weights and gradient accumulation
-  GM_RECIPE_BF16_AUTOCAST, // torch.autocast('cpu', bfloat16) over f32 weights
+  GM_RECIPE_BF16_AUTOCAST, // torch.autocast('cpu', bfloat16) over f32 weights (profiles hf, hf-legacy, meg), f32 gradients and AdamW
   GM_RECIPE_FP16_DEEPSPEED, // fp16 weights + one flat fp32 master, DeepSpeed FP16_Optimizer's loss scale and unscale+clip
   GM_N_RECIPES
 } gm_recipe;

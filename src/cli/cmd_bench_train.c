@@ -70,7 +70,7 @@ int cmd_bench_train(int argc, char **argv) {
   double *tgrad = tg, *topt = tg + steps + warmup, *tmem = topt + steps + warmup;
   for (long k = 0; !rc && k < steps + warmup; k++) {
     float loss;
-    gm_gpt2_grad_opts go = {&p, ids, NULL, (int)B, (int)T, (int)threads, 1.0f};
+    gm_gpt2_grad_opts go = {&p, ids, NULL, (int)B, (int)T, (int)threads, 1.0f, NULL};
     double t0 = gm_now_s();
     rc = gm_gpt2_grad(&m, &go, &g, &loss, NULL);
     double t1 = gm_now_s();

@@ -31,12 +31,15 @@ static void train_help(FILE *f) {
           "  Writes OUT/log.jsonl (one line a step: step, loss, lr, grad_norm, loss_scale, skipped, val_loss,\n"
           "  tokens, seconds) and checkpoints OUT/step-NNNNNN/ (an HF folder plus the optimizer state; OUT/last\n"
           "  points at the newest), each written whole then renamed. --resume CKPT continues one exactly.\n"
-          "  --recipe f32 (default) | bf16-megatron | fp16-megatron | fp16-deepspeed: the forward and backward in bf16/fp16 (the\n"
+          "  --recipe f32 (default) | bf16-megatron | fp16-megatron | fp16-deepspeed | bf16-autocast: the Megatron and DeepSpeed recipes run the forward and backward in bf16/fp16 (the\n"
           "  profile's numerics in that dtype) over f32 main weights, AdamW in f32, weights rounded back each\n"
           "  step; fp16-megatron scales the loss by Megatron's dynamic loss scale (--loss-scale: its initial\n"
           "  value, default 2^32) and skips steps whose gradients overflow. fp16-deepspeed is DeepSpeed's\n"
           "  FP16_Optimizer: one flat f32 master of the fp16 weights, its dynamic loss scale (--loss-scale, default\n"
           "  2^16; --loss-scale-window, default 1000; min 1, no hysteresis) and its combined unscale+clip.\n"
+          "  bf16-autocast is torch.autocast('cpu', bfloat16) around the forward of the f32 model (profiles hf, hf-legacy, meg; an\n"
+          "  f32 checkpoint): linears, attention and activation in bf16 on a bf16 copy of the weights, layer norms,\n"
+          "  embeddings and the residual stream in f32, f32 gradients, AdamW on the f32 weights.\n"
           "  Checkpoints hold the f32 main weights.\n"
           "  Defaults: B 4, T 64, lr 6e-4, warmup 0, cosine (transformers' get_cosine_schedule_with_warmup to 0 at --steps), weight-decay 0.1, betas 0.9 0.95,\n"
           "  eps 1e-8, clip 1.0, recipe f32, seed 1337, eval every 100 steps over 4 batches.\n%s",
@@ -197,7 +200,7 @@ int cmd_train(int argc, char **argv) {
   const bool fp16 = rc_ == GM_RECIPE_FP16_MEGATRON || rc_ == GM_RECIPE_FP16_DEEPSPEED;
   if (lscale > 0 && !fp16) return cli_usage_error("train", "--loss-scale is for --recipe fp16-megatron or fp16-deepspeed");
   if (lwindow > 0 && rc_ != GM_RECIPE_FP16_DEEPSPEED) return cli_usage_error("train", "--loss-scale-window is for --recipe fp16-deepspeed");
-  const gm_dtype pdt = fp16 ? GM_F16 : rc_ == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
+  const gm_dtype pdt = fp16 ? GM_F16 : rc_ == GM_RECIPE_BF16_MEGATRON || rc_ == GM_RECIPE_BF16_AUTOCAST ? GM_BF16 : GM_F32;
   if (cli_profile_build(&po, pdt, &p)) return cli_fail("%s", gm_errmsg());
 
   gm_train_opts o;

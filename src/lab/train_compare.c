@@ -93,7 +93,7 @@ static int run_init(run *r, const gm_gpt2 *m0, const gm_train_opts *o, size_t ca
 
 // The loss and gradients of one step on batch ids.
 static int run_grad(run *r, const gm_profile *p, const gm_train_opts *o, const int32_t *ids, float *loss, const char *side, long step) {
-  gm_gpt2_grad_opts go = {p, ids, NULL, o->B, o->T, o->threads, 1.0f};
+  gm_gpt2_grad_opts go = {p, ids, NULL, o->B, o->T, o->threads, 1.0f, NULL};
   if (gm_gpt2_grad(&r->m, &go, &r->g, loss, NULL)) return -1;
   if (!isfinite(*loss)) return gm_fail("run %s, step %ld: the loss is %g under f32 (the run diverged)", side, step, *loss);
   return 0;

@@ -18,6 +18,13 @@
 //     dattn, daproj = linear_bwd(attn.c_proj, dra);  dqkv = attention_bwd(dattn)
 //     dln1, dattn_w = linear_bwd(c_attn, dqkv);  dh_l = dra + ln_1_bwd(dln1)
 //   dwte, dwpe = embedding_bwd(dh_0);  tied: dwte += dlm_head
+// Autocast (gm_gpt2_grad_opts.autocast): the forward's two contexts (gpt2_forward.c); the stream's
+// gradients dh, dra and the layer norms' are f32 (ctx cs), the rest bf16 (ctx c). Where a bf16
+// tensor met the f32 stream, autograd casts the gradient to the input's dtype: dh (dra) is rounded
+// to bf16 before c_proj's (attn.c_proj's) backward; the linears' input gradients (of the layer
+// norms' bf16-cast outputs) and their weight/bias gradients are bf16 values, widened exactly (the
+// casts' backward) into the f32 layer norm backward and into g; lm_head's weight gradient goes to
+// g->wte (tied) and the embedding's f32 one is added to it in f32, as AccumulateGrad adds them.
 #include "model/gpt2_internal.h"
 
 #include <math.h>
@@ -26,6 +33,7 @@
 
 static int check(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, const gm_gpt2 *g) {
   if (!o->profile || !o->tokens) return gm_fail("gm_gpt2_grad needs a profile and tokens");
+  if (o->autocast && gm_gpt2_autocast_check(m, o->autocast, o->profile)) return -1;
   if (o->B <= 0 || o->T <= 0) return gm_fail("a training batch needs B > 0 and T > 0 (got %d, %d)", o->B, o->T);
   if (o->T > m->cfg.n_positions) return gm_fail("sequence length %d exceeds n_positions %d", o->T, m->cfg.n_positions);
   if (!g->storage || g->n_params != m->n_params || g->tied != m->tied || g->cfg.n_layer != m->cfg.n_layer)
@@ -67,10 +75,20 @@ static int scratch_alloc(scratch *s, const gm_gpt2_config *c, int B, int T) {
 }
 
 // One block's backward: dh holds the gradient of the block's output on entry, of its input on exit.
-static int block_bwd(const gm_op_ctx *c, const gm_gpt2 *m, const gm_acts *a, int l, const float *h_in, gm_gpt2_layer *gl,
-                     scratch *s, int B, int T) {
+// The gradient of the f32 stream arriving at a bf16 tensor under autocast: R(src) into tmp (the cast
+// autograd applies); without autocast src itself.
+static const float *to_lo(const gm_op_ctx *c, const gm_op_ctx *cs, float *tmp, const float *src, size_t n) {
+  if (cs->dtype == c->dtype) return src;
+  memcpy(tmp, src, n * sizeof(float));
+  gm_op_round(c, tmp, n);
+  return tmp;
+}
+
+// wm: the linears' weights (the bf16 working copy under autocast, else m); m: the layer norms'.
+static int block_bwd(const gm_op_ctx *c, const gm_op_ctx *cs, const gm_gpt2 *m, const gm_gpt2 *wm, const gm_acts *a, int l,
+                     const float *h_in, gm_gpt2_layer *gl, scratch *s, int B, int T) {
   const gm_gpt2_config *cf = &m->cfg;
-  const gm_gpt2_layer *w = &m->layers[l];
+  const gm_gpt2_layer *w = &wm->layers[l], *wn = &m->layers[l];
   const int N = B * T, D = cf->n_embd, I = cf->n_inner;
   const bool fused = c->profile->act_bias_fused;
   const gm_op_weight attn_w = {w->attn_w, false, w->attn_wp, w->attn_wh}, aproj_w = {w->aproj_w, false, w->aproj_wp, w->aproj_wh},
@@ -79,23 +97,25 @@ static int block_bwd(const gm_op_ctx *c, const gm_gpt2 *m, const gm_acts *a, int
                          cf->reorder_and_upcast_attn, NULL, NULL, T};
 #define AT(pt) gm_acts_at(a, l, pt)
   float *dact = s->dwide, *dfc = s->dwide2;
-  if (gm_op_linear_bwd(c, dact, gl->mproj_w, gl->mproj_b, s->dh, AT(GM_PT_ACT), &mproj_w, N, I, D)) return -1;
+  const float *dh_lo = to_lo(c, cs, s->dtmp, s->dh, (size_t)N * D); // dtmp is free until ln_2's backward
+  if (gm_op_linear_bwd(c, dact, gl->mproj_w, gl->mproj_b, dh_lo, AT(GM_PT_ACT), &mproj_w, N, I, D)) return -1;
   if (gm_op_act_bwd(c, cf->act, dfc, fused ? gl->fc_b : NULL, dact, AT(GM_PT_FC), fused ? w->fc_b : NULL, N, I)) return -1;
   if (gm_op_linear_bwd(c, s->dx, gl->fc_w, fused ? NULL : gl->fc_b, dfc, AT(GM_PT_LN2), &fc_w, N, D, I)) return -1;
-  if (gm_op_layernorm_bwd(c, s->dtmp, gl->ln2_w, gl->ln2_b, s->dx, AT(GM_PT_RESID_ATTN), w->ln2_w,
+  if (gm_op_layernorm_bwd(cs, s->dtmp, gl->ln2_w, gl->ln2_b, s->dx, AT(GM_PT_RESID_ATTN), wn->ln2_w,
                           gm_acts_mean(a, l, GM_PT_LN2), gm_acts_rstd(a, l, GM_PT_LN2), N, D))
     return -1;
   memcpy(s->dra, s->dh, (size_t)N * D * sizeof(float)); // resid = resid_attn + mlp: the stream's gradient first
-  if (gm_op_residual_bwd(c, s->dra, s->dtmp, (size_t)N * D)) return -1;
-  if (gm_op_linear_bwd(c, s->dx, gl->aproj_w, gl->aproj_b, s->dra, AT(GM_PT_ATTN), &aproj_w, N, D, D)) return -1;
+  if (gm_op_residual_bwd(cs, s->dra, s->dtmp, (size_t)N * D)) return -1;
+  const float *dra_lo = to_lo(c, cs, s->dtmp, s->dra, (size_t)N * D);
+  if (gm_op_linear_bwd(c, s->dx, gl->aproj_w, gl->aproj_b, dra_lo, AT(GM_PT_ATTN), &aproj_w, N, D, D)) return -1;
   float *dqkv = s->dwide;
   if (gm_op_attention_bwd(c, &at, dqkv, s->dscores, s->dx, AT(GM_PT_QKV), AT(GM_PT_PROBS), AT(GM_PT_SCORES))) return -1;
   if (gm_op_linear_bwd(c, s->dx, gl->attn_w, gl->attn_b, dqkv, AT(GM_PT_LN1), &attn_w, N, D, 3 * D)) return -1;
-  if (gm_op_layernorm_bwd(c, s->dtmp, gl->ln1_w, gl->ln1_b, s->dx, h_in, w->ln1_w, gm_acts_mean(a, l, GM_PT_LN1),
+  if (gm_op_layernorm_bwd(cs, s->dtmp, gl->ln1_w, gl->ln1_b, s->dx, h_in, wn->ln1_w, gm_acts_mean(a, l, GM_PT_LN1),
                           gm_acts_rstd(a, l, GM_PT_LN1), N, D))
     return -1;
   memcpy(s->dh, s->dra, (size_t)N * D * sizeof(float)); // resid_attn = h_in + attn_out
-  return gm_op_residual_bwd(c, s->dh, s->dtmp, (size_t)N * D);
+  return gm_op_residual_bwd(cs, s->dh, s->dtmp, (size_t)N * D);
 #undef AT
 }
 
@@ -111,17 +131,27 @@ static int backward(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, fl
   ro.logits = s->logits;
   ro.threads = o->threads;
   ro.acts = a;
+  ro.autocast = o->autocast;
   if (gm_gpt2_run(m, &ro)) return -1;
-  gm_op_ctx c;
-  gm_op_ctx_init(&c, o->profile, o->threads, NULL, NULL);
+  const gm_gpt2 *wm = o->autocast ? o->autocast : m; // the linears' weights
+  gm_profile lo, hi;
+  gm_op_ctx c, cs; // as the forward's: c the linears, attention, activation, loss; cs the f32 stream
+  if (o->autocast) {
+    gm_gpt2_autocast_profiles(o->profile, &lo, &hi);
+    gm_op_ctx_init(&c, &lo, o->threads, NULL, NULL);
+    gm_op_ctx_init(&cs, &hi, o->threads, NULL, NULL);
+  } else {
+    gm_op_ctx_init(&c, o->profile, o->threads, NULL, NULL);
+    cs = c;
+  }
   const int32_t *labels = o->labels ? o->labels : o->tokens;
   float *logits = s->logits; // in place: log_softmax over the logits, then its gradient over that
   if (gm_op_lmloss_fwd(&c, loss, n_scored, logits, logits, labels, B, T, V)) return -1;
   if (gm_op_lmloss_bwd(&c, logits, o->dloss != 0.0f ? o->dloss : 1.0f, logits, NULL, labels, B, T, V)) return -1;
-  const gm_op_weight lm = {m->lm_head, true, m->lm_head_p, m->lm_head_h};
+  const gm_op_weight lm = {wm->lm_head, true, wm->lm_head_p, wm->lm_head_h};
   if (gm_op_linear_bwd(&c, s->dx, g->lm_head, NULL, logits, gm_acts_at(a, -1, GM_PT_LNF), &lm, N, D, V)) return -1;
   const float *h_last = L > 0 ? gm_acts_at(a, L - 1, GM_PT_RESID) : gm_acts_at(a, -1, GM_PT_EMBED);
-  if (gm_op_layernorm_bwd(&c, s->dh, g->lnf_w, g->lnf_b, s->dx, h_last, m->lnf_w, gm_acts_mean(a, -1, GM_PT_LNF),
+  if (gm_op_layernorm_bwd(&cs, s->dh, g->lnf_w, g->lnf_b, s->dx, h_last, m->lnf_w, gm_acts_mean(a, -1, GM_PT_LNF),
                           gm_acts_rstd(a, -1, GM_PT_LNF), N, D))
     return -1;
   // the logits' gradient is spent: its pages go back before the blocks' buffers are first written
@@ -130,12 +160,12 @@ static int backward(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, fl
   s->logits = NULL;
   for (int l = L - 1; l >= 0; l--) {
     const float *h_in = l > 0 ? gm_acts_at(a, l - 1, GM_PT_RESID) : gm_acts_at(a, -1, GM_PT_EMBED);
-    if (block_bwd(&c, m, a, l, h_in, &g->layers[l], s, B, T)) return -1;
+    if (block_bwd(&c, &cs, m, wm, a, l, h_in, &g->layers[l], s, B, T)) return -1;
   }
   // tied: lm_head's gradient arrived in g->wte first; the embedding's is added to it
-  if (gm_op_embedding_bwd(&c, m->tied ? NULL : g->wte, g->wpe, s->dh, o->tokens, B, T, 0, D, V, cf->n_positions))
+  if (gm_op_embedding_bwd(&cs, m->tied ? NULL : g->wte, g->wpe, s->dh, o->tokens, B, T, 0, D, V, cf->n_positions))
     return -1;
-  if (m->tied && gm_op_embedding_bwd_tied(&c, g->wte, s->dh, o->tokens, B, T, D, V)) return -1;
+  if (m->tied && gm_op_embedding_bwd_tied(&cs, g->wte, s->dh, o->tokens, B, T, D, V)) return -1;
   return 0;
 }
 

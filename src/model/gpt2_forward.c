@@ -12,6 +12,15 @@
 //   mlp act    act(x), or Megatron's fused bias + act      gm_op_act_fwd
 //   lm_head    R(ln_f(h) @ lm_head^T) of the kept rows     gm_op_linear_fwd
 // The bits do not depend on the thread count (every op's output is defined element by element).
+// Autocast (gm_gpt2_run_opts.autocast, torch.autocast('cpu', bfloat16) over f32 weights): two
+// contexts, `cs` f32 for the stream's ops (embed, the layer norms on m's f32 weights, residual
+// f32 + bf16 -> f32) and `c` bf16 for the rest (linears on the bf16 working copy's weights and
+// biases, attention, activation); each layer norm's f32 output is rounded to bf16 in place (the
+// cast autocast puts before addmm/mm: the linear and its backward read that bf16 copy; the layer
+// norm's backward reads its input and statistics, not its output). Under hf's attention rules the
+// bf16 profile's softmax runs in f32 (GM_SOFTMAX_F32: transformers adds the f32 mask to the bf16
+// scores, promoting them; gm_gpt2_autocast_profiles).
+// Without autocast cs == c.
 #include "model/gpt2_internal.h"
 
 #include <stdlib.h>
@@ -46,11 +55,33 @@ void gm_kv_free(gm_kv_cache *kv) {
   memset(kv, 0, sizeof *kv);
 }
 
+int gm_gpt2_autocast_check(const gm_gpt2 *m, const gm_gpt2 *ac, const gm_profile *p) {
+  if (m->dtype != GM_F32 || ac->dtype != GM_BF16 || p->dtype != GM_BF16)
+    return gm_fail("autocast needs f32 weights, their bf16 working copy and a bf16 profile (got %s, %s, profile %s '%s')",
+                   gm_dtype_name(m->dtype), gm_dtype_name(ac->dtype), gm_dtype_name(p->dtype), p->name);
+  if (ac == m || ac->storage == m->storage || ac->n_params != m->n_params || ac->tied != m->tied ||
+      ac->cfg.n_layer != m->cfg.n_layer || ac->cfg.n_embd != m->cfg.n_embd || ac->cfg.vocab_size != m->cfg.vocab_size)
+    return gm_fail("the autocast working copy is not a separate model of the f32 weights' config and tying");
+  return 0;
+}
+
+void gm_gpt2_autocast_profiles(const gm_profile *p, gm_profile *lo, gm_profile *hi) {
+  *lo = *p;
+  // transformers' eager attention (hf: matmul-div scores, finfo mask) adds the model's f32 mask to the bf16
+  // scores: promoted to f32, the softmax runs in f32, then .type(bf16); the other profiles' attention
+  // (tools/ref/gm_profiles.py) masks in the scores' dtype and its softmax stays bf16
+  if (p->scores == GM_SCORES_MATMUL_DIV && p->mask == GM_MASK_FINFO && !p->qk_layer_scaling) lo->softmax = GM_SOFTMAX_F32;
+  *hi = *p;
+  hi->dtype = GM_F32;
+}
+
 static int check_args(const gm_gpt2 *m, const gm_gpt2_run_opts *o, const gm_kv_cache *kv) {
   const gm_gpt2_config *c = &m->cfg;
   const gm_profile *p = o->profile;
   const int B = o->B, T = o->T;
-  if (p->dtype != m->dtype)
+  if (o->autocast) {
+    if (gm_gpt2_autocast_check(m, o->autocast, p)) return -1;
+  } else if (p->dtype != m->dtype)
     return gm_fail("profile '%s' runs in %s but the weights are %s (gm_gpt2_to_dtype converts them)", p->name,
                    gm_dtype_name(p->dtype), gm_dtype_name(m->dtype));
   if (B != kv->B) return gm_fail("batch %d does not match the KV cache's batch %d", B, kv->B);
@@ -87,42 +118,59 @@ static int lm_head(const gm_op_ctx *c, const gm_gpt2 *m, const float *xn, int B,
 }
 
 // The forward proper over a checked cache: the list of ops, each output probed as it is made.
+// A layer norm of the stream (ctx cs), its output then rounded to c's dtype under autocast.
+static int ln_fwd(const gm_op_ctx *c, const gm_op_ctx *cs, float *out, float *mean, float *rstd, const float *inp,
+                  const float *w, const float *b, int N, int D, double eps) {
+  if (gm_op_layernorm_fwd(cs, out, mean, rstd, inp, w, b, N, D, eps)) return -1;
+  if (cs->dtype != c->dtype) gm_op_round(c, out, (size_t)N * D);
+  return 0;
+}
+
 static int forward(const gm_gpt2 *m, const gm_gpt2_run_opts *o, gm_kv_cache *kv, gm_acts *a) {
   const gm_gpt2_config *cf = &m->cfg;
   const int B = o->B, T = o->T, N = B * T, D = cf->n_embd, I = cf->n_inner, t0 = kv->len;
   const double eps = cf->layer_norm_epsilon;
   const bool fused = o->profile->act_bias_fused;
-  gm_op_ctx c;
-  gm_op_ctx_init(&c, o->profile, o->threads, o->probe, o->probe_ctx);
+  const gm_gpt2 *wm = o->autocast ? o->autocast : m; // the linears' weights
+  gm_profile lo, hi;
+  gm_op_ctx c, cs; // c: the linears, attention, activation; cs: the stream (embed, layer norms, residuals)
+  if (o->autocast) {
+    gm_gpt2_autocast_profiles(o->profile, &lo, &hi);
+    gm_op_ctx_init(&c, &lo, o->threads, o->probe, o->probe_ctx);
+    gm_op_ctx_init(&cs, &hi, o->threads, o->probe, o->probe_ctx);
+  } else {
+    gm_op_ctx_init(&c, o->profile, o->threads, o->probe, o->probe_ctx);
+    cs = c;
+  }
 #define AT(l, pt) gm_acts_at(a, l, pt)
 #define STEP(l, pt, call) \
   if ((call) || emit(&c, a, l, pt)) return -1
-  STEP(-1, GM_PT_EMBED, gm_op_embedding_fwd(&c, AT(-1, GM_PT_EMBED), o->tokens, m->wte, m->wpe, B, T, t0, D));
+  STEP(-1, GM_PT_EMBED, gm_op_embedding_fwd(&cs, AT(-1, GM_PT_EMBED), o->tokens, m->wte, m->wpe, B, T, t0, D));
   const float *h = AT(-1, GM_PT_EMBED); // the residual stream: the last block's output
   for (int l = 0; l < cf->n_layer; l++) {
-    const gm_gpt2_layer *w = &m->layers[l];
+    const gm_gpt2_layer *w = &wm->layers[l], *wn = &m->layers[l];
     const gm_op_weight attn_w = {w->attn_w, false, w->attn_wp, w->attn_wh}, aproj_w = {w->aproj_w, false, w->aproj_wp, w->aproj_wh},
                        fc_w = {w->fc_w, false, w->fc_wp, w->fc_wh}, mproj_w = {w->mproj_w, false, w->mproj_wp, w->mproj_wh};
     const size_t kv_at = (size_t)(kv->n_layer > 1 ? l : 0) * B * kv->H * kv->max_t * kv->hd;
     const gm_op_attn at = {B, T, t0, D, cf->n_head, l, cf->scale_attn_weights, cf->scale_attn_by_inverse_layer_idx,
                            cf->reorder_and_upcast_attn, kv->k + kv_at, kv->v + kv_at, kv->max_t};
-    STEP(l, GM_PT_LN1, gm_op_layernorm_fwd(&c, AT(l, GM_PT_LN1), gm_acts_mean(a, l, GM_PT_LN1), gm_acts_rstd(a, l, GM_PT_LN1),
-                                          h, w->ln1_w, w->ln1_b, N, D, eps));
+    STEP(l, GM_PT_LN1, ln_fwd(&c, &cs, AT(l, GM_PT_LN1), gm_acts_mean(a, l, GM_PT_LN1), gm_acts_rstd(a, l, GM_PT_LN1), h,
+                              wn->ln1_w, wn->ln1_b, N, D, eps));
     STEP(l, GM_PT_QKV, gm_op_linear_fwd(&c, AT(l, GM_PT_QKV), AT(l, GM_PT_LN1), &attn_w, w->attn_b, N, D, 3 * D));
     STEP(l, GM_PT_ATTN, gm_op_attention_fwd(&c, &at, AT(l, GM_PT_ATTN), AT(l, GM_PT_SCORES), AT(l, GM_PT_PROBS), AT(l, GM_PT_QKV)));
     STEP(l, GM_PT_ATTN_OUT, gm_op_linear_fwd(&c, AT(l, GM_PT_ATTN_OUT), AT(l, GM_PT_ATTN), &aproj_w, w->aproj_b, N, D, D));
-    STEP(l, GM_PT_RESID_ATTN, gm_op_residual_fwd(&c, AT(l, GM_PT_RESID_ATTN), h, AT(l, GM_PT_ATTN_OUT), (size_t)N * D));
-    STEP(l, GM_PT_LN2, gm_op_layernorm_fwd(&c, AT(l, GM_PT_LN2), gm_acts_mean(a, l, GM_PT_LN2), gm_acts_rstd(a, l, GM_PT_LN2),
-                                          AT(l, GM_PT_RESID_ATTN), w->ln2_w, w->ln2_b, N, D, eps));
+    STEP(l, GM_PT_RESID_ATTN, gm_op_residual_fwd(&cs, AT(l, GM_PT_RESID_ATTN), h, AT(l, GM_PT_ATTN_OUT), (size_t)N * D));
+    STEP(l, GM_PT_LN2, ln_fwd(&c, &cs, AT(l, GM_PT_LN2), gm_acts_mean(a, l, GM_PT_LN2), gm_acts_rstd(a, l, GM_PT_LN2),
+                              AT(l, GM_PT_RESID_ATTN), wn->ln2_w, wn->ln2_b, N, D, eps));
     STEP(l, GM_PT_FC, gm_op_linear_fwd(&c, AT(l, GM_PT_FC), AT(l, GM_PT_LN2), &fc_w, fused ? NULL : w->fc_b, N, D, I));
     STEP(l, GM_PT_ACT, gm_op_act_fwd(&c, cf->act, AT(l, GM_PT_ACT), AT(l, GM_PT_FC), fused ? w->fc_b : NULL, N, I));
     STEP(l, GM_PT_MLP, gm_op_linear_fwd(&c, AT(l, GM_PT_MLP), AT(l, GM_PT_ACT), &mproj_w, w->mproj_b, N, I, D));
-    STEP(l, GM_PT_RESID, gm_op_residual_fwd(&c, AT(l, GM_PT_RESID), AT(l, GM_PT_RESID_ATTN), AT(l, GM_PT_MLP), (size_t)N * D));
+    STEP(l, GM_PT_RESID, gm_op_residual_fwd(&cs, AT(l, GM_PT_RESID), AT(l, GM_PT_RESID_ATTN), AT(l, GM_PT_MLP), (size_t)N * D));
     h = AT(l, GM_PT_RESID);
   }
-  STEP(-1, GM_PT_LNF, gm_op_layernorm_fwd(&c, AT(-1, GM_PT_LNF), gm_acts_mean(a, -1, GM_PT_LNF), gm_acts_rstd(a, -1, GM_PT_LNF),
-                                         h, m->lnf_w, m->lnf_b, N, D, eps));
-  STEP(-1, GM_PT_LOGITS, lm_head(&c, m, AT(-1, GM_PT_LNF), B, T, a->keep_rows, o->logits));
+  STEP(-1, GM_PT_LNF, ln_fwd(&c, &cs, AT(-1, GM_PT_LNF), gm_acts_mean(a, -1, GM_PT_LNF), gm_acts_rstd(a, -1, GM_PT_LNF), h,
+                             m->lnf_w, m->lnf_b, N, D, eps));
+  STEP(-1, GM_PT_LOGITS, lm_head(&c, wm, AT(-1, GM_PT_LNF), B, T, a->keep_rows, o->logits));
 #undef STEP
 #undef AT
   return 0;

@@ -11,4 +11,11 @@
 int gm_gpt2_acts_alloc(gm_acts *a, const gm_gpt2_config *c, int B, int T, int len, int keep, bool per_layer,
                        float *logits);
 
+// Autocast (gm_gpt2_run_opts.autocast): m f32, ac its separate bf16 working copy, p a bf16 profile;
+// else gm_fail. lo = the linears'/attention's/activation's profile (p; its softmax in f32 under hf's
+// attention rules, matmul-div and the finfo mask: transformers' f32 mask promotes the scores), hi =
+// the f32 stream's (p in f32).
+int gm_gpt2_autocast_check(const gm_gpt2 *m, const gm_gpt2 *ac, const gm_profile *p);
+void gm_gpt2_autocast_profiles(const gm_profile *p, gm_profile *lo, gm_profile *hi);
+
 #endif

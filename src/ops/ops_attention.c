@@ -23,7 +23,9 @@
 //        f16/bf16 the f32 softmax of the scores, recomputed): (dP - sum(dP * Y)) * Y in f32, the
 //        sum in ATen's lanes (softmax_bwd_row), rounded for a dtype softmax (f16/bf16 rows)
 //   masked entries 0 (where / masked_fill); megatron: dS = R(dX * c) (f32 product, the .float()
-//   cast's backward rounds); matmul-div: dS = R(R(dX / (l+1)) / R(sqrt(hd)))
+//   cast's backward rounds); an f32 softmax without the coeff (hf+softmax=fp32 in f16/bf16, and
+//   torch.autocast, where the bf16 scores meet the f32 mask): dS = R(dX);
+//   matmul-div: dS = R(R(dX / (l+1)) / R(sqrt(hd)))
 //   dq = R(dS @ k), dk = R(q^T @ dS)^T; baddbmm: each then R(x * alpha).
 // The f32 softmax backward's tail (row length % 16 lanes) adds with an FMA when c->threads == 1
 // and as R(dP * Y) + acc otherwise, as torch's one-thread and parallel code do: the only place
@@ -447,7 +449,9 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
     for (int i = 0; i < T; i++) {
       float *x = dS + (size_t)i * len;
       softmax_bwd_row(x, Y + (size_t)i * len, len, !f32_softmax, c->threads == 1);
-      if (!f32_softmax) gm_op_round(&one, x, (size_t)len);
+      // rounded here for a dtype softmax, and for an f32 softmax in a dtype run without the coeff
+      // (hf+softmax=fp32, autocast: the f32 scores' cast/promotion backward rounds dX itself)
+      if (s.coeff == 0.0f) gm_op_round(&one, x, (size_t)len);
       memset(x + i + 1, 0, (size_t)(len - i - 1) * sizeof(float)); // the mask's where / masked_fill
       if (s.coeff != 0.0f) {                                        // x = f32(S) * L: its backward, then f32(S)'s
         for (int j = 0; j <= i; j++) x[j] = x[j] * s.coeff;

@@ -25,6 +25,10 @@
 // roundings as get_grad_norm / the data-parallel average / get_global_norm do, combined_scale =
 // cur_scale (the updated one) times the clip factor when it exceeds 1, every gradient times
 // f32(1 / combined_scale), Adam over the flat buffer, the fp16 copy = round(master).
+// bf16-autocast is torch.autocast('cpu', bfloat16) around the forward of an f32 model: the caller's
+// f32 weights are the parameters themselves (a fresh run starts at the checkpoint's values), a bf16
+// working copy of them feeds the linears (gm_gpt2_grad_opts.autocast), the gradients are f32
+// (gm_gpt2_grad under autocast); then the f32 recipe's clip and AdamW, and the copy = round(m).
 #include "gptmeg/train.h"
 
 #include <math.h>
@@ -85,8 +89,11 @@ int gm_train_state_init(gm_train_state *s, const gm_gpt2 *m, const gm_train_opts
 }
 
 // The dtype the recipe's forward and backward run in.
+// (bf16-autocast: the profile's, bf16; its parameters stay f32)
 static gm_dtype recipe_dtype(gm_recipe r) {
-  return r == GM_RECIPE_FP16_MEGATRON || r == GM_RECIPE_FP16_DEEPSPEED ? GM_F16 : r == GM_RECIPE_BF16_MEGATRON ? GM_BF16 : GM_F32;
+  return r == GM_RECIPE_FP16_MEGATRON || r == GM_RECIPE_FP16_DEEPSPEED ? GM_F16
+         : r == GM_RECIPE_BF16_MEGATRON || r == GM_RECIPE_BF16_AUTOCAST ? GM_BF16
+                                                                       : GM_F32;
 }
 
 void gm_train_state_free(gm_train_state *s) {
@@ -97,11 +104,18 @@ void gm_train_state_free(gm_train_state *s) {
 
 static int check_opts(const gm_gpt2 *m, const gm_train_state *s, const gm_train_opts *o) {
   if (!o->profile) return gm_fail("training needs a numerics profile");
-  if (o->recipe == GM_RECIPE_BF16_AUTOCAST)
-    return gm_fail("recipe '%s' is not implemented yet (f32, fp16-megatron, bf16-megatron and fp16-deepspeed train; issue 25)",
-                   gm_recipe_name(o->recipe));
   if ((unsigned)o->recipe >= GM_N_RECIPES) return gm_fail("unknown recipe %d", (int)o->recipe);
   const gm_dtype dt = recipe_dtype(o->recipe);
+  if (o->recipe == GM_RECIPE_BF16_AUTOCAST) {
+    // transformers' own eager attention is what autocast is reproduced for (docs/training.md)
+    const char *pn = o->profile->name; // the profiles whose pieces compose with autocast (checked against torch)
+    if (strcmp(pn, "hf") != 0 && strcmp(pn, "hf-legacy") != 0 && strcmp(pn, "meg") != 0)
+      return gm_fail("recipe %s is reproduced under profiles hf, hf-legacy and meg only (megatron's fused "
+                     "bias-GELU would meet an f32 bias under torch.autocast), not '%s'", gm_recipe_name(o->recipe), pn);
+    if (m->mixed_dtypes || m->file_dtype != GM_F32)
+      return gm_fail("the checkpoint holds %s weights, but recipe %s trains an f32 checkpoint (autocast keeps the parameters f32)",
+                     m->mixed_dtypes ? "mixed-dtype" : gm_dtype_name(m->file_dtype), gm_recipe_name(o->recipe));
+  }
   if (o->profile->dtype != dt || m->dtype != GM_F32)
     return gm_fail("recipe %s trains f32 (main) weights under a %s profile (got weights %s, profile %s)",
                    gm_recipe_name(o->recipe), gm_dtype_name(dt), gm_dtype_name(m->dtype), gm_dtype_name(o->profile->dtype));
@@ -144,7 +158,8 @@ static void draw_batch(const gm_train_opts *o, gm_train_state *s, long step, int
 
 // Mean loss over eval_batches fixed batches of the validation stream (windows spread evenly over it),
 // forward only; gptmeg's double cross-entropy of the f32 logits.
-static int val_loss(const gm_gpt2 *m, const gm_train_opts *o, double *out) { // m: the weights in the profile's dtype
+// m: the weights in the profile's dtype, or under autocast the f32 weights and ac their bf16 copy.
+static int val_loss(const gm_gpt2 *m, const gm_gpt2 *ac, const gm_train_opts *o, double *out) {
   const int B = o->B, T = o->T, V = m->cfg.vocab_size, nb = o->eval_batches > 0 ? o->eval_batches : 1;
   int32_t *ids = malloc((size_t)B * T * sizeof *ids);
   float *logits = malloc((size_t)B * T * V * sizeof *logits);
@@ -166,6 +181,7 @@ static int val_loss(const gm_gpt2 *m, const gm_train_opts *o, double *out) { // 
     ro.T = T;
     ro.logits = logits;
     ro.threads = o->threads;
+    ro.autocast = ac;
     double l = 0;
     rc = gm_gpt2_run(m, &ro) || gm_op_crossentropy_fwd(&c, &l, NULL, NULL, logits, ids, B, T, V);
     sum += l;
@@ -285,10 +301,13 @@ static int save_due(const gm_train_opts *o, const gm_gpt2 *m, const gm_train_sta
 int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   if (check_opts(m, s, o)) return -1;
   const gm_dtype dt = recipe_dtype(o->recipe);
-  const bool mixed = dt != GM_F32, scaled = o->recipe == GM_RECIPE_FP16_MEGATRON, ds = o->recipe == GM_RECIPE_FP16_DEEPSPEED;
+  // ac (bf16-autocast): the forward and backward run on m (f32) with work, m's bf16 copy, for the linears
+  // (autocast's cached weight casts: one rounding per weight per forward), gradients f32 into g
+  const bool ac = o->recipe == GM_RECIPE_BF16_AUTOCAST;
+  const bool mixed = dt != GM_F32 && !ac, scaled = o->recipe == GM_RECIPE_FP16_MEGATRON, ds = o->recipe == GM_RECIPE_FP16_DEEPSPEED;
   gm_gpt2 work, g; // the weights the forward/backward run on (mixed: the dtype copy of m), the gradients
   memset(&work, 0, sizeof work);
-  if (mixed) {
+  if (mixed || ac) {
     if (gm_gpt2_alloc_like(&work, m)) return -1;
     if (gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, m)) { gm_gpt2_free(&work); return -1; }
   }
@@ -310,7 +329,7 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
     r.loss_scale = scaled ? s->scaler.scale : ds ? s->ds_scaler.cur_scale : 1.0;
     // DeepSpeed: scaled_loss = loss.float() * cur_scale (a Python float: f32(cur_scale) in the product)
     gm_gpt2_grad_opts go = {o->profile, ids, NULL, o->B, o->T, o->threads,
-                            scaled ? s->scaler.scale : ds ? (float)s->ds_scaler.cur_scale : 1.0f};
+                            scaled ? s->scaler.scale : ds ? (float)s->ds_scaler.cur_scale : 1.0f, ac ? &work : NULL};
     if ((rc = gm_gpt2_grad(w, &go, &g, &r.loss, NULL))) break;
     if (!isfinite(r.loss)) {
       rc = gm_fail("step %ld: the loss is %g under %s (the run diverged); stopping", r.step, r.loss, gm_recipe_name(o->recipe));
@@ -336,13 +355,13 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
       if (ds ? (rc = ds_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps + 1))
              : (rc = optimizer_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps)))
         break;
-      if (mixed && (rc = gm_gpt2_set_weights(&work, m))) break;
+      if ((mixed || ac) && (rc = gm_gpt2_set_weights(&work, m))) break;
     }
     s->tokens += (long)o->B * o->T;
     r.tokens = s->tokens;
     r.val_loss = NAN;
     if (o->val_tokens && o->eval_every > 0 && (r.step % o->eval_every == 0 || r.step == o->steps))
-      if ((rc = val_loss(w, o, &r.val_loss))) break;
+      if ((rc = val_loss(w, ac ? &work : NULL, o, &r.val_loss))) break;
     r.seconds = gm_now_s() - t0;
     if (o->on_step) o->on_step(o->ctx, &r);
     rc = save_due(o, m, s);

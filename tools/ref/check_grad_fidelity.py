@@ -12,6 +12,9 @@ torch's own library unless already set).
 
   python3 tools/ref/check_grad_fidelity.py --gptmeg build/gptmeg [--config gpt2] [--dtypes f32 bf16]
       [--profiles hf meg] [--batch 2] [--seq 64] [--threads 1]
+
+`--dtypes autocast`: the f32 model's forward under torch.autocast('cpu', dtype=torch.bfloat16), backward
+outside (recipe bf16-autocast's step; `gptmeg grad --autocast`), f32 gradients compared bit for bit.
 """
 import argparse
 import os
@@ -29,7 +32,7 @@ import gen_grad_goldens as gg  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--gptmeg", default="build/gptmeg")
 ap.add_argument("--config", default="gpt2")
-ap.add_argument("--dtypes", nargs="+", default=["f32", "bf16"], choices=["f32", "f16", "bf16"])
+ap.add_argument("--dtypes", nargs="+", default=["f32", "bf16"], choices=["f32", "f16", "bf16", "autocast"])
 ap.add_argument("--profiles", nargs="+", default=["hf"], choices=gg.PROFILES)
 ap.add_argument("--batch", type=int, default=2)
 ap.add_argument("--seq", type=int, default=64)
@@ -48,6 +51,22 @@ def load_dir(d, profile, dt):
     return model
 
 
+def autocast_grads(model, ids):
+    """gg.grads_of with the forward under torch.autocast('cpu', bfloat16) and the backward outside it."""
+    gg.gm_profiles.modeling_gpt2.eager_attention_forward = {
+        "hf": gg.gm_profiles.ORIGINAL_EAGER, "hf-legacy": gg.gm_profiles.legacy_attention,
+        "meg": gg.gm_profiles.meg_attention, "megatron": gg.gm_profiles.megatron_attention}[model.gm_profile]
+    try:
+        ids = torch.as_tensor(ids).long()
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(ids, labels=ids).loss
+        loss.backward()
+    finally:
+        gg.gm_profiles.modeling_gpt2.eager_attention_forward = gg.gm_profiles.ORIGINAL_EAGER
+    return loss.detach(), {n.replace(".mlp.mlp.", ".mlp."): p.grad.detach().clone() for n, p in model.named_parameters()}
+
+
 def main():
     env = dict(os.environ)
     env.setdefault("GPTMEG_TORCH_MKL", os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so"))
@@ -63,12 +82,13 @@ def main():
         for dn in args.dtypes:
             for prof in args.profiles:
                 out = os.path.join(tmp, f"g_{dn}_{prof}.safetensors")
+                ac = dn == "autocast"
                 subprocess.run([args.gptmeg, "grad", "--model", mdir, "--tokens-npy", os.path.join(tmp, "ids.npy"),
-                                "--dtype", dn, "--profile", prof, "--threads", str(args.threads), "--out", out],
-                               check=True, capture_output=True, env=env)
+                                *(["--autocast"] if ac else ["--dtype", dn]), "--profile", prof, "--threads",
+                                str(args.threads), "--out", out], check=True, capture_output=True, env=env)
                 mine = load_file(out)
-                model = load_dir(mdir, prof, gg.DTYPES[dn])
-                loss, ref = gg.grads_of(model, ids)
+                model = load_dir(mdir, prof, torch.float32 if ac else gg.DTYPES[dn])
+                loss, ref = autocast_grads(model, ids) if ac else gg.grads_of(model, ids)
                 same_loss = mine["loss"].float().view(torch.int32).item() == loss.float().view(torch.int32).item()
                 ndiff = total = 0
                 worst = ("", 0.0)

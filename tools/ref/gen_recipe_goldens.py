@@ -30,6 +30,8 @@ schedule's first lr; each step (loss.float() * cur_scale).backward(), the overfl
 _update_scale, skip or norm + unscale_and_clip_grads + step + copy back + scheduler.step().
 `--recipe R` regenerates only the cases of recipe R in the existing index.json (the others are
 loaded and written back unchanged).
+bf16-autocast (run_autocast) is not a Megatron loop: the f32 model trained directly, its forward and loss
+under torch.autocast('cpu', dtype=torch.bfloat16), loss.backward() outside, then the f32 clip and AdamW.
 
 The optimizer, schedule, batches and hyperparameters are gen_train_goldens.py's (same batches:
 numpy default_rng(7)). Writes tests/golden/targets/intel-amx/recipes/index.json: per case and step
@@ -70,6 +72,11 @@ CASES = [("base", "hf", "bf16-megatron", 1, None), ("base", "hf", "bf16-megatron
 CASES += [("base", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4), ("base", "hf", "fp16-deepspeed", 2, 2.0 ** 16, 4),
           ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4),
           ("quick_untied", "hf", "fp16-deepspeed", 1, 2.0 ** 16, 4, 0.0)]
+# bf16-autocast: torch.autocast("cpu", dtype=torch.bfloat16) around the forward of the f32 model (profiles as
+# gen_autocast_grad_goldens.py loads them: hf, hf-legacy, meg), loss.backward() outside it, then the f32 loop (clip, AdamW on the f32 parameters)
+CASES += [("base", "hf", "bf16-autocast", 1, None), ("base", "hf", "bf16-autocast", 2, None),
+          ("quick_untied", "hf", "bf16-autocast", 1, None), ("base", "hf-legacy", "bf16-autocast", 1, None),
+          ("base", "meg", "bf16-autocast", 1, None)]
 DTYPE = {"bf16-megatron": torch.bfloat16, "fp16-megatron": torch.float16, "fp16-deepspeed": torch.float16}
 
 
@@ -237,6 +244,44 @@ def run_deepspeed(model_name, profile, threads, init_scale, window, clip, batche
     return steps
 
 
+def run_autocast(model_name, profile, threads, batches):
+    """The f32 model's parameters trained directly; each step's forward and loss under
+    torch.autocast('cpu', bfloat16) (its cast cache: one bf16 rounding per weight per forward), the
+    backward outside it, the parameters' f32 gradients clipped and stepped as gen_train_goldens.py's
+    f32 loop. The hash is of the f32 parameters."""
+    torch.set_num_threads(threads)
+    model = gg.load(model_name, profile, torch.float32)  # gm_profiles' pieces, as gen_grad_goldens.py
+    params = [p for _, p in model.named_parameters()]
+    opt = torch.optim.AdamW(params, lr=LR, betas=BETAS, eps=EPS, weight_decay=WD, foreach=False)
+    sched = get_cosine_schedule_with_warmup(opt, WARMUP, STEPS)
+    gg.gm_profiles.modeling_gpt2.eager_attention_forward = {
+        "hf": gg.gm_profiles.ORIGINAL_EAGER, "hf-legacy": gg.gm_profiles.legacy_attention,
+        "meg": gg.gm_profiles.meg_attention}[profile]
+    try:
+        return autocast_steps(model, params, opt, sched, batches)
+    finally:
+        gg.gm_profiles.modeling_gpt2.eager_attention_forward = gg.gm_profiles.ORIGINAL_EAGER
+
+
+def autocast_steps(model, params, opt, sched, batches):
+    steps = []
+    for k in range(STEPS):
+        ids = torch.as_tensor(batches[k]).long()
+        model.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(ids, labels=ids).loss
+        assert loss.dtype == torch.float32
+        loss.backward()
+        assert all(p.grad.dtype == torch.float32 for p in params)
+        lr = opt.param_groups[0]["lr"]
+        norm = torch.nn.utils.clip_grad_norm_(params, CLIP)
+        opt.step()
+        sched.step()
+        steps.append(dict(loss=hexf(loss.item()), loss_value=loss.item(), grad_norm=hexf(norm.item()), lr=lr,
+                          loss_scale=1.0, skipped=False, weights=weights_hash(params)))
+    return steps
+
+
 def weights_hash(params):
     parts = [p.detach().contiguous().view(torch.int32).numpy().view(np.uint32).ravel() for p in params]
     return f"{gm_inputs.hash64(np.concatenate(parts)):016x}"
@@ -334,6 +379,13 @@ def main():
                                        "DeepSpeedFP16Optimizer); torch AdamW(foreach=False) over the flat f32 master "
                                        "in place of DeepSpeed's CUDA FusedAdam; grad_norm = f32(scaled global norm / "
                                        "cur_scale after _update_scale)", steps=steps)
+        elif recipe == "bf16-autocast":
+            steps = run_autocast(model_name, profile, threads, batches)
+            index["cases"][key] = dict(model=model_name, profile=profile, recipe=recipe, threads=threads,
+                                       loss_scale_init=init_scale,
+                                       reference="f32 GPT2LMHeadModel, forward and loss under torch.autocast('cpu', "
+                                       "dtype=torch.bfloat16), loss.backward() outside, clip_grad_norm_ and "
+                                       "AdamW(foreach=False) on the f32 parameters; weights = their hash", steps=steps)
         else:
             steps = run(model_name, profile, recipe, threads, init_scale, batches)
             index["cases"][key] = dict(model=model_name, profile=profile, recipe=recipe, threads=threads,
