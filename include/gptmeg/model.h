@@ -64,6 +64,9 @@ typedef struct {
   const uint16_t *lm_head_h; // f16 runs (as the layers' *_wh): lm_head [V, D] as f16 bits
   uint16_t *half;           // one allocation holding every f16 copy above, else NULL
   size_t copy_bytes;        // bytes of `packed` or `half` (0 without them)
+  struct gm_grad_ws *grad_ws; // gradients only: gm_gpt2_grad's kept activations and logits, kept
+                             // between calls of the same B and T (a training loop's steps do not
+                             // fault them in again); NULL until the first call; gm_gpt2_free releases them
 } gm_gpt2;
 
 // Number of parameters of a config (unique; tied lm_head once).
@@ -166,8 +169,9 @@ typedef struct {
   int threads;               // <= 0: the default
   gm_probe_fn probe;         // NULL: none; sees every gm_point of every layer (the logits as [B*K, V])
   void *probe_ctx;
-  gm_acts *acts;             // NULL: not kept; else filled with every layer's activations (its
-                             // previous contents freed first; the caller frees it with gm_acts_free)
+  gm_acts *acts;             // NULL: not kept; else filled with every layer's activations (zeroed, or
+                             // a table of an earlier run: reused when its shape is this run's, else
+                             // freed first; the caller frees it with gm_acts_free)
   const gm_gpt2 *autocast;   // NULL: off. Else torch.autocast('cpu', dtype=torch.bfloat16) over f32
                              // weights: m holds the f32 parameters (m->dtype F32), this the bf16 working
                              // copy of the same weights (gm_gpt2_to_dtype + gm_gpt2_set_weights from m:

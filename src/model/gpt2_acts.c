@@ -26,9 +26,22 @@ void gm_acts_free(gm_acts *a) {
   memset(a, 0, sizeof *a);
 }
 
+// A kept table of this shape is reused as it is (a training loop's steps): its pages stay mapped.
+static bool fits(const gm_acts *a, const gm_gpt2_config *c, int B, int T, int len, int keep) {
+  const size_t N = (size_t)B * T;
+  return a->storage && a->per_layer && a->n_layer == c->n_layer && a->B == B && a->T == T && a->len == len &&
+         a->keep_rows == keep && a->numel[GM_PT_LN1] == N * (size_t)c->n_embd &&
+         a->numel[GM_PT_FC] == N * (size_t)c->n_inner && a->numel[GM_PT_SCORES] == (size_t)B * c->n_head * T * len &&
+         a->numel[GM_PT_LOGITS] == (size_t)B * keep * c->vocab_size;
+}
+
 int gm_gpt2_acts_alloc(gm_acts *a, const gm_gpt2_config *c, int B, int T, int len, int keep, bool per_layer,
                        float *logits) {
-  memset(a, 0, sizeof *a);
+  if (per_layer && fits(a, c, B, T, len, keep)) {
+    a->pt[GM_PT_LOGITS] = logits;
+    return 0;
+  }
+  gm_acts_free(a);
   const size_t N = (size_t)B * T, D = (size_t)c->n_embd, I = (size_t)c->n_inner, L = (size_t)c->n_layer;
   const size_t nd = N * D, ni = N * I, ns = (size_t)B * c->n_head * T * len;
   a->n_layer = c->n_layer;

@@ -184,13 +184,12 @@ int gm_gpt2_run(const gm_gpt2 *m, const gm_gpt2_run_opts *o) {
     if (kv_alloc(&own, m, o->B, o->T, 1)) return -1;
     kv = &own;
   }
-  gm_acts local, *a = o->acts ? o->acts : &local;
+  gm_acts local = {0}, *a = o->acts ? o->acts : &local;
   int rc = check_args(m, o, kv);
   if (!rc && o->kv && o->kv->n_layer != m->cfg.n_layer)
     rc = gm_fail("the KV cache holds %d layers, the model %d (gm_kv_init)", o->kv->n_layer, m->cfg.n_layer);
   if (!rc) {
     const int keep = o->logits_to_keep == 0 || o->logits_to_keep > o->T ? o->T : o->logits_to_keep;
-    if (o->acts) gm_acts_free(o->acts);
     rc = gm_gpt2_acts_alloc(a, &m->cfg, o->B, o->T, kv->len + o->T, keep, o->acts != NULL, o->logits);
     if (!rc && !(rc = forward(m, o, kv, a))) kv->len += o->T;
     if (!o->acts) gm_acts_free(a);

@@ -3,6 +3,7 @@
 #include "gptmeg/ckpt.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/safetensors.h"
+#include "model/gpt2_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -78,6 +79,7 @@ uint64_t gm_gpt2_param_count(const gm_gpt2_config *c) {
 }
 
 void gm_gpt2_free(gm_gpt2 *m) {
+  gm_gpt2_grad_ws_free(m);
   free(m->storage);
   free(m->layers);
   free(m->packed);

@@ -409,14 +409,16 @@ int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 
 // One block of rows of a product whose order o (and K split ks) the whole shape chose: the rows of C
 // do not depend on each other, so any block of at least FEW_ROWS rows computes its rows as the whole
-// product does. trans_a: this block of op(A) = A^T made contiguous first ([m, K] rows r0 .. r0 + m).
+// product does. trans_a: this block of op(A) = A^T made contiguous first ([m, K] rows r0 .. r0 + m)
+// into At (the caller's buffer, m x K floats at least).
 static int rows_block(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
-                      float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int ks) {
-  float *At = NULL;
-  if (trans_a) {
-    if (!(At = malloc((size_t)m * (K > 0 ? K : 1) * sizeof(float)))) return -1;
-    for (int k = 0; k < K; k++)
-      for (int i = 0; i < m; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + r0 + i];
+                      float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int ks,
+                      float *At) {
+  if (trans_a) { // in 32 x 32 tiles: both sides stay in cache
+    for (int k0 = 0; k0 < K; k0 += 32)
+      for (int i0 = 0; i0 < m; i0 += 32)
+        for (int k = k0; k < K && k < k0 + 32; k++)
+          for (int i = i0; i < m && i < i0 + 32; i++) At[(size_t)i * K + k] = A[(size_t)k * lda + r0 + i];
     A = At;
     lda = K;
   } else {
@@ -425,14 +427,10 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
   C += (size_t)r0 * ldc;
   if (!ks) {
     matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, N, K, threads, o);
-    free(At);
     return 0;
   }
   float *P = malloc((size_t)m * N * sizeof(float));
-  if (!P) {
-    free(At);
-    return -1;
-  }
+  if (!P) return -1;
   const f32_order h = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
   const float *B1 = trans_b ? B + ks : B + (size_t)ks * ldb;
   matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, m, N, ks, threads, h);
@@ -440,7 +438,6 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
   for (int i = 0; i < m; i++)
     for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = C[(size_t)i * ldc + j] + P[(size_t)i * N + j];
   free(P);
-  free(At);
   return 0;
 }
 
@@ -463,9 +460,13 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
     blocks = (int)(((size_t)M * K + TRANS_A_BLOCK_FLOATS - 1) / TRANS_A_BLOCK_FLOATS);
     if (blocks > M / (4 * FEW_ROWS)) blocks = M / (4 * FEW_ROWS) > 1 ? M / (4 * FEW_ROWS) : 1;
   }
-  for (int b = 0; b < blocks; b++) {
+  float *At = NULL; // one buffer for every block (the largest block's rows)
+  if (trans_a && !(At = malloc(((size_t)M / blocks + 1) * (K > 0 ? K : 1) * sizeof(float)))) return -1;
+  int rc = 0;
+  for (int b = 0; b < blocks && !rc; b++) {
     const int r0 = (int)((int64_t)M * b / blocks), r1 = (int)((int64_t)M * (b + 1) / blocks);
-    if (rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, ks)) return -1;
+    rc = rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, ks, At);
   }
-  return 0;
+  free(At);
+  return rc;
 }
