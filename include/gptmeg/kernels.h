@@ -83,7 +83,8 @@ gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool tr
 float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // gm_matmul_f32_torch as torch computes it on torch_threads threads (the work still runs on
 // `threads`): MKL's Intel AVX-512 sgemm (intel-amx, intel-avx512[-bf16] targets) on 2 threads cuts
-// K of a tall-K product in two (gm_f32_torch_ksplit: K > 768, K >= 8 M, N >= 16, not its dot or
+// K of a tall-K product in two (gm_f32_torch_ksplit: K > 768, K >= 8 M, N >= 16, M N K > 192000
+// (tools/ref/probe_f32_mt.py: 2 x 1000 x 96 runs one thread, 2 x 1001 x 96 splits), not its dot or
 // one-row kernel; found with tools/ref/probe_linear_bwd.py) at ks = ceil(K / 2), sums each half
 // alone (GM_F32_BLOCKS_INTEL_SPLIT: a half below 768 in two halves, the first ceil(len / 2) long,
 // else blocks of 384 then the rest; one FMA chain from zero per block, blocks added in order) and
