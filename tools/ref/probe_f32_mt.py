@@ -106,7 +106,7 @@ def probe(name, M, K, N, fn, pieces, args, gm=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--rows", type=int, nargs="+", default=[1, 2, 7, 64, 128, 256, 512])
+    ap.add_argument("--rows", type=int, nargs="*", default=[1, 2, 7, 64, 128, 256, 512])
     ap.add_argument("--ops", nargs="+", default=["addmm", "linear", "attn"])
     ap.add_argument("--conv", nargs="+", default=[f"{k}x{n}" for k, n in CONV])
     ap.add_argument("--vocab", type=int, default=50257)
