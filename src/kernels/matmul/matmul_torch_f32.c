@@ -475,8 +475,9 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
   const bool bias_last = bias && m == 1 && !trans_b;
   const float *B1 = trans_b ? B + ks : B + (size_t)ks * ldb;
   const size_t bstride = trans_b ? 1 : (size_t)ldb;
-  float *P = malloc((size_t)m * N * sizeof(float));
-  if (!P) { // the definition, element by element, without scratch
+  // without SIMD (the definition) or without memory for the second half's scratch: element by element
+  float *P = gm_cpu_simd() == GM_SIMD_SCALAR ? NULL : malloc((size_t)m * N * sizeof(float));
+  if (!P) {
     for (int i = 0; i < m; i++)
       for (int j = 0; j < N; j++) {
         const float *a = A + (size_t)i * lda, *b0 = trans_b ? B + (size_t)j * ldb : B + j;
