@@ -17,6 +17,9 @@ gm_matmul_f32_torch_mt under --target with torch_threads 1 and 2 and prints the 
 identical to torch's at the same thread count (gm1, gm2). --shapes MxKxN[t][b] probes other shapes
 (t: B^T, linear; b: with bias). --gemv-threshold scans, per K, the smallest N = 8 q + 1 at which
 the one-row linear splits its columns on 2 threads (matmul_torch_f32.c's GEMV_SPLIT_MIN).
+--kgrid K ... prints, per K, a grid over M and N of what torch.mm on 2 threads runs: '.' its
+1-thread bits, 'K' the K split (a numpy emulation of gm_f32_torch_ksplit's order on 2 x 12 outputs),
+'?' neither.
   python3 tools/ref/probe_f32_mt.py [--rows 1 2 7 64 128 256 512] [--ops addmm linear attn]
       [--gm build-h/probe_f32_mt] [--target intel-amx] [--shapes 8x1600x100b ...] [--gemv-threshold]
 """
@@ -24,9 +27,12 @@ import argparse
 import os
 import subprocess
 import tempfile
+import sys
+
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 GM = {}
 
 
@@ -114,11 +120,14 @@ def main():
     ap.add_argument("--target", default="intel-amx", help="gptmeg's torch CPU target for --gm")
     ap.add_argument("--shapes", nargs="+", default=[], help="MxKxN[t][b]: extra shapes (t: B^T, b: bias)")
     ap.add_argument("--gemv-threshold", action="store_true", help="scan the one-row linear's 2-thread column split")
+    ap.add_argument("--kgrid", type=int, nargs="+", help="K values: grid of 2-thread orders over M and N")
     args = ap.parse_args()
     GM.update(probe=args.gm, target=args.target)
     print(f"torch {torch.__version__}; share of outputs differing between 1 and 2 threads; split models")
     if args.gemv_threshold:
         return gemv_threshold()
+    if args.kgrid:
+        return kgrid(args.kgrid)
     for sh in args.shapes:
         trans, wb = "t" in sh, "b" in sh
         M, K, N = map(int, sh.rstrip("tb").split("x"))
@@ -170,6 +179,50 @@ def main():
                 c1 = bits(run(fn, 1))
                 c2 = bits(run(fn, 2))
                 print(f"{nm:7s} M={T:4d} (12 heads): 1 vs 2 threads differ {np.mean(c1 != c2):.4f}", flush=True)
+    return 0
+
+
+def split_order(a, bt, K):
+    """gm_f32_torch_ksplit's order for rows a [m, K] against bt [n, K] (op(B)^T), float32 exactly:
+    each half in GM_F32_BLOCKS_INTEL_SPLIT's blocks, one FMA chain per block, the halves added."""
+    from probe_f32_intel import fma32
+
+    def half(a, b, L):
+        blocks, k = [], 0
+        while k < L:
+            r = L - k
+            n = r if r <= 384 or (L < 768 and k > 0) else (L + 1) // 2 if L < 768 else 384
+            blocks.append((k, k + n))
+            k += n
+        c = None
+        for k0, k1 in blocks:
+            acc = np.zeros((a.shape[0], b.shape[0]), np.float32)
+            for k in range(k0, k1):
+                acc = fma32(np.repeat(a[:, k:k + 1], b.shape[0], 1), np.repeat(b[None, :, k], a.shape[0], 0), acc)
+            c = acc if c is None else (c + acc).astype(np.float32)
+        return c
+    ks = (K + 1) // 2
+    return (half(a[:, :ks], bt[:, :ks], ks) + half(a[:, ks:], bt[:, ks:], K - ks)).astype(np.float32)
+
+
+def kgrid(Ks):
+    Ns = [16, 32, 64, 128, 192, 256, 320, 384, 512, 768, 1024]
+    for K in Ks:
+        print(f"K {K} (torch.mm on 2 threads; rows M, columns N)\n  M \\ N " + " ".join(f"{n:>4}" for n in Ns))
+        for M in (2, 8, 16, 32, 64, 100, 128, 192, 200, 256, 300, 400, 512):
+            row = []
+            for N in Ns:
+                g = torch.Generator().manual_seed(M * 7 + K * 3 + N)
+                a = torch.randn(M, K, generator=g)
+                b = torch.randn(K, N, generator=g) / K ** 0.5
+                c1 = bits(run(lambda: torch.mm(a, b), 1))
+                c2 = bits(run(lambda: torch.mm(a, b), 2))
+                if (c1 == c2).all():
+                    row.append(".")
+                    continue
+                sc = split_order(a.numpy()[:2], np.ascontiguousarray(b.numpy()[:, :12].T), K)
+                row.append("K" if (sc.view(np.int32) == c2[:2, :12]).all() else "?")
+            print(f"  {M:5d}  " + " ".join(f"{x:>4}" for x in row), flush=True)
     return 0
 
 
