@@ -7,8 +7,9 @@ torch.set_num_threads(2) runs other orders than one thread for some of GPT-2's f
 768 with bias, M 2..384) and, for one row against B^T (the lm_head of a decode step), a column
 split at ceil(N / 2) once N reaches a K-dependent minimum. Each product holds torch's result
 on 1 thread (out1) and on 2 threads (out2) from random f32 operands shared by its group, so the test checks both orders and
-that they differ. Shapes are shrunk to keep the file small (N 16..20 for the K split, which does
-not depend on N; K 16..768 for the column split, at and below its minimum N). Must run on an Intel
+that they differ. Shapes are shrunk to keep the file small (N = 16 for the K split, whose region
+depends on M N K, here on both sides of its threshold; K 16..768 for the column split, on both
+sides of its minimum N). Must run on an Intel
 CPU with AVX-512 (MKL's Intel AVX-512 kernels: the intel-amx target; the machine is recorded in
 the metadata). Writes tests/golden/targets/intel-amx/matmul_mt/f32_mt.safetensors.
   /work/venv/bin/python tools/ref/gen_matmul_mt_goldens.py
