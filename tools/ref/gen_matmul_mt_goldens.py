@@ -47,7 +47,27 @@ def cpu_line():
     return platform.processor()
 
 
+def intel_amx_host():
+    """Whether this machine runs MKL's Intel AVX-512 sgemm as the intel-amx target does (an Intel CPU
+    with AVX-512 and AMX, MKL not capped); else the goldens would hold another target's bits."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        return False
+    flags = set()
+    for line in info.splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            break
+    return ("GenuineIntel" in info and {"avx512f", "amx_tile"} <= flags
+            and not os.environ.get("MKL_ENABLE_INSTRUCTIONS") and not os.environ.get("MKL_CBWR"))
+
+
 def main():
+    if not intel_amx_host():
+        print("gen_matmul_mt_goldens: skipped (needs an Intel CPU with AVX-512 and AMX, MKL not capped)")
+        return
     gen = torch.Generator().manual_seed(23)
     t = {}
     for gi, (kind, ma, k, nb, prods) in enumerate(GROUPS):
