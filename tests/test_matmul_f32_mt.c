@@ -4,7 +4,8 @@
 // every path (the work on 1 and 2 threads, the AVX2 and scalar caps):
 //   - gm_matmul_f32_torch_mt with torch_threads = 1 gives torch's 1-thread bits (out1) and with
 //     torch_threads = 2 torch's 2-thread bits (out2), bit for bit: the K split with and without a
-//     bias (around its M N K threshold), the one-row linear's column split (around its minimum N);
+//     bias (around its M N K threshold, and around the band of N that keeps one thread's bits), the
+//     one-row linear's column split (around its minimum N);
 //   - where torch's two results differ, gptmeg's two differ likewise (so a broken 2-thread path
 //     cannot pass as the 1-thread one), and at least one product of each kind differs;
 //   - the op layer (gm_op_matmul, f32, c->threads = 1 and 2) gives the same bits as torch at that
@@ -33,7 +34,8 @@ static const product PRODUCTS[] = {
     {0, OP_ADDMM, 4, 16}, {0, OP_ADDMM, 3, 16},  {0, OP_ADDMM, 2, 16},  {0, OP_MM, 4, 16},     {0, OP_LINEAR_B, 4, 16},
     {1, OP_ADDMM, 16, 16}, {1, OP_ADDMM, 15, 16}, {1, OP_MM, 16, 16},    {1, OP_MM, 12, 16},    {2, OP_LINEAR, 1, 41},
     {2, OP_LINEAR, 1, 33}, {2, OP_LINEAR, 1, 38}, {3, OP_LINEAR, 1, 129}, {3, OP_LINEAR, 1, 121}, {3, OP_LINEAR, 1, 126},
-    {4, OP_LINEAR, 1, 513}, {4, OP_LINEAR, 1, 505}};
+    {4, OP_LINEAR, 1, 513}, {4, OP_LINEAR, 1, 505}, {5, OP_MM, 2, 378},    {5, OP_MM, 2, 379},    {5, OP_MM, 2, 755},
+    {5, OP_MM, 2, 756}};
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b", "linear"};
 
 typedef struct {
@@ -59,7 +61,6 @@ int main(void) {
   int group = -1, pi = 0;
   int64_t MA = 0, K = 0, NB = 0;
   float *A = NULL, *B = NULL, *bias = NULL;
-  bool w_rows = false; // the group's B is W [NB, K] (one-row linears), else B [K, NB]
   for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
     const product *p = &PRODUCTS[q];
     if (p->group != group) {
@@ -68,11 +69,19 @@ int main(void) {
       pi = 0;
       int64_t k2 = 0;
       A = test_matmul_golden_f32(&st, group, "A", &MA, &K);
-      B = test_matmul_golden_f32(&st, group, "B", &K, &NB);
-      w_rows = B == NULL;
-      if (w_rows) B = test_matmul_golden_f32(&st, group, "W", &NB, &k2);
+      B = test_matmul_golden_f32(&st, group, "B", &k2, &NB);
+      if (!B) B = test_matmul_golden_f32(&st, group, "W", &NB, &k2); // W [NB, K]: the one-row linears
+      if (!B && A) { // not stored: B [K, NB] = ((31 k + 17 n) % 97 - 48) / 64 (the generator's formula_b)
+        NB = 0;
+        for (size_t r = q; r < sizeof PRODUCTS / sizeof PRODUCTS[0] && PRODUCTS[r].group == group; r++)
+          if (PRODUCTS[r].N > NB) NB = PRODUCTS[r].N;
+        B = malloc(sizeof(float) * (size_t)K * NB);
+        for (int64_t k = 0; B && k < K; k++)
+          for (int64_t j = 0; j < NB; j++) B[k * NB + j] = (float)((31 * k + 17 * j) % 97 - 48) / 64.0f;
+        k2 = K;
+      }
       bias = test_matmul_golden_f32(&st, group, "bias", NULL, NULL);
-      CHECK(A && B && bias && (!w_rows || k2 == K), "%s: group %d incomplete", file, group);
+      CHECK(A && B && bias && k2 == K, "%s: group %d incomplete", file, group);
       if (!A || !B || !bias) break;
     }
     const int M = p->M, N = p->N;

@@ -103,8 +103,9 @@ int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 // on N = 8 q + 1; 41 at K = 768): columns [0, ns) and [ns, N) run as two products, each with its
 // own N % 4 leftover columns. gm_f32_torch_nsplit gives ns, or 0 (other targets, thread counts,
 // kernels, alpha != 1). Both depend only on torch_threads, never on `threads`. The K split's
-// rule is exact on GPT-2's products; elsewhere torch's region differs (with few rows, 379 <= N <=
-// 755 does not split; with K < 8 M and small N it does; the dot kernel's shapes sometimes split):
+// rule is exact on GPT-2's products; B as stored with M <= 16 and 379 <= N <= 755 does not split
+// (MKL shares the columns out); elsewhere torch's region differs (17..56 rows in that band of N do
+// not split at some K; with K < 8 M and small N it does; the dot kernel's shapes sometimes split):
 // docs/numerics.md, "f32 on 2 threads".
 int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads);
 // With trans_a, op(A) = A^T for A stored [K, M] (stride lda; MKL's transb = T, the backward's dW):

@@ -34,7 +34,17 @@ GROUPS = [
     ("W", 1, 768, 41, [("linear", 1, 41), ("linear", 1, 33), ("linear", 1, 38)]),
     ("W", 1, 64, 129, [("linear", 1, 129), ("linear", 1, 121), ("linear", 1, 126)]),
     ("W", 1, 16, 513, [("linear", 1, 513), ("linear", 1, 505)]),
+    # few rows, B as stored: 379 <= N <= 755 keeps one thread's bits, 378 and 756 split. B is not
+    # stored: B[k, n] = ((31 k + 17 n) % 97 - 48) / 64 (formula_b; the test builds the same values)
+    ("F", 2, 800, 756, [("mm", 2, 378), ("mm", 2, 379), ("mm", 2, 755), ("mm", 2, 756)]),
 ]
+
+
+def formula_b(k, n):
+    """B [k, n] with B[k, n] = ((31 k + 17 n) % 97 - 48) / 64, exact in float32."""
+    kk = torch.arange(k).view(k, 1)
+    nn = torch.arange(n).view(1, n)
+    return (((31 * kk + 17 * nn) % 97 - 48).to(torch.float32) / 64).contiguous()
 
 
 def cpu_line():
@@ -72,10 +82,12 @@ def main():
     t = {}
     for gi, (kind, ma, k, nb, prods) in enumerate(GROUPS):
         a = torch.randn(ma, k, generator=gen)
-        b = torch.randn(nb, k, generator=gen) / k ** 0.5 if kind == "W" else torch.randn(k, nb, generator=gen) / k ** 0.5
+        if kind == "F": b = formula_b(k, nb)
+        else: b = torch.randn(nb, k, generator=gen) / k ** 0.5 if kind == "W" else torch.randn(k, nb, generator=gen) / k ** 0.5
         bias = 0.1 * torch.randn(nb, generator=gen)
         p = f"s{gi}."
-        t[p + "A"], t[p + kind], t[p + "bias"] = a, b, bias
+        t[p + "A"], t[p + "bias"] = a, bias
+        if kind != "F": t[p + kind] = b
         for pi, (op, m, n) in enumerate(prods):
             outs = []
             for threads in (1, 2):

@@ -403,6 +403,9 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
 int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads != 2 || K <= 768 || N < 16 || K < 8 * M) return 0;
   if ((int64_t)M * N * K <= 192000) return 0; // below this MKL runs one thread (measured: 192000 one, 192192 two)
+  // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
+  // measured for M = 2..16 at K = 800..3072, both edges at M = 2 and 8; up to 56 rows at some K: not modelled)
+  if (!trans_b && M <= 16 && N >= 379 && N <= 755) return 0;
   gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
   if (b == GM_F32_BLOCKS_INTEL_DOT16 || b == GM_F32_BLOCKS_INTEL_GEMV) return 0;
   return (K + 1) / 2;
