@@ -83,16 +83,31 @@ gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool tr
 float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // gm_matmul_f32_torch as torch computes it on torch_threads threads (the work still runs on
 // `threads`): MKL's Intel AVX-512 sgemm (intel-amx, intel-avx512[-bf16] targets) on 2 threads cuts
-// K of a tall-K product in two (gm_f32_torch_ksplit: K > 768, K >= 8 M, N >= 16, not its dot or
+// K of a tall-K product in two (gm_f32_torch_ksplit: K > 768, K >= 8 M, N >= 16, M N K > 192000
+// (tools/ref/probe_f32_mt.py: 2 x 1000 x 96 runs one thread, 2 x 1001 x 96 splits), not its dot or
 // one-row kernel; found with tools/ref/probe_linear_bwd.py) at ks = ceil(K / 2), sums each half
 // alone (GM_F32_BLOCKS_INTEL_SPLIT: a half below 768 in two halves, the first ceil(len / 2) long,
 // else blocks of 384 then the rest; one FMA chain from zero per block, blocks added in order) and
-// adds the two: C = first + second. Measured without bias and with alpha = 1 only (mm's call): with
-// either, or on other targets, or on other thread counts, it is gm_matmul_f32_torch: on 3 and 4
-// threads (on this 2-core host) torch gave the 1-thread bits for 64 x 768 x 2304 but yet another
-// order for 8 x 16 x 4097: only 1 and 2 threads are reproduced. 0, or -1 when the second half's
-// scratch (M x N floats) cannot be allocated.
+// adds the two: C = first + second. With alpha != 1 (not measured), on other targets, or on other
+// thread counts, it is gm_matmul_f32_torch: on 3 and 4 threads (on this 2-core host) torch gave the
+// 1-thread bits for 64 x 768 x 2304 but yet another order for 8 x 16 x 4097: only 1 and 2 threads
+// are reproduced. 0, or -1 when op(A)'s copy (trans_a) cannot be allocated (without trans_a it
+// cannot fail: without memory for the second half's scratch the split runs element by element).
 int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+// The K split holds with a bias too (alpha = 1; tools/ref/probe_f32_mt.py: GPT-2's MLP c_proj, addmm
+// 3072 -> 768, M 2..384): C = (bias + first half) + second half, the first half's blocks added onto
+// the bias; one row with B as stored adds the bias last, C = bias + (first + second) (that row's
+// kernel is not reproduced within the halves). MKL's one-row kernel against B^T
+// (GM_F32_BLOCKS_INTEL_GEMV: the lm_head of a decode step) on 2 threads splits the columns at
+// ns = ceil(N / 2) once N reaches a minimum that falls with K (matmul_torch_f32.c's table, measured
+// on N = 8 q + 1; 41 at K = 768): columns [0, ns) and [ns, N) run as two products, each with its
+// own N % 4 leftover columns. gm_f32_torch_nsplit gives ns, or 0 (other targets, thread counts,
+// kernels, alpha != 1). Both depend only on torch_threads, never on `threads`. The K split's
+// rule is exact on GPT-2's products; B as stored with M <= 16 and 379 <= N <= 755 does not split
+// (MKL shares the columns out); elsewhere torch's region differs (17..56 rows in that band of N do
+// not split at some K; with K < 8 M and small N it does; the dot kernel's shapes sometimes split):
+// docs/numerics.md, "f32 on 2 threads".
+int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads);
 // With trans_a, op(A) = A^T for A stored [K, M] (stride lda; MKL's transb = T, the backward's dW):
 // op(A) is copied contiguous (scratch M x K floats) and the same order runs, except that where
 // the Intel AVX-512 schedule is the packed one (GM_F32_BLOCKS_INTEL_384) it takes

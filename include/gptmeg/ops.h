@@ -124,8 +124,8 @@ int gm_op_probe(const gm_op_ctx *c, int layer, gm_point pt, float *data, int ndi
 // x[i] = R(x[i]) for i < n: round to c->dtype in place (RNE; the identity in f32).
 void gm_op_round(const gm_op_ctx *c, float *x, size_t n);
 // C[M, N] (stride ldc) = alpha * A[M, K] (stride lda) @ op(B) (+ bias[N]), f32 accumulation in
-// torch's order for c->dtype (gm_matmul_f32_torch, gm_matmul_f16_torch, gm_matmul_bf16), NOT
-// rounded: the forward's raw product. op(B) = B [K, N] or, with trans_b, B^T for B [N, K]. A and B
+// torch's order for c->dtype (gm_matmul_f32_torch_mt as torch computes it on c->threads threads,
+// gm_matmul_f16_torch, gm_matmul_bf16), NOT rounded: the forward's raw product. op(B) = B [K, N] or, with trans_b, B^T for B [N, K]. A and B
 // hold c->dtype values.
 void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                   float alpha, float *Cm, int ldc, int M, int N, int K);

@@ -71,8 +71,10 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "are not reproduced";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
     return "MKL's one-row kernels with B as stored or with alpha != 1 (the one-row B^T kernel of a decode step's "
-           "lm_head and linears is reproduced, one thread: torch's 2-thread split moves its leftover columns), some "
-           "2-thread orders (e.g. 8x1001x64) and the transposed packed path's exact K cut-off (65..99) are not reproduced";
+           "lm_head and linears is reproduced, on 1 and 2 threads), the dot kernel's 2-thread orders (B^T, 2..15 rows, "
+           "K > 768: e.g. 8x1001x64, 9% identical), the K split's region beyond GPT-2's shapes (e.g. 47x1691x382, "
+           "323x1981x316), 3 or more threads and the transposed packed path's exact K cut-off "
+           "(65..99) are not reproduced (2 threads: GPT-2 124M's f32 logits and gradients bit-identical)";
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "oneDNN's K chunks for larger shapes (e.g. M >= 32 with K 768 or 3072: 66-85% identical), its 2-thread K "
            "split and the one-row B^T kernel are not reproduced";

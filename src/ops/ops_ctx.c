@@ -2,7 +2,9 @@
 // the dtype's matmul.
 // Numerics contract: gm_op_round rounds each value once, RNE, to the context's dtype (the identity
 // in f32); gm_op_matmul is the dtype's torch-order product (the kernels' contracts in
-// gptmeg/kernels.h), not rounded, the same bits for any thread count. gm_op_matmul_t is the product
+// gptmeg/kernels.h), not rounded; in f32 as torch computes it on c->threads threads (the Intel
+// targets' 2-thread K and column splits, gm_matmul_f32_torch_mt), otherwise the same bits for any
+// thread count. gm_op_matmul_t is the product
 // torch's mm issues for given transpositions (ops.h), as torch computes it on c->threads threads:
 // the f32 Intel K split on 2 threads (gm_matmul_f32_torch_mt) and f16 through oneDNN on intel-amx
 // (gm_matmul_f16_onednn); with trans_a otherwise op(A) is copied contiguous and the dtype's order runs.
@@ -45,7 +47,8 @@ void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, i
                   float alpha, float *Cm, int ldc, int M, int N, int K) {
   if (c->dtype == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
   else if (c->dtype == GM_BF16) gm_matmul_bf16(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
-  else gm_matmul_f32_torch(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+  else // as torch computes it on c->threads threads (no op(A) copy: it cannot fail)
+    (void)gm_matmul_f32_torch_mt(A, lda, false, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads, c->threads);
 }
 
 int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,

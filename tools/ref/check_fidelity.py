@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """gptmeg's logits against transformers' on a checkpoint of your own, per profile and dtype.
 
-Runs transformers' GPT2LMHeadModel (eager attention, PyTorch CPU, one thread) with each profile's
+Runs transformers' GPT2LMHeadModel (eager attention, PyTorch CPU, --threads threads) with each profile's
 pieces swapped in (gm_profiles.py, as the goldens are made) and `gptmeg logits` on the same random
 tokens, and prints per profile and dtype: the share of logits bit-identical, positions whose top-1
 token differs, and the largest |difference|. For models too big for the test goldens (the 124M
 shape: `gptmeg init --config gpt2 --out DIR`, or an HF GPT-2 directory).
   python3 tools/ref/check_fidelity.py --model DIR [--gptmeg build/gptmeg] [--tokens 32]
-      [--profiles hf meg] [--dtypes f16 bf16] [--mkl] [--target NAME ... | --target all]
+      [--profiles hf meg] [--dtypes f16 bf16] [--mkl] [--target NAME ... | --target all] [--threads 2]
+--threads N runs torch with torch.set_num_threads(N) and gptmeg with --threads N (default 1): under
+the Intel targets torch's f32 matmuls split K or columns on 2 threads, and gptmeg follows the
+thread count it is given (docs/numerics.md).
 --target runs the check once per torch CPU target (src/core/target.c): torch under that target's
 dispatch caps (set before torch is imported, in a child process), gptmeg with --torch-target NAME.
 `all` is every target this machine can produce: its own class and the classes below it that the
@@ -84,6 +87,7 @@ def main():
     ap.add_argument("--dtypes", nargs="+", default=["f32", "f16", "bf16"], choices=list(gm_profiles.DTYPES))
     ap.add_argument("--mkl", action="store_true")
     ap.add_argument("--target", nargs="+", help="torch CPU targets, or 'all' this machine can produce")
+    ap.add_argument("--threads", type=int, default=1, help="torch's and gptmeg's thread count")
     ap.add_argument("--one-target", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.target:
@@ -93,12 +97,12 @@ def main():
     target_args = ["--torch-target", args.one_target] if args.one_target else []
     if args.mkl:
         env["GPTMEG_TORCH_MKL"] = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
     vocab = gm_profiles.load(args.model, "hf", torch.float32).config.vocab_size
     tok = np.random.default_rng(args.seed).integers(0, vocab, size=(1, args.tokens)).astype(np.int64)
     print(f"torch {torch.__version__}, model {args.model}, {args.tokens} random tokens (seed {args.seed}), "
           f"gptmeg f32 tanh/erf: {'MKL VML' if 'GPTMEG_TORCH_MKL' in env else 'as gptmeg finds torch (info --cpu)'}"
-          + (f", torch CPU target {args.one_target}" if args.one_target else ""))
+          + (f", torch CPU target {args.one_target}" if args.one_target else "") + f", {args.threads} thread(s)")
     print(f"{'profile':10s} {'dtype':5s} {'bit-identical':>14s} {'top-1 differs':>14s} {'max |diff|':>11s}")
     with tempfile.TemporaryDirectory() as tmp:
         tpath, lpath = os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")
@@ -107,7 +111,7 @@ def main():
             for prof in args.profiles:
                 ref = gm_profiles.run(gm_profiles.load(args.model, prof, gm_profiles.DTYPES[dts]), tok).float().numpy()
                 r = subprocess.run([args.gptmeg, "logits", "--model", args.model, "--tokens-npy", tpath, "--out", lpath,
-                                    "--dtype", dts, "--profile", prof, "--threads", "2", *target_args], capture_output=True, text=True, env=env)
+                                    "--dtype", dts, "--profile", prof, "--threads", str(args.threads), *target_args], capture_output=True, text=True, env=env)
                 if r.returncode != 0:
                     print(r.stderr, file=sys.stderr)
                     return 1

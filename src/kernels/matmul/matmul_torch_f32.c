@@ -402,18 +402,57 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
 
 int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads != 2 || K <= 768 || N < 16 || K < 8 * M) return 0;
+  if ((int64_t)M * N * K <= 192000) return 0; // below this MKL runs one thread (measured: 192000 one, 192192 two)
+  // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
+  // measured for M = 2..16 at K = 800..3072, both edges at M = 2 and 8; up to 56 rows at some K: not modelled)
+  if (!trans_b && M <= 16 && N >= 379 && N <= 755) return 0;
   gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
   if (b == GM_F32_BLOCKS_INTEL_DOT16 || b == GM_F32_BLOCKS_INTEL_GEMV) return 0;
   return (K + 1) / 2;
 }
 
-// One block of rows of a product whose order o (and K split ks) the whole shape chose: the rows of C
-// do not depend on each other, so any block of at least FEW_ROWS rows computes its rows as the whole
-// product does. trans_a: this block of op(A) = A^T made contiguous first ([m, K] rows r0 .. r0 + m)
-// into At (the caller's buffer, m x K floats at least).
+// MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
+// tools/ref/probe_f32_mt.py's --gemv-threshold on N = 8 q + 1: the smallest such N that split; a K
+// between two rows takes the row below it, whose N is at least the true one).
+static const struct {
+  int K, n;
+} GEMV_SPLIT_MIN[] = {{4, 2049},   {8, 1025},   {16, 513},  {24, 345},  {32, 257},  {48, 185},  {64, 129},  {96, 113},
+                      {128, 105},  {192, 89},   {256, 81},  {384, 65},  {512, 57},  {640, 49},  {768, 41},  {1024, 33},
+                      {1536, 25},  {2048, 25},  {3072, 17}, {4096, 17}, {8192, 9}};
+
+int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads) {
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads != 2 || alpha != 1.0f) return 0;
+  if (gm_f32_torch_blocks(mkl, M, N, K, trans_b) != GM_F32_BLOCKS_INTEL_GEMV) return 0;
+  int n_min = 0;
+  for (size_t r = 0; r < sizeof GEMV_SPLIT_MIN / sizeof GEMV_SPLIT_MIN[0] && GEMV_SPLIT_MIN[r].K <= K; r++)
+    n_min = GEMV_SPLIT_MIN[r].n;
+  return n_min && N >= n_min ? (N + 1) / 2 : 0;
+}
+
+// The K split's order for one output when its scratch cannot be allocated (the definition):
+// one half's blocks (GM_F32_BLOCKS_INTEL_SPLIT over len) added in order, from *start (or from the
+// first block when start is NULL).
+static float split_half(const float *a, const float *b, size_t stride, int len, const float *start) {
+  float c = start ? *start : 0.0f;
+  for (int k0 = 0, k1; k0 < len; k0 = k1) {
+    k1 = gm_f32_torch_block_end_for(GM_F32_BLOCKS_INTEL_SPLIT, len, k0);
+    float acc = 0.0f;
+    for (int k = k0; k < k1; k++) acc = fmaf(a[k], b[k * stride], acc);
+    c = k0 == 0 && !start ? acc : c + acc;
+  }
+  return c;
+}
+
+// One block of rows of a product whose order o (and K split ks, N split ns) the whole shape chose: the
+// rows of C do not depend on each other, so any block of at least FEW_ROWS rows computes its rows as
+// the whole product does. trans_a: this block of op(A) = A^T made contiguous first ([m, K] rows
+// r0 .. r0 + m). ns: columns [0, ns) and [ns, N) as two products, each with its own column kinds.
+// ks: C = (bias + first half) + second half; one row with B as stored (MKL's other one-row kernel)
+// adds the bias last, C = bias + (first + second). At: the caller's buffer for op(A)'s block (m x K
+// floats at least) when trans_a.
 static int rows_block(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                       float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int ks,
-                      float *At) {
+                      int ns, float *At) {
   if (trans_a) { // in 32 x 32 tiles: both sides stay in cache
     for (int k0 = 0; k0 < K; k0 += 32)
       for (int i0 = 0; i0 < m; i0 += 32)
@@ -425,18 +464,40 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
     A += (size_t)r0 * lda;
   }
   C += (size_t)r0 * ldc;
+  if (ns) {
+    matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, ns, K, threads, o);
+    const float *B1 = trans_b ? B + (size_t)ns * ldb : B + ns;
+    matmul_order(A, lda, B1, ldb, trans_b, bias ? bias + ns : NULL, alpha, C + ns, ldc, m, N - ns, K, threads, o);
+    return 0;
+  }
   if (!ks) {
     matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, N, K, threads, o);
     return 0;
   }
-  float *P = malloc((size_t)m * N * sizeof(float));
-  if (!P) return -1;
-  const f32_order h = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
+  const bool bias_last = bias && m == 1 && !trans_b;
   const float *B1 = trans_b ? B + ks : B + (size_t)ks * ldb;
-  matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, m, N, ks, threads, h);
+  const size_t bstride = trans_b ? 1 : (size_t)ldb;
+  // without SIMD (the definition) or without memory for the second half's scratch: element by element
+  float *P = gm_cpu_simd() == GM_SIMD_SCALAR ? NULL : malloc((size_t)m * N * sizeof(float));
+  if (!P) {
+    for (int i = 0; i < m; i++)
+      for (int j = 0; j < N; j++) {
+        const float *a = A + (size_t)i * lda, *b0 = trans_b ? B + (size_t)j * ldb : B + j;
+        const float *b1 = trans_b ? B1 + (size_t)j * ldb : B1 + j;
+        float c = split_half(a, b0, bstride, ks, bias && !bias_last ? bias + j : NULL) +
+                  split_half(a + ks, b1, bstride, K - ks, NULL);
+        C[(size_t)i * ldc + j] = bias_last ? bias[j] + c : c;
+      }
+    return 0;
+  }
+  const f32_order h = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
+  matmul_order(A, lda, B, ldb, trans_b, bias_last ? NULL : bias, 1.0f, C, ldc, m, N, ks, threads, h);
   matmul_order(A + ks, lda, B1, ldb, trans_b, NULL, 1.0f, P, N, m, N, K - ks, threads, h);
   for (int i = 0; i < m; i++)
-    for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = C[(size_t)i * ldc + j] + P[(size_t)i * N + j];
+    for (int j = 0; j < N; j++) {
+      float c = C[(size_t)i * ldc + j] + P[(size_t)i * N + j];
+      C[(size_t)i * ldc + j] = bias_last ? bias[j] + c : c;
+    }
   free(P);
   return 0;
 }
@@ -450,11 +511,12 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (threads <= 0) threads = omp_get_max_threads();
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
-  int ks = bias || alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
+  int ks = alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
+  int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
   if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
   // A^T in row blocks (the tied lm_head's dW: [V, N] would be a 50257 x 256 copy), each of at least
-  // FEW_ROWS rows: the order and the split were chosen for the whole shape above
+  // FEW_ROWS rows: the order and the splits were chosen for the whole shape above
   int blocks = 1;
   if (trans_a && (size_t)M * (K > 0 ? K : 1) > TRANS_A_BLOCK_FLOATS) {
     blocks = (int)(((size_t)M * K + TRANS_A_BLOCK_FLOATS - 1) / TRANS_A_BLOCK_FLOATS);
@@ -465,7 +527,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   int rc = 0;
   for (int b = 0; b < blocks && !rc; b++) {
     const int r0 = (int)((int64_t)M * b / blocks), r1 = (int)((int64_t)M * (b + 1) / blocks);
-    rc = rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, ks, At);
+    rc = rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, ks, ns, At);
   }
   free(At);
   return rc;
