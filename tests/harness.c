@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include "gptmeg/npy.h"
 #include "gptmeg/safetensors.h"
 
 #include <math.h>
@@ -129,4 +130,26 @@ void test_cpu_model(char *buf, size_t n) {
     break;
   }
   fclose(f);
+}
+
+int32_t *test_model_tokens(const char *dir, int T, int *B) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/tokens.npy", dir);
+  gm_npy tok;
+  if (gm_npy_read(path, GM_F16, &tok) != 0) {
+    CHECK(0, "%s: %s", path, gm_errmsg());
+    return NULL;
+  }
+  const int rows = (int)tok.shape[0], T0 = tok.ndim > 1 ? (int)tok.shape[1] : 0;
+  bool ints = tok.dtype == GM_I64 || tok.dtype == GM_I32;
+  int32_t *ids = ints && T <= T0 ? malloc((size_t)rows * T * sizeof *ids) : NULL;
+  CHECK(ids != NULL, "%s: not int ids of at least %d positions", path, T);
+  for (int b = 0; ids && b < rows; b++)
+    for (int i = 0; i < T; i++) {
+      size_t at = (size_t)b * T0 + i;
+      ids[b * T + i] = tok.dtype == GM_I64 ? (int32_t)((const int64_t *)tok.data)[at] : ((const int32_t *)tok.data)[at];
+    }
+  gm_npy_free(&tok);
+  *B = rows;
+  return ids;
 }

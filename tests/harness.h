@@ -40,6 +40,9 @@ char *test_slurp_len(const char *path, size_t *len);
 float *test_st_f32(const void *st, const char *name, int64_t *d0, int64_t *d1);
 // Tensor "s<S>.<what>" of a matmul golden file (tools/ref/gen_matmul_goldens.py), as test_st_f32.
 float *test_matmul_golden_f32(const void *st, int s, const char *what, int64_t *d0, int64_t *d1);
+// The first T tokens of each row of DIR/tokens.npy (int32 or int64 ids) as int32 [B, T] (caller
+// frees; *B gets the rows); NULL (with a failed CHECK) when the file is missing or shorter than T.
+int32_t *test_model_tokens(const char *dir, int T, int *B);
 // Number of positions where a and b differ bit for bit.
 int test_count_diff(const float *a, const float *b, size_t n);
 // The golden file at tests/golden/<rel> as torch made it on target t: tests/golden/targets/<t>/<rel>

@@ -19,19 +19,12 @@ static int cases, identical;
 
 static void run_config(const char *key, const cJSON *cfg) {
   const cJSON *jm = cJSON_GetObjectItem(cfg, "model"), *jT = cJSON_GetObjectItem(cfg, "T");
-  char dir[256], path[320];
+  char dir[256];
   snprintf(dir, sizeof dir, "tests/golden/model/%s", jm->valuestring);
-  snprintf(path, sizeof path, "%s/tokens.npy", dir);
-  gm_npy tok;
-  CHECK(gm_npy_read(path, GM_F16, &tok) == 0, "%s: %s", path, gm_errmsg());
-  const int B = (int)tok.shape[0], T0 = (int)tok.shape[1], T = jT->valueint;
-  int32_t *ids = malloc((size_t)B * T * sizeof *ids);
-  for (int b = 0; b < B; b++)
-    for (int i = 0; i < T; i++) {
-      size_t at = (size_t)b * T0 + i;
-      ids[b * T + i] = tok.dtype == GM_I64 ? (int32_t)((const int64_t *)tok.data)[at] : ((const int32_t *)tok.data)[at];
-    }
-  gm_npy_free(&tok);
+  const int T = jT->valueint;
+  int B = 0;
+  int32_t *ids = test_model_tokens(dir, T, &B);
+  if (!ids) return;
   gm_gpt2 m, work, g;
   CHECK(gm_gpt2_load(&m, dir) == 0, "%s: %s", dir, gm_errmsg());
   CHECK(gm_gpt2_alloc_like(&work, &m) == 0 && gm_gpt2_to_dtype(&work, GM_BF16) == 0 && gm_gpt2_set_weights(&work, &m) == 0,
