@@ -97,6 +97,10 @@ static void test_errors(void) {
   expect_error("bad json", p, "JSON", NULL);
   write_raw(p, "{\"w\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]}}", 16);
   expect_error("bad dtype", p, "'w'", "I64");
+  // two __metadata__ objects (fuzz_safetensors, 2026-12-05: the first one's format string leaked)
+  write_raw(p, "{\"__metadata__\":{\"format\":\"pt\"},\"__metadata__\":{\"format\":\"pt\"},"
+               "\"w\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 16);
+  expect_error("__metadata__ twice", p, "__metadata__", "twice");
   write_raw(p, "{\"w\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,16]}}", 16);
   expect_error("size mismatch", p, "'w'", "file offset");
   write_raw(p, "{\"a\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 16);

@@ -145,8 +145,12 @@ int gm_st_open(gm_safetensors *st, const char *path) {
   gm_st_tensor **order = calloc(n ? (size_t)n : 1, sizeof *order);
   int rc = 0;
   if (!st->tensors || !order) rc = gm_fail("out of memory reading '%s'", path);
+  bool seen_metadata = false;
   for (cJSON *it = root->child; it && rc == 0; it = it->next) {
     if (strcmp(it->string, "__metadata__") == 0) {
+      // twice would keep only one of them (found by fuzz_safetensors: the first's format leaked)
+      if (seen_metadata) { rc = gm_fail("%s: \"__metadata__\" appears twice in the header", path); break; }
+      seen_metadata = true;
       if (!cJSON_IsObject(it)) { rc = gm_fail("%s: \"__metadata__\" is not an object", path); break; }
       for (cJSON *m = it->child; m; m = m->next)
         if (!cJSON_IsString(m)) { rc = gm_fail("%s: __metadata__ key '%s' is not a string", path, m->string); break; }
