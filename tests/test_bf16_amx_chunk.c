@@ -2,12 +2,14 @@
 // target (issue 23): tests/golden/targets/intel-amx/bf16_amx_chunk/addmm.safetensors
 // (tools/ref/gen_bf16_amx_chunk_goldens.py: the real torch 2.15 on an Intel Xeon with AMX, bf16
 // addmm on 1 and 2 threads, operands from the generator's value() formula and cancel(), a sample of rows and
-// columns stored). For every golden product (GPT-2's four Conv1D shapes, M on both sides of each
+// columns stored). For every golden product (GPT-2's four Conv1D shapes and the lm_head backward's
+// dX, mm(dlogits, wte) with K 50257, N 768; M on both sides of each
 // change of the chunk measured with tools/ref/probe_bf16_amx_blocks.py):
 //   - gm_matmul_bf16 and gm_matmul_bf16_packed with threads = 1 give torch's 1-thread bits (out1)
 //     and with threads = 2 torch's 2-thread bits (out2), rounded to bf16, bit for bit, on the AMX
-//     kernel and (gm_matmul_bf16) under GPTMEG_SIMD=scalar (the scalar twin; the large products skipped under
-//     GPTMEG_QUICK); gm_matmul_bf16_unpacked (the reference, one thread's chunks) gives out1;
+//     kernel and (gm_matmul_bf16) under GPTMEG_SIMD=scalar (the scalar twin; skipped for the
+//     lm_head's K 50257, slow, and under GPTMEG_QUICK for products above 64 x 768 x 768);
+//     gm_matmul_bf16_unpacked (the reference, one thread's chunks) gives out1 (the same limits);
 //   - a scalar AMX-order reference written here, with the chunk the probe measured (chunk1/2, and
 //     on 2 threads the K split between the threads, split2), gives the same bits; where the chunk
 //     is not one chunk the old one-chunk order differs from torch in at least one sampled output
@@ -30,17 +32,24 @@ typedef struct {
   int M, K, N;
   int chunk1, chunk2; // K chunk in elements measured on 1 and 2 threads (0: one chunk)
   int split2;         // on 2 threads, the chunk where the second partial sum starts (0: none)
+  bool mm;            // mm(A, W) without bias (else addmm(bias, A, W))
 } product;
 
 // The generator's PRODUCTS, in its order (p<index>), with the probe's chunks.
 static const product PRODUCTS[] = {
-    {24, 768, 768, 384, 0, 0},     {25, 768, 768, 0, 0, 0},       {40, 768, 768, 384, 0, 0},
-    {46, 768, 768, 384, 384, 0},   {86, 768, 768, 0, 0, 0},       {40, 768, 2304, 384, 384, 0},
-    {200, 768, 2304, 384, 0, 0},   {64, 768, 3072, 384, 384, 0},  {230, 768, 3072, 384, 0, 0},
-    {8, 3072, 768, 1536, 1536, 0}, {20, 3072, 768, 768, 768, 2},  {31, 3072, 768, 448, 768, 0},
-    {100, 3072, 768, 640, 768, 2}, {160, 3072, 768, 512, 768, 2}, {256, 3072, 768, 448, 448, 0},
-    {300, 3072, 768, 768, 1536, 0},
+    {24, 768, 768, 384, 0, 0, false},     {25, 768, 768, 0, 0, 0, false},       {40, 768, 768, 384, 0, 0, false},
+    {46, 768, 768, 384, 384, 0, false},   {86, 768, 768, 0, 0, 0, false},       {40, 768, 2304, 384, 384, 0, false},
+    {200, 768, 2304, 384, 0, 0, false},   {64, 768, 3072, 384, 384, 0, false},  {230, 768, 3072, 384, 0, 0, false},
+    {8, 3072, 768, 1536, 1536, 0, false}, {20, 3072, 768, 768, 768, 2, false},  {31, 3072, 768, 448, 768, 0, false},
+    {100, 3072, 768, 640, 768, 2, false}, {160, 3072, 768, 512, 768, 2, false}, {256, 3072, 768, 448, 448, 0, false},
+    {300, 3072, 768, 768, 1536, 0, false},
+    // the lm_head backward's dX (dlogits @ wte as stored)
+    {40, 50257, 768, 864, 864, 0, true},    {100, 50257, 768, 704, 1600, 16, true}, {128, 50257, 768, 640, 768, 33, true},
 };
+// The scalar twin and the unpacked reference only below this many multiply-adds (slow), and under
+// GPTMEG_QUICK below the second.
+#define SCALAR_MAX ((size_t)400 * 768 * 3072)
+#define QUICK_MAX ((size_t)64 * 768 * 768)
 enum { COLS = 32 };
 
 // The generator's value(idx, salt): +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10).
@@ -92,7 +101,7 @@ static float amx_ref(const float *A, const float *W, const float *bias, int i, i
     sum = c0 == 0 || (split && c0 == split * chunk) ? acc : sum + acc;
   }
   if (split) sum = first + sum;
-  return bias[j] + sum;
+  return bias ? bias[j] + sum : sum;
 }
 
 static float bf16r(float x) {
@@ -120,24 +129,36 @@ int main(void) {
   }
   gm_torch_target_set(GM_TT_INTEL_AMX);
   int chunked = 0, thread_dep = 0, splits = 0;
+  float *W = NULL;
+  uint32_t *Wp = NULL;
+  int wK = 0, wN = 0;
   for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
     const product *p = &PRODUCTS[q];
     const int M = p->M, K = p->K, N = p->N;
-    float *A = malloc(sizeof(float) * (size_t)M * K), *W = malloc(sizeof(float) * (size_t)K * N);
-    float *bias = malloc(sizeof(float) * N), *C = malloc(sizeof(float) * (size_t)M * N);
-    uint32_t *Wp = malloc(sizeof(uint32_t) * gm_bf16_packed_size(K, N));
-    if (!A || !W || !bias || !C || !Wp) { CHECK(0, "out of memory"); return test_done("test_bf16_amx_chunk"); }
+    const size_t work = (size_t)M * N * K;
+    const bool new_w = K != wK || N != wN; // W (and its packing) shared by the products of one shape
+    if (new_w) {
+      free(W);
+      free(Wp);
+      W = malloc(sizeof(float) * (size_t)K * N);
+      Wp = malloc(sizeof(uint32_t) * gm_bf16_packed_size(K, N));
+      wK = K, wN = N;
+    }
+    float *A = malloc(sizeof(float) * (size_t)M * K), *biasv = malloc(sizeof(float) * N), *C = malloc(sizeof(float) * (size_t)M * N);
+    if (!A || !W || !biasv || !C || !Wp) { CHECK(0, "out of memory"); return test_done("test_bf16_amx_chunk"); }
+    const float *bias = p->mm ? NULL : biasv;
     fill(A, (size_t)M * K, 1);
-    fill(W, (size_t)K * N, 2);
-    fill(bias, (size_t)N, 3);
+    if (new_w) fill(W, (size_t)K * N, 2);
+    fill(biasv, (size_t)N, 3);
     // the generator's cancel(): A[:, k] = 1 and W[k, :] = +-2^18, +-2^14 at four k
     const int ks[4] = {3, K - 5, K / 3, 2 * K / 3 + 1};
     const float vs[4] = {262144.0f, -262144.0f, 16384.0f, -16384.0f};
     for (int c = 0; c < 4; c++) {
       for (int i = 0; i < M; i++) A[(size_t)i * K + ks[c]] = 1.0f;
-      for (int j = 0; j < N; j++) W[(size_t)ks[c] * N + j] = vs[c];
+      if (new_w)
+        for (int j = 0; j < N; j++) W[(size_t)ks[c] * N + j] = vs[c];
     }
-    gm_bf16_pack(W, N, false, K, N, Wp);
+    if (new_w) gm_bf16_pack(W, N, false, K, N, Wp);
     float *g[3] = {NULL, NULL, NULL};
     int r[4], nr = sample_rows(M, r);
     for (int th = 1; th <= 2; th++) {
@@ -172,7 +193,7 @@ int main(void) {
       }
       // gptmeg: the AMX kernel (or what this host runs), then the scalar twin
       for (int cap = 0; cap < 2; cap++) {
-        if (cap && test_quick() && (size_t)M * N * K > (size_t)64 * 768 * 768) continue;
+        if (cap && (work > SCALAR_MAX || (test_quick() && work > QUICK_MAX))) continue;
         if (cap) setenv("GPTMEG_SIMD", "scalar", 1);
         memset(C, 0, sizeof(float) * (size_t)M * N);
         gm_matmul_bf16(A, K, W, N, false, bias, 1.0f, C, N, M, N, K, th);
@@ -190,17 +211,19 @@ int main(void) {
       CHECK(test_count_diff(g[1], g[2], (size_t)nr * 2 * COLS) > 0, "%dx%dx%d: torch's 1- and 2-thread samples agree", M, K,
             N);
     }
-    if (g[1] && (!test_quick() || (size_t)M * N * K <= (size_t)64 * 768 * 768)) {
+    if (g[1] && work <= SCALAR_MAX && (!test_quick() || work <= QUICK_MAX)) {
       memset(C, 0, sizeof(float) * (size_t)M * N);
       gm_matmul_bf16_unpacked(A, K, W, N, false, NULL, bias, 1.0f, C, N, M, N, K);
       int bad = diff_sampled(C, g[1], p);
       CHECK(bad == 0, "%dx%dx%d: gm_matmul_bf16_unpacked misses %d sampled outputs of 1 thread", M, K, N, bad);
     }
     free(g[1]); free(g[2]);
-    free(A); free(W); free(bias); free(C); free(Wp);
+    free(A); free(biasv); free(C);
   }
+  free(W);
+  free(Wp);
   CHECK(chunked >= 20, "only %d products in chunks", chunked);
-  CHECK(splits == 3, "%d products with the 2-thread K split", splits);
+  CHECK(splits == 5, "%d products with the 2-thread K split", splits);
   CHECK(thread_dep >= 6, "only %d products whose chunk depends on the thread count", thread_dep);
   printf("test_bf16_amx_chunk: %zu products, %d (product, threads) in chunks, %d thread-dependent\n",
          sizeof PRODUCTS / sizeof PRODUCTS[0], chunked, thread_dep);

@@ -5,7 +5,7 @@
 torch 2.15 runs bf16 addmm(bias, x, W) (W [K, N] as stored) as oneDNN's brgemm on AMX tiles; K is
 cut into chunks (a new f32 accumulator per brgemm call) whose size oneDNN's cost model picks from
 M, N, K and the thread count (tools/ref/probe_bf16_amx_blocks.py --mrange). Each product here is
-one of GPT-2's four Conv1D shapes (K, N) at an M on either side of a change of the chunk, run on 1
+one of GPT-2's four Conv1D shapes (K, N) (or the lm_head backward's dX, mm of K 50257, N 768) at an M on either side of a change of the chunk, run on 1
 thread (out1) and 2 threads (out2). The operands are not stored: A [M, K], W [K, N] and the bias
 [N] come from value(idx, salt) below (bf16-exact, mantissas and exponents spread so that sums
 round) with the exactly cancelling large products of cancel(), which the test rebuilds. Only rows ROWS(M) and the first and last 32 columns of each
@@ -22,13 +22,15 @@ import torch
 from safetensors.torch import save_file
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "bf16_amx_chunk")
-# (M, K, N): around the chunk changes measured on 1 and 2 threads
+# (M, K, N[, op]): around the chunk changes measured on 1 and 2 threads; op addmm unless "mm"
 PRODUCTS = [
     (24, 768, 768), (25, 768, 768), (40, 768, 768), (46, 768, 768), (86, 768, 768),
     (40, 768, 2304), (200, 768, 2304),
     (64, 768, 3072), (230, 768, 3072),
     (8, 3072, 768), (20, 3072, 768), (31, 3072, 768), (100, 3072, 768), (160, 3072, 768), (256, 3072, 768),
     (300, 3072, 768),
+    # GPT-2 124M's lm_head backward dX: dlogits @ wte (wte [50257, 768] as stored), mm without bias
+    (40, 50257, 768, "mm"), (100, 50257, 768, "mm"), (128, 50257, 768, "mm"),
 ]
 COLS = 32  # the first and last COLS columns are stored
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
@@ -88,7 +90,9 @@ def main():
         print("gen_bf16_amx_chunk_goldens: skipped (needs an Intel CPU with AMX-BF16, oneDNN not capped)")
         return
     t = {}
-    for pi, (M, K, N) in enumerate(PRODUCTS):
+    for pi, prod in enumerate(PRODUCTS):
+        M, K, N = prod[:3]
+        op = prod[3] if len(prod) > 3 else "addmm"
         a = value(M * K, SALT_A, 0).view(M, K)
         w = value(K * N, SALT_W, 0).view(K, N)
         cancel(a, w, K)
@@ -98,17 +102,18 @@ def main():
         outs = []
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            y = torch.addmm(bias, a, w)
+            y = torch.addmm(bias, a, w) if op == "addmm" else torch.mm(a, w)
             outs.append(y)
             t[f"p{pi}.out{threads}"] = y[rows(M)][:, cols].contiguous()
         same = torch.equal(outs[0], outs[1])
-        print(f"  p{pi} addmm {M}x{K}x{N}: 1 vs 2 threads {'same' if same else 'differ'}")
+        print(f"  p{pi} {op} {M}x{K}x{N}: 1 vs 2 threads {'same' if same else 'differ'}")
     os.makedirs(OUT, exist_ok=True)
     meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_line(),
             "rows": "sorted({0, 1, M // 2, M - 1})", "cols": f"0..{COLS - 1} and N-{COLS}..N-1",
             "operands": "A = value(i*K+k, 1), W = value(k*N+n, 2), bias = value(n, 3) (the docstring's value), then cancel(A, W, K)",
             "settings": "native oneDNN (no ONEDNN_MAX_CPU_ISA / ATEN_CPU_CAPABILITY caps: brg_matmul avx10_1_512_amx); "
-                        "torch.set_num_threads(1) for out1, (2) for out2; bf16 addmm(bias, A, W)",
+                        "torch.set_num_threads(1) for out1, (2) for out2; bf16 addmm(bias, A, W), or mm(A, W) where "
+                        "the product says mm (no bias)",
             "onednn": "v3.13.3 (ONEDNN_VERBOSE)"}
     save_file(t, os.path.join(OUT, "addmm.safetensors"), metadata=meta)
     print(f"gen_bf16_amx_chunk_goldens: {len(PRODUCTS)} products -> {OUT}/addmm.safetensors ({meta['cpu']})")

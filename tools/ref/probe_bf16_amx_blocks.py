@@ -47,6 +47,17 @@ def starts(M, K, N, op):
     return sorted(found), rows_differ, mixed
 
 
+@functools.lru_cache(maxsize=8)
+def split_weight(K, N, chunk):
+    n = -(-K // chunk)
+    big = 2.0 ** 24
+    W = torch.zeros(K, N)
+    j = torch.arange(N)
+    s = 1 + j % (n - 2)
+    W[(s - 1) * chunk, j], W[s * chunk, j], W[(s + 1) * chunk, j] = big, 1.0, -big
+    return W.bfloat16()
+
+
 def splits(M, K, N, op, chunk):
     """Where the chunks' sums are split into partial sums added at the end (oneDNN's K split across
     threads, nthr_k > 1: (c0 + c1) + (c2 + c3) rather than ((c0 + c1) + c2) + c3), for chunks of `chunk`
@@ -56,14 +67,9 @@ def splits(M, K, N, op, chunk):
     n = -(-K // chunk)
     if n < 3:
         return []
-    big = 2.0 ** 24
-    W = torch.zeros(K, N)
-    for j in range(N):
-        s = 1 + j % (n - 2)
-        W[(s - 1) * chunk, j], W[s * chunk, j], W[(s + 1) * chunk, j] = big, 1.0, -big
+    W = split_weight(K, N, chunk)
     x = torch.ones(M, K, dtype=torch.bfloat16)
     bias = torch.zeros(N, dtype=torch.bfloat16)
-    W = W.bfloat16()
     y = torch.addmm(bias, x, W) if op == "addmm" else torch.matmul(x, W)
     hit = (y.float().abs() != 0).any(dim=0).tolist()
     return sorted({(1 + j % (n - 2)) * chunk for j in range(N) if hit[j]})
@@ -112,7 +118,8 @@ def main():
                         for M in range(*args.mrange):
                             s, differ, mixed = starts(M, K, N, op)
                             chunk = s[0] if s else 0
-                            sp = splits(M, K, N, op, chunk) if chunk and op != "linear" else []
+                            # (one thread never splits K between threads)
+                            sp = splits(M, K, N, op, chunk) if chunk and op != "linear" and th > 1 else []
                             key = (tuple(s), tuple(mixed), tuple(sp))
                             if key != last:
                                 print(f"t{th} K {K:5d} N {N:5d} {op:6s} from M {M:4d}: chunk {chunk} starts {s}"

@@ -165,8 +165,8 @@ static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
 // at even M 18-32 and every M 33-255 (probe_bf16_amx_blocks.py's partial sums; where there are only
 // two chunks a split changes nothing).
 typedef struct {
-  short m_from, chunk; // from this M on (to the next entry's), chunks of `chunk` elements (0: one)
-  short split;         // the second thread's partial sum starts at this element (0: none)
+  int m_from, chunk; // from this M on (to the next entry's), chunks of `chunk` elements (0: one)
+  int split;         // the second thread's partial sum starts at this element (0: none)
 } amx_chunk_step;
 
 // K 768: one chunk below 24 rows, 384 elements at even M in 24..32 and every M from 34 to `upto`.
@@ -186,6 +186,20 @@ static const amx_chunk_step k3072_n768_t2[] = {
     {22, 768, 1536}, {23, 768, 0},    {24, 768, 1536}, {25, 768, 0},    {26, 768, 1536}, {27, 768, 0},
     {28, 768, 1536}, {29, 768, 0},    {30, 768, 1536}, {31, 768, 0},    {32, 768, 1536}, {256, 448, 0},
     {266, 1536, 0},  {-1, 0, 0}};
+// K 50257, N 768: GPT-2 124M's lm_head backward dX (dlogits @ wte, wte as stored), mm without bias.
+static const amx_chunk_step k50257_n768_t1[] = {
+    {2, 10080, 0}, {3, 7200, 0},  {4, 4576, 0},  {6, 3616, 0},   {7, 2816, 0},   {10, 1888, 0},  {11, 1824, 0},
+    {15, 1760, 0}, {18, 960, 0},  {19, 928, 0},  {29, 896, 0},   {39, 864, 0},   {50, 832, 0},   {61, 800, 0},
+    {73, 768, 0},  {86, 736, 0},  {99, 704, 0},  {113, 672, 0},  {128, 640, 0},  {144, 608, 0},  {162, 576, 0},
+    {180, 544, 0}, {199, 512, 0}, {220, 480, 0}, {225, 1600, 0}, {226, 480, 0},  {242, 768, 0},  {-1, 0, 0}};
+static const amx_chunk_step k50257_n768_t2[] = {
+    {2, 10080, 0}, {3, 7200, 0}, {4, 5600, 0}, {6, 3616, 0}, {10, 1888, 0}, {11, 1824, 0},
+    {15, 1760, 0}, {18, 960, 0}, {19, 928, 0}, {29, 896, 0}, {34, 800, 25600}, {39, 864, 0},
+    {46, 768, 25344}, {49, 864, 0}, {50, 832, 0}, {61, 800, 0}, {66, 1600, 25600}, {76, 768, 25344},
+    {81, 1600, 25600}, {91, 768, 25344}, {97, 1600, 25600}, {106, 768, 25344}, {113, 1600, 25600}, {121, 768, 25344},
+    {129, 1600, 25600}, {136, 768, 25344}, {145, 1600, 25600}, {151, 768, 25344}, {161, 1600, 25600}, {166, 768, 25344},
+    {177, 1600, 25600}, {181, 768, 25344}, {193, 1600, 25600}, {196, 768, 25344}, {209, 1600, 25600}, {211, 768, 25344},
+    {225, 1600, 25600}, {226, 768, 25344}, {256, 1536, 0}, {-1, 0, 0}};
 #undef K768_STEPS
 
 // *split_pairs (when not NULL): where the second partial sum starts (pairs; 0: none).
@@ -200,6 +214,7 @@ static int amx_chunk_pairs(int M, int N, int K, bool trans_b, int threads, int *
                               : K == 768 && N == 2304  ? (t1 ? k768_n2304_t1 : k768_n2304_t2)
                               : K == 768 && N == 3072  ? (t1 ? k768_n3072_t1 : k768_n3072_t2)
                               : K == 3072 && N == 768  ? (t1 ? k3072_n768_t1 : k3072_n768_t2)
+                              : K == 50257 && N == 768 ? (t1 ? k50257_n768_t1 : k50257_n768_t2)
                                                        : NULL;
   int chunk = 0, split = 0;
   for (; tab && tab->m_from >= 0 && tab->m_from <= M; tab++) chunk = tab->chunk, split = tab->split;
