@@ -3,7 +3,8 @@
 // (tools/ref/gen_bf16_amx_chunk_goldens.py: the real torch 2.15 on an Intel Xeon with AMX, bf16
 // addmm on 1 and 2 threads, operands from the generator's value() formula and cancel(), a sample of rows and
 // columns stored). For every golden product (GPT-2's four Conv1D shapes and the lm_head backward's
-// dX, mm(dlogits, wte) with K 50257, N 768; M on both sides of each
+// dX, mm(dlogits, wte) with K 50257, N 768, and with B transposed, F.linear: the Conv1D backward's
+// dX = dY @ W^T; M on both sides of each
 // change of the chunk measured with tools/ref/probe_bf16_amx_blocks.py):
 //   - gm_matmul_bf16 and gm_matmul_bf16_packed with threads = 1 give torch's 1-thread bits (out1)
 //     and with threads = 2 torch's 2-thread bits (out2), rounded to bf16, bit for bit, on the AMX
@@ -28,23 +29,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { OP_ADDMM, OP_MM, OP_LINEAR };
 typedef struct {
   int M, K, N;
   int chunk1, chunk2; // K chunk in elements measured on 1 and 2 threads (0: one chunk)
   int split2;         // on 2 threads, the chunk where the second partial sum starts (0: none)
-  bool mm;            // mm(A, W) without bias (else addmm(bias, A, W))
+  int op;             // OP_ADDMM: addmm(bias, A, W); OP_MM: mm(A, W); OP_LINEAR: linear(A, W^T, bias)
 } product;
 
 // The generator's PRODUCTS, in its order (p<index>), with the probe's chunks.
 static const product PRODUCTS[] = {
-    {24, 768, 768, 384, 0, 0, false},     {25, 768, 768, 0, 0, 0, false},       {40, 768, 768, 384, 0, 0, false},
-    {46, 768, 768, 384, 384, 0, false},   {86, 768, 768, 0, 0, 0, false},       {40, 768, 2304, 384, 384, 0, false},
-    {200, 768, 2304, 384, 0, 0, false},   {64, 768, 3072, 384, 384, 0, false},  {230, 768, 3072, 384, 0, 0, false},
-    {8, 3072, 768, 1536, 1536, 0, false}, {20, 3072, 768, 768, 768, 2, false},  {31, 3072, 768, 448, 768, 0, false},
-    {100, 3072, 768, 640, 768, 2, false}, {160, 3072, 768, 512, 768, 2, false}, {256, 3072, 768, 448, 448, 0, false},
-    {300, 3072, 768, 768, 1536, 0, false},
+    {24, 768, 768, 384, 0, 0, OP_ADDMM},     {25, 768, 768, 0, 0, 0, OP_ADDMM},       {40, 768, 768, 384, 0, 0, OP_ADDMM},
+    {46, 768, 768, 384, 384, 0, OP_ADDMM},   {86, 768, 768, 0, 0, 0, OP_ADDMM},       {40, 768, 2304, 384, 384, 0, OP_ADDMM},
+    {200, 768, 2304, 384, 0, 0, OP_ADDMM},   {64, 768, 3072, 384, 384, 0, OP_ADDMM},  {230, 768, 3072, 384, 0, 0, OP_ADDMM},
+    {8, 3072, 768, 1536, 1536, 0, OP_ADDMM}, {20, 3072, 768, 768, 768, 2, OP_ADDMM},  {31, 3072, 768, 448, 768, 0, OP_ADDMM},
+    {100, 3072, 768, 640, 768, 2, OP_ADDMM}, {160, 3072, 768, 512, 768, 2, OP_ADDMM}, {256, 3072, 768, 448, 448, 0, OP_ADDMM},
+    {300, 3072, 768, 768, 1536, 0, OP_ADDMM},
     // the lm_head backward's dX (dlogits @ wte as stored)
-    {40, 50257, 768, 864, 864, 0, true},    {100, 50257, 768, 704, 1600, 16, true}, {128, 50257, 768, 640, 768, 33, true},
+    {40, 50257, 768, 864, 864, 0, OP_MM},    {100, 50257, 768, 704, 1600, 16, OP_MM}, {128, 50257, 768, 640, 768, 33, OP_MM},
+    // B transposed (the Conv1D backward's dX = dY @ W^T)
+    {400, 768, 768, 384, 0, 0, OP_LINEAR},      {64, 768, 3072, 384, 384, 0, OP_LINEAR},
+    {100, 2304, 768, 480, 384, 3, OP_LINEAR},   {300, 2304, 768, 768, 1152, 0, OP_LINEAR},
+    {34, 3072, 768, 512, 512, 3, OP_LINEAR},    {128, 3072, 768, 448, 384, 4, OP_LINEAR},
+    {200, 3072, 768, 512, 768, 2, OP_LINEAR},
 };
 // The scalar twin and the unpacked reference only below this many multiply-adds (slow), and under
 // GPTMEG_QUICK below the second.
@@ -131,22 +138,27 @@ int main(void) {
   int chunked = 0, thread_dep = 0, splits = 0;
   float *W = NULL;
   uint32_t *Wp = NULL;
+  float *Wt = NULL; // W^T [N, K] for the linears
   int wK = 0, wN = 0;
+  bool wlin = false;
   for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
     const product *p = &PRODUCTS[q];
     const int M = p->M, K = p->K, N = p->N;
     const size_t work = (size_t)M * N * K;
-    const bool new_w = K != wK || N != wN; // W (and its packing) shared by the products of one shape
+    const bool lin = p->op == OP_LINEAR;
+    const bool new_w = K != wK || N != wN || lin != wlin; // W (and its packing) shared by the products of one shape
     if (new_w) {
       free(W);
       free(Wp);
       W = malloc(sizeof(float) * (size_t)K * N);
       Wp = malloc(sizeof(uint32_t) * gm_bf16_packed_size(K, N));
-      wK = K, wN = N;
+      free(Wt);
+      Wt = lin ? malloc(sizeof(float) * (size_t)K * N) : NULL;
+      wK = K, wN = N, wlin = lin;
     }
     float *A = malloc(sizeof(float) * (size_t)M * K), *biasv = malloc(sizeof(float) * N), *C = malloc(sizeof(float) * (size_t)M * N);
-    if (!A || !W || !biasv || !C || !Wp) { CHECK(0, "out of memory"); return test_done("test_bf16_amx_chunk"); }
-    const float *bias = p->mm ? NULL : biasv;
+    if (!A || !W || !biasv || !C || !Wp || (lin && !Wt)) { CHECK(0, "out of memory"); return test_done("test_bf16_amx_chunk"); }
+    const float *bias = p->op == OP_MM ? NULL : biasv;
     fill(A, (size_t)M * K, 1);
     if (new_w) fill(W, (size_t)K * N, 2);
     fill(biasv, (size_t)N, 3);
@@ -158,7 +170,10 @@ int main(void) {
       if (new_w)
         for (int j = 0; j < N; j++) W[(size_t)ks[c] * N + j] = vs[c];
     }
-    if (new_w) gm_bf16_pack(W, N, false, K, N, Wp);
+    if (new_w && lin)
+      for (int k = 0; k < K; k++)
+        for (int j = 0; j < N; j++) Wt[(size_t)j * K + k] = W[(size_t)k * N + j];
+    if (new_w) gm_bf16_pack(lin ? Wt : W, lin ? K : N, lin, K, N, Wp);
     float *g[3] = {NULL, NULL, NULL};
     int r[4], nr = sample_rows(M, r);
     for (int th = 1; th <= 2; th++) {
@@ -196,7 +211,7 @@ int main(void) {
         if (cap && (work > SCALAR_MAX || (test_quick() && work > QUICK_MAX))) continue;
         if (cap) setenv("GPTMEG_SIMD", "scalar", 1);
         memset(C, 0, sizeof(float) * (size_t)M * N);
-        gm_matmul_bf16(A, K, W, N, false, bias, 1.0f, C, N, M, N, K, th);
+        gm_matmul_bf16(A, K, lin ? Wt : W, lin ? K : N, lin, bias, 1.0f, C, N, M, N, K, th);
         int bad = diff_sampled(C, g[th], p);
         CHECK(bad == 0, "%dx%dx%d t%d%s: gm_matmul_bf16 misses %d sampled outputs", M, K, N, th, cap ? " scalar" : "", bad);
         if (cap) { unsetenv("GPTMEG_SIMD"); continue; }
@@ -213,7 +228,7 @@ int main(void) {
     }
     if (g[1] && work <= SCALAR_MAX && (!test_quick() || work <= QUICK_MAX)) {
       memset(C, 0, sizeof(float) * (size_t)M * N);
-      gm_matmul_bf16_unpacked(A, K, W, N, false, NULL, bias, 1.0f, C, N, M, N, K);
+      gm_matmul_bf16_unpacked(A, K, lin ? Wt : W, lin ? K : N, lin, NULL, bias, 1.0f, C, N, M, N, K);
       int bad = diff_sampled(C, g[1], p);
       CHECK(bad == 0, "%dx%dx%d: gm_matmul_bf16_unpacked misses %d sampled outputs of 1 thread", M, K, N, bad);
     }
@@ -221,9 +236,10 @@ int main(void) {
     free(A); free(biasv); free(C);
   }
   free(W);
+  free(Wt);
   free(Wp);
   CHECK(chunked >= 20, "only %d products in chunks", chunked);
-  CHECK(splits == 5, "%d products with the 2-thread K split", splits);
+  CHECK(splits == 9, "%d products with the 2-thread K split", splits);
   CHECK(thread_dep >= 6, "only %d products whose chunk depends on the thread count", thread_dep);
   printf("test_bf16_amx_chunk: %zu products, %d (product, threads) in chunks, %d thread-dependent\n",
          sizeof PRODUCTS / sizeof PRODUCTS[0], chunked, thread_dep);

@@ -22,7 +22,7 @@ import torch
 from safetensors.torch import save_file
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "bf16_amx_chunk")
-# (M, K, N[, op]): around the chunk changes measured on 1 and 2 threads; op addmm unless "mm"
+# (M, K, N[, op]): around the chunk changes measured on 1 and 2 threads; op addmm unless "mm" or "linear"
 PRODUCTS = [
     (24, 768, 768), (25, 768, 768), (40, 768, 768), (46, 768, 768), (86, 768, 768),
     (40, 768, 2304), (200, 768, 2304),
@@ -31,6 +31,9 @@ PRODUCTS = [
     (300, 3072, 768),
     # GPT-2 124M's lm_head backward dX: dlogits @ wte (wte [50257, 768] as stored), mm without bias
     (40, 50257, 768, "mm"), (100, 50257, 768, "mm"), (128, 50257, 768, "mm"),
+    # B transposed (the Conv1D backward's dX = dY @ W^T): F.linear(A, W^T contiguous, bias)
+    (400, 768, 768, "linear"), (64, 768, 3072, "linear"), (100, 2304, 768, "linear"), (300, 2304, 768, "linear"),
+    (34, 3072, 768, "linear"), (128, 3072, 768, "linear"), (200, 3072, 768, "linear"),
 ]
 COLS = 32  # the first and last COLS columns are stored
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
@@ -102,7 +105,9 @@ def main():
         outs = []
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            y = torch.addmm(bias, a, w) if op == "addmm" else torch.mm(a, w)
+            if op == "addmm": y = torch.addmm(bias, a, w)
+            elif op == "mm": y = torch.mm(a, w)
+            else: y = torch.nn.functional.linear(a, w.T.contiguous(), bias)
             outs.append(y)
             t[f"p{pi}.out{threads}"] = y[rows(M)][:, cols].contiguous()
         same = torch.equal(outs[0], outs[1])
@@ -113,7 +118,7 @@ def main():
             "operands": "A = value(i*K+k, 1), W = value(k*N+n, 2), bias = value(n, 3) (the docstring's value), then cancel(A, W, K)",
             "settings": "native oneDNN (no ONEDNN_MAX_CPU_ISA / ATEN_CPU_CAPABILITY caps: brg_matmul avx10_1_512_amx); "
                         "torch.set_num_threads(1) for out1, (2) for out2; bf16 addmm(bias, A, W), or mm(A, W) where "
-                        "the product says mm (no bias)",
+                        "the product says mm (no bias), F.linear(A, W.T.contiguous(), bias) where it says linear",
             "onednn": "v3.13.3 (ONEDNN_VERBOSE)"}
     save_file(t, os.path.join(OUT, "addmm.safetensors"), metadata=meta)
     print(f"gen_bf16_amx_chunk_goldens: {len(PRODUCTS)} products -> {OUT}/addmm.safetensors ({meta['cpu']})")

@@ -70,9 +70,16 @@ def splits(M, K, N, op, chunk):
     W = split_weight(K, N, chunk)
     x = torch.ones(M, K, dtype=torch.bfloat16)
     bias = torch.zeros(N, dtype=torch.bfloat16)
-    y = torch.addmm(bias, x, W) if op == "addmm" else torch.matmul(x, W)
+    if op == "addmm": y = torch.addmm(bias, x, W)
+    elif op == "matmul": y = torch.matmul(x, W)
+    else: y = torch.nn.functional.linear(x, transposed(K, N, chunk), bias)
     hit = (y.float().abs() != 0).any(dim=0).tolist()
     return sorted({(1 + j % (n - 2)) * chunk for j in range(N) if hit[j]})
+
+
+@functools.lru_cache(maxsize=8)
+def transposed(K, N, chunk):
+    return split_weight(K, N, chunk).T.contiguous()
 
 
 def mixed_cols(M, K, N, op, b):
@@ -119,7 +126,7 @@ def main():
                             s, differ, mixed = starts(M, K, N, op)
                             chunk = s[0] if s else 0
                             # (one thread never splits K between threads)
-                            sp = splits(M, K, N, op, chunk) if chunk and op != "linear" and th > 1 else []
+                            sp = splits(M, K, N, op, chunk) if chunk and th > 1 else []
                             key = (tuple(s), tuple(mixed), tuple(sp))
                             if key != last:
                                 print(f"t{th} K {K:5d} N {N:5d} {op:6s} from M {M:4d}: chunk {chunk} starts {s}"

@@ -200,16 +200,38 @@ static const amx_chunk_step k50257_n768_t2[] = {
     {129, 1600, 25600}, {136, 768, 25344}, {145, 1600, 25600}, {151, 768, 25344}, {161, 1600, 25600}, {166, 768, 25344},
     {177, 1600, 25600}, {181, 768, 25344}, {193, 1600, 25600}, {196, 768, 25344}, {209, 1600, 25600}, {211, 768, 25344},
     {225, 1600, 25600}, {226, 768, 25344}, {256, 1536, 0}, {-1, 0, 0}};
+// B transposed (linear, and the Conv1D backward's dX = dY @ W^T), measured the same way for M 2-520
+// (probe_bf16_amx_blocks.py --ops linear --mrange 2 521 1).
+static const amx_chunk_step t_k768_n768_t1[] = {{2, 0, 0}, {33, 384, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k768_n768_t2[] = {{2, 0, 0}, {33, 384, 0}, {384, 0, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k2304_n768_t1[] = {{2, 0, 0}, {33, 480, 0}, {257, 768, 0}, {449, 480, 0}, {513, 768, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k2304_n768_t2[] = {{2, 0, 0},     {33, 384, 1152}, {225, 1152, 0},
+                                                 {256, 480, 0}, {257, 1152, 0},  {-1, 0, 0}};
+static const amx_chunk_step t_k3072_n768_t1[] = {{2, 0, 0},     {33, 512, 0},  {37, 448, 0},  {166, 512, 0},
+                                                 {177, 448, 0}, {181, 512, 0}, {220, 448, 0}, {225, 768, 0},
+                                                 {226, 448, 0}, {266, 768, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k3072_n768_t2[] = {{2, 0, 0},      {33, 512, 1536}, {37, 384, 1536}, {161, 768, 1536},
+                                                 {256, 448, 0},  {266, 1536, 0},  {-1, 0, 0}};
 #undef K768_STEPS
 
 // *split_pairs (when not NULL): where the second partial sum starts (pairs; 0: none).
 static int amx_chunk_pairs(int M, int N, int K, bool trans_b, int threads, int *split_pairs) {
   if (split_pairs) *split_pairs = 0;
-  if (trans_b) {
-    if (M <= 32) return 0;
-    return K == 768 ? 192 : K == 2304 ? 240 : K == 3072 ? 224 : 0;
-  }
   const bool t1 = threads <= 1;
+  if (trans_b) {
+    const amx_chunk_step *tt = K == 768 && (N == 768 || N == 3072) ? (t1 || N == 3072 ? t_k768_n768_t1 : t_k768_n768_t2)
+                               : K == 2304 && N == 768           ? (t1 ? t_k2304_n768_t1 : t_k2304_n768_t2)
+                               : K == 3072 && N == 768           ? (t1 ? t_k3072_n768_t1 : t_k3072_n768_t2)
+                                                                 : NULL;
+    if (!tt) { // the earlier one-thread measurements (other N)
+      if (M <= 32) return 0;
+      return K == 768 ? 192 : K == 2304 ? 240 : K == 3072 ? 224 : 0;
+    }
+    int chunk = 0, split = 0;
+    for (; tt->m_from >= 0 && tt->m_from <= M; tt++) chunk = tt->chunk, split = tt->split;
+    if (split_pairs) *split_pairs = split / 2;
+    return chunk / 2;
+  }
   const amx_chunk_step *tab = K == 768 && N == 768     ? (t1 ? k768_n768_t1 : k768_n768_t2)
                               : K == 768 && N == 2304  ? (t1 ? k768_n2304_t1 : k768_n2304_t2)
                               : K == 768 && N == 3072  ? (t1 ? k768_n3072_t1 : k768_n3072_t2)
