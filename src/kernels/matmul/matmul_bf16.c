@@ -19,9 +19,11 @@
 // as zero and every product and sum flushed to zero when subnormal (TDPBF16PS, measured on the
 // hardware). The accumulator runs over the tiles of a K chunk; the chunks' sums are added in order
 // (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N, K and the thread count
-// (a cost model); gptmeg takes it from the shapes measured (amx_chunk_pairs: B transposed at
-// GPT-2's K for M > 32 on one thread; B as stored, GPT-2's four Conv1D shapes at M 2-520 on 1
-// and 2 threads, c->threads choosing the table) and one chunk elsewhere. For
+// (a cost model), and on 2 threads may split K between the threads (two partial sums, added
+// last); gptmeg takes both from tables of measured shapes (amx_chunk_pairs: GPT-2 124M's Conv1D
+// forward, lm_head backward dX and Conv1D backward dX shapes at M 2-520 on 1 and 2 threads, the
+// thread count given choosing the table), else an earlier one-thread rule for B transposed and one
+// chunk for B as stored. For
 // M = 1 torch runs another kernel: one f32 chain over k in order (k = 0, 1, ..., no flushing;
 // measured for addmm and matmul, B as stored). With AMX tiles on the host (and the AVX-512 level)
 // the tile kernel matmul_bf16_amx.c runs; elsewhere the scalar twin here, same bits.
@@ -155,15 +157,17 @@ static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
 // B transposed (mm/linear of a transposed weight: the linear backward's Conv1D dX,
 // tools/ref/probe_linear_bwd.py), one thread, M > 32: K = 768 in chunks of 192 pairs (M 40-256,
 // N 768-3072), K = 2304 of 240 (M 64-512, N 768), K = 3072 of 224 (M 48-256, N 768; M = 64,
-// N = 3072); one chunk at M <= 32. B as stored (GPT-2's Conv1D addmm, W [in, out]): the table
-// below, every M from 2 to 520 on 1 and 2 threads for the four Conv1D shapes (K, N) = (768, 768),
-// (768, 2304), (768, 3072), (3072, 768) (tools/ref/probe_bf16_amx_blocks.py --mrange 2 521 1);
+// N = 3072); one chunk at M <= 32: the rule for other N (the lm_head's N 50257), the t_ tables
+// below for GPT-2's. B as stored (GPT-2's Conv1D addmm, W [in, out]): the tables below, every M
+// from 2 to 520 on 1 and 2 threads for the four Conv1D shapes (K, N) = (768, 768), (768, 2304),
+// (768, 3072), (3072, 768) and the lm_head backward's dX (50257, 768), mm without bias
+// (tools/ref/probe_bf16_amx_blocks.py --mrange 2 521 1);
 // rows past 520 keep the chunk of 520 (not measured), 3 or more threads take the 2-thread table
 // (not measured); other shapes as stored keep one chunk (measured at N = 16, M <= 32). On 2 threads
 // oneDNN also splits K between the threads for some of them (nthr_k = 2): each thread sums its
-// chunks, then the two partial sums are added: (c0 + c1) + (c2 + c3) for K 3072 in chunks of 768
-// at even M 18-32 and every M 33-255 (probe_bf16_amx_blocks.py's partial sums; where there are only
-// two chunks a split changes nothing).
+// chunks, then the two partial sums are added: e.g. (c0 + c1) + (c2 + c3) for K 3072 in chunks of
+// 768 at even M 18-32 and every M 33-255 (probe_bf16_amx_blocks.py's partial sums; where there are
+// only two chunks a split changes nothing).
 typedef struct {
   int m_from, chunk; // from this M on (to the next entry's), chunks of `chunk` elements (0: one)
   int split;         // the second thread's partial sum starts at this element (0: none)
