@@ -161,11 +161,11 @@ static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
 // below for GPT-2's. B as stored (GPT-2's Conv1D addmm, W [in, out]): the tables below, every M
 // from 2 to 520 on 1 and 2 threads for the four Conv1D shapes (K, N) = (768, 768), (768, 2304),
 // (768, 3072), (3072, 768) and the lm_head backward's dX (50257, 768), mm without bias
-// (tools/ref/probe_bf16_amx_blocks.py --mrange 2 521 1);
-// rows past 520 keep the chunk of 520 (not measured), 3 or more threads take the 2-thread table
-// (not measured); other shapes as stored keep one chunk (measured at N = 16, M <= 32). On 2 threads
-// oneDNN also splits K between the threads for some of them (nthr_k = 2): each thread sums its
-// chunks, then the two partial sums are added: e.g. (c0 + c1) + (c2 + c3) for K 3072 in chunks of
+// (tools/ref/probe_bf16_amx_blocks.py --mrange 2 521 1; the four Conv1D shapes also M 500-1024,
+// --mrange 500 1025 1); rows past the measured ones keep the last chunk, 3 or more threads take
+// the 2-thread table (neither measured); other shapes as stored keep one chunk (measured at N = 16,
+// M <= 32). On 2 threads oneDNN also splits K between the threads for some of them (nthr_k = 2):
+// each thread sums its chunks, then the two partial sums are added: e.g. (c0 + c1) + (c2 + c3) for K 3072 in chunks of
 // 768 at even M 18-32 and every M 33-255 (probe_bf16_amx_blocks.py's partial sums; where there are
 // only two chunks a split changes nothing).
 typedef struct {
@@ -189,7 +189,7 @@ static const amx_chunk_step k3072_n768_t2[] = {
     {2, 0, 0},       {7, 1536, 0},    {18, 768, 1536}, {19, 768, 0},    {20, 768, 1536}, {21, 768, 0},
     {22, 768, 1536}, {23, 768, 0},    {24, 768, 1536}, {25, 768, 0},    {26, 768, 1536}, {27, 768, 0},
     {28, 768, 1536}, {29, 768, 0},    {30, 768, 1536}, {31, 768, 0},    {32, 768, 1536}, {256, 448, 0},
-    {266, 1536, 0},  {-1, 0, 0}};
+    {266, 1536, 0},  {641, 768, 0},   {-1, 0, 0}};
 // K 50257, N 768: GPT-2 124M's lm_head backward dX (dlogits @ wte, wte as stored), mm without bias.
 static const amx_chunk_step k50257_n768_t1[] = {
     {2, 10080, 0}, {3, 7200, 0},  {4, 4576, 0},  {6, 3616, 0},   {7, 2816, 0},   {10, 1888, 0},  {11, 1824, 0},
