@@ -10,29 +10,97 @@ index of every block start found, per shape, op and thread count.
   python3 tools/ref/probe_bf16_amx_blocks.py --m 7 130 --k 768 3072 --n 768 --ops addmm linear
 """
 import argparse
+import functools
 
 import torch
 
 
-def starts(M, K, N, op):
+@functools.lru_cache(maxsize=8)
+def probe_weight(K, N):
     big = 2.0 ** 24
     T = K // 32
     W = torch.zeros(K, N)
-    for j in range(N):
-        t = j % (T - 2)
-        W[32 * t, j], W[32 * (t + 1), j], W[32 * (t + 2), j] = big, 1.0, -big
+    j = torch.arange(N)
+    t = j % (T - 2)
+    W[32 * t, j], W[32 * (t + 1), j], W[32 * (t + 2), j] = big, 1.0, -big
+    return W.bfloat16()
+
+
+def starts(M, K, N, op):
+    T = K // 32
+    W = probe_weight(K, N)
     x = torch.ones(M, K, dtype=torch.bfloat16)
-    W = W.bfloat16()
     bias = torch.zeros(N, dtype=torch.bfloat16)
     if op == "addmm": y = torch.addmm(bias, x, W)
     elif op == "matmul": y = torch.matmul(x, W)
     else: y = torch.nn.functional.linear(x, W.T.contiguous(), bias)
-    found = set()
+    hit = (y.float().abs() != 0).any(dim=0).tolist()
+    found, seen = set(), {}
     for j in range(N):
-        if y[:, j].float().abs().max().item() != 0:
-            found.add(32 * (j % (T - 2) + 1))
+        b = 32 * (j % (T - 2) + 1)
+        seen.setdefault(b, set()).add(bool(hit[j]))
+        if hit[j]:
+            found.add(b)
+    # a start seen in some columns and not in others: the chunk depends on the column (N block)
+    mixed = sorted(b for b, v in seen.items() if len(v) > 1)
     rows_differ = any((y[i] != y[0]).any().item() for i in range(M))
-    return sorted(found), rows_differ
+    return sorted(found), rows_differ, mixed
+
+
+@functools.lru_cache(maxsize=8)
+def split_weight(K, N, chunk):
+    n = -(-K // chunk)
+    big = 2.0 ** 24
+    W = torch.zeros(K, N)
+    j = torch.arange(N)
+    s = 1 + j % (n - 2)
+    W[(s - 1) * chunk, j], W[s * chunk, j], W[(s + 1) * chunk, j] = big, 1.0, -big
+    return W.bfloat16()
+
+
+def splits(M, K, N, op, chunk):
+    """Where the chunks' sums are split into partial sums added at the end (oneDNN's K split across
+    threads, nthr_k > 1: (c0 + c1) + (c2 + c3) rather than ((c0 + c1) + c2) + c3), for chunks of `chunk`
+    elements: columns of group s get +2^24 at the start of chunk s - 1, 1 at chunk s, -2^24 at chunk
+    s + 1; the 1 survives only when a partial sum starts at chunk s. Returns the element index of
+    every such start (chunks s with s + 1 < the number of chunks; later splits change nothing)."""
+    n = -(-K // chunk)
+    if n < 3:
+        return []
+    W = split_weight(K, N, chunk)
+    x = torch.ones(M, K, dtype=torch.bfloat16)
+    bias = torch.zeros(N, dtype=torch.bfloat16)
+    if op == "addmm": y = torch.addmm(bias, x, W)
+    elif op == "matmul": y = torch.matmul(x, W)
+    else: y = torch.nn.functional.linear(x, transposed(K, N, chunk), bias)
+    hit = (y.float().abs() != 0).any(dim=0).tolist()
+    return sorted({(1 + j % (n - 2)) * chunk for j in range(N) if hit[j]})
+
+
+@functools.lru_cache(maxsize=8)
+def transposed(K, N, chunk):
+    return split_weight(K, N, chunk).T.contiguous()
+
+
+def mixed_cols(M, K, N, op, b):
+    """The columns j (probing start b) where the start b is seen."""
+    big = 2.0 ** 24
+    T = K // 32
+    t = b // 32 - 1
+    W = torch.zeros(K, N)
+    W[32 * t, :], W[32 * (t + 1), :], W[32 * (t + 2), :] = big, 1.0, -big
+    x = torch.ones(M, K, dtype=torch.bfloat16)
+    bias = torch.zeros(N, dtype=torch.bfloat16)
+    y = torch.addmm(bias, x, W.bfloat16()) if op == "addmm" else torch.matmul(x, W.bfloat16())
+    hit = (y.float().abs() != 0).any(dim=0).tolist()
+    runs, j = [], 0
+    while j < N:
+        k = j
+        while k < N and hit[k] == hit[j]:
+            k += 1
+        runs.append(f"{j}-{k - 1}:{'y' if hit[j] else 'n'}")
+        j = k
+    return " ".join(runs)
 
 
 def main():
@@ -42,17 +110,43 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=[768])
     ap.add_argument("--ops", nargs="+", default=["addmm", "linear"])
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
+    ap.add_argument("--mrange", type=int, nargs=3, metavar=("FROM", "TO", "STEP"),
+                    help="rows FROM, FROM + STEP, ... below TO (instead of --m); prints only where the starts change")
+    ap.add_argument("--cols", action="store_true", help="for a start seen in some columns only, which")
     args = ap.parse_args()
     print(f"torch {torch.__version__}")
+    if args.mrange:
+        for th in args.threads:
+            torch.set_num_threads(th)
+            for K in args.k:
+                for N in args.n:
+                    for op in args.ops:
+                        last = None
+                        for M in range(*args.mrange):
+                            s, differ, mixed = starts(M, K, N, op)
+                            chunk = s[0] if s else 0
+                            # (one thread never splits K between threads)
+                            sp = splits(M, K, N, op, chunk) if chunk and th > 1 else []
+                            key = (tuple(s), tuple(mixed), tuple(sp))
+                            if key != last:
+                                print(f"t{th} K {K:5d} N {N:5d} {op:6s} from M {M:4d}: chunk {chunk} starts {s}"
+                                      + (f" partial sums from {sp}" if sp else "")
+                                      + (f" (by column: {mixed})" if mixed else ""), flush=True)
+                                last = key
+        return 0
     for th in args.threads:
         torch.set_num_threads(th)
         for M in args.m:
             for K in args.k:
                 for N in args.n:
                     for op in args.ops:
-                        s, differ = starts(M, K, N, op)
+                        s, differ, mixed = starts(M, K, N, op)
                         print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: block starts {s}"
-                              + (" (rows differ)" if differ else ""), flush=True)
+                              + (" (rows differ)" if differ else "")
+                              + (f" (by column: {mixed})" if mixed else ""), flush=True)
+                        if mixed and args.cols:
+                            for b in mixed:
+                                print(f"    start {b}: columns {mixed_cols(M, K, N, op, b)}", flush=True)
 
 
 if __name__ == "__main__":

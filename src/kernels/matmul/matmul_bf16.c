@@ -18,9 +18,12 @@
 // of p, and the tile adds E + O to the accumulator: acc = acc + (E + O), bf16 subnormal inputs read
 // as zero and every product and sum flushed to zero when subnormal (TDPBF16PS, measured on the
 // hardware). The accumulator runs over the tiles of a K chunk; the chunks' sums are added in order
-// (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N and K (with one thread:
-// one chunk for K <= 768 at M < 32, 384 elements at M 32-64 and K 768, ...; see
-// docs in amx_chunk_pairs); gptmeg uses one chunk but for the B-transposed shapes measured there. For
+// (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N, K and the thread count
+// (a cost model), and on 2 threads may split K between the threads (two partial sums, added
+// last); gptmeg takes both from tables of measured shapes (amx_chunk_pairs: GPT-2 124M's Conv1D
+// forward, lm_head backward dX and Conv1D backward dX shapes at M 2-520 on 1 and 2 threads, the
+// thread count given choosing the table), else an earlier one-thread rule for B transposed and one
+// chunk for B as stored. For
 // M = 1 torch runs another kernel: one f32 chain over k in order (k = 0, 1, ..., no flushing;
 // measured for addmm and matmul, B as stored). With AMX tiles on the host (and the AVX-512 level)
 // the tile kernel matmul_bf16_amx.c runs; elsewhere the scalar twin here, same bits.
@@ -148,20 +151,101 @@ static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
 }
 
 // Pairs per K chunk of the AMX order (a multiple of 16; 0: one chunk). oneDNN's brgemm matmul picks
-// the chunk from M, N, K and the cache sizes; measured with one thread (probe_bf16_amx_blocks.py,
-// addmm, N 768-3072): one chunk for M <= 2, and for M = 7 at K 768, 1536 elements at M = 7 and
-// K = 3072; 384 at M 32-130 and K 768 (N >= 2304 for M = 130); at K = 3072 and M >= 32 448-1024 by
-// N. Reproduced: the one-chunk shapes (M <= 32: every forward golden shape, N = 16) and, with B
-// transposed (mm/linear of a transposed weight: the linear backward's Conv1D dX,
-// tools/ref/probe_linear_bwd.py), GPT-2's K for M > 32, measured on one thread: K = 768 in chunks
-// of 192 pairs (M 40-256, N 768-3072), K = 2304 of 240 (M 64-512, N 768), K = 3072 of 224 (M 48-256,
-// N 768; M = 64, N = 3072). B as stored keeps one chunk (addmm with bias measured: exact at
-// M = 130 and 256 for K = N = 768, not at M = 40 or N >= 2304). On 2 threads oneDNN picks other
-// chunks at K = 2304 and 3072: not reproduced.
-static int amx_chunk_pairs(int M, int N, int K, bool trans_b) {
-  (void)N;
-  if (M <= 32 || !trans_b) return 0;
-  return K == 768 ? 192 : K == 2304 ? 240 : K == 3072 ? 224 : 0;
+// the chunk (K_blk * brgemm_batch_size of one brgemm call) from M, N, K, the thread count and the
+// cache sizes with a cost model (matmul_amx_blocking_params_macro_t in oneDNN 3.13's
+// amx_blocking_heuristics.cpp; not reimplemented here). Measured (probe_bf16_amx_blocks.py):
+// B transposed (mm/linear of a transposed weight: the linear backward's Conv1D dX,
+// tools/ref/probe_linear_bwd.py), one thread, M > 32: K = 768 in chunks of 192 pairs (M 40-256,
+// N 768-3072), K = 2304 of 240 (M 64-512, N 768), K = 3072 of 224 (M 48-256, N 768; M = 64,
+// N = 3072); one chunk at M <= 32: the rule for other N (the lm_head's N 50257), the t_ tables
+// below for GPT-2's. B as stored (GPT-2's Conv1D addmm, W [in, out]): the tables below, every M
+// from 2 to 520 on 1 and 2 threads for the four Conv1D shapes (K, N) = (768, 768), (768, 2304),
+// (768, 3072), (3072, 768) and the lm_head backward's dX (50257, 768), mm without bias
+// (tools/ref/probe_bf16_amx_blocks.py --mrange 2 521 1; the four Conv1D shapes also M 500-1024,
+// --mrange 500 1025 1); rows past the measured ones keep the last chunk, 3 or more threads take
+// the 2-thread table (neither measured); other shapes as stored keep one chunk (measured at N = 16,
+// M <= 32). On 2 threads oneDNN also splits K between the threads for some of them (nthr_k = 2):
+// each thread sums its chunks, then the two partial sums are added: e.g. (c0 + c1) + (c2 + c3) for K 3072 in chunks of
+// 768 at even M 18-32 and every M 33-255 (probe_bf16_amx_blocks.py's partial sums; where there are
+// only two chunks a split changes nothing).
+typedef struct {
+  int m_from, chunk; // from this M on (to the next entry's), chunks of `chunk` elements (0: one)
+  int split;         // the second thread's partial sum starts at this element (0: none)
+} amx_chunk_step;
+
+// K 768: one chunk below 24 rows, 384 elements at even M in 24..32 and every M from 34 to `upto`.
+#define K768_STEPS(upto)                                                                              \
+  {2, 0, 0}, {24, 384, 0}, {25, 0, 0}, {26, 384, 0}, {27, 0, 0}, {28, 384, 0}, {29, 0, 0}, {30, 384, 0}, {31, 0, 0}, {32, 384, 0}, \
+      {33, 0, 0}, {34, 384, 0}, {upto, 0, 0}, {-1, 0, 0}
+static const amx_chunk_step k768_n768_t1[] = {K768_STEPS(86)};
+static const amx_chunk_step k768_n768_t2[] = {{2, 0, 0}, {46, 384, 0}, {47, 0, 0}, {-1, 0, 0}};
+static const amx_chunk_step k768_n2304_t1[] = {K768_STEPS(242)};
+static const amx_chunk_step k768_n2304_t2[] = {K768_STEPS(180)};
+static const amx_chunk_step k768_n3072_t1[] = {K768_STEPS(266)};
+static const amx_chunk_step k768_n3072_t2[] = {K768_STEPS(220)};
+static const amx_chunk_step k3072_n768_t1[] = {{2, 0, 0},     {7, 1536, 0},  {18, 768, 0},  {31, 448, 0},  {32, 768, 0},  {86, 640, 0},
+                                               {144, 512, 0}, {220, 448, 0}, {225, 768, 0}, {226, 448, 0}, {266, 768, 0}, {-1, 0, 0}};
+static const amx_chunk_step k3072_n768_t2[] = {
+    {2, 0, 0},       {7, 1536, 0},    {18, 768, 1536}, {19, 768, 0},    {20, 768, 1536}, {21, 768, 0},
+    {22, 768, 1536}, {23, 768, 0},    {24, 768, 1536}, {25, 768, 0},    {26, 768, 1536}, {27, 768, 0},
+    {28, 768, 1536}, {29, 768, 0},    {30, 768, 1536}, {31, 768, 0},    {32, 768, 1536}, {256, 448, 0},
+    {266, 1536, 0},  {641, 768, 0},   {-1, 0, 0}};
+// K 50257, N 768: GPT-2 124M's lm_head backward dX (dlogits @ wte, wte as stored), mm without bias.
+static const amx_chunk_step k50257_n768_t1[] = {
+    {2, 10080, 0}, {3, 7200, 0},  {4, 4576, 0},  {6, 3616, 0},   {7, 2816, 0},   {10, 1888, 0},  {11, 1824, 0},
+    {15, 1760, 0}, {18, 960, 0},  {19, 928, 0},  {29, 896, 0},   {39, 864, 0},   {50, 832, 0},   {61, 800, 0},
+    {73, 768, 0},  {86, 736, 0},  {99, 704, 0},  {113, 672, 0},  {128, 640, 0},  {144, 608, 0},  {162, 576, 0},
+    {180, 544, 0}, {199, 512, 0}, {220, 480, 0}, {225, 1600, 0}, {226, 480, 0},  {242, 768, 0},  {-1, 0, 0}};
+static const amx_chunk_step k50257_n768_t2[] = {
+    {2, 10080, 0}, {3, 7200, 0}, {4, 5600, 0}, {6, 3616, 0}, {10, 1888, 0}, {11, 1824, 0},
+    {15, 1760, 0}, {18, 960, 0}, {19, 928, 0}, {29, 896, 0}, {34, 800, 25600}, {39, 864, 0},
+    {46, 768, 25344}, {49, 864, 0}, {50, 832, 0}, {61, 800, 0}, {66, 1600, 25600}, {76, 768, 25344},
+    {81, 1600, 25600}, {91, 768, 25344}, {97, 1600, 25600}, {106, 768, 25344}, {113, 1600, 25600}, {121, 768, 25344},
+    {129, 1600, 25600}, {136, 768, 25344}, {145, 1600, 25600}, {151, 768, 25344}, {161, 1600, 25600}, {166, 768, 25344},
+    {177, 1600, 25600}, {181, 768, 25344}, {193, 1600, 25600}, {196, 768, 25344}, {209, 1600, 25600}, {211, 768, 25344},
+    {225, 1600, 25600}, {226, 768, 25344}, {256, 1536, 0}, {-1, 0, 0}};
+// B transposed (linear, and the Conv1D backward's dX = dY @ W^T), measured the same way for M 2-520
+// (probe_bf16_amx_blocks.py --ops linear --mrange 2 521 1).
+static const amx_chunk_step t_k768_n768_t1[] = {{2, 0, 0}, {33, 384, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k768_n768_t2[] = {{2, 0, 0}, {33, 384, 0}, {384, 0, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k2304_n768_t1[] = {{2, 0, 0}, {33, 480, 0}, {257, 768, 0}, {449, 480, 0}, {513, 768, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k2304_n768_t2[] = {{2, 0, 0},     {33, 384, 1152}, {225, 1152, 0},
+                                                 {256, 480, 0}, {257, 1152, 0},  {-1, 0, 0}};
+static const amx_chunk_step t_k3072_n768_t1[] = {{2, 0, 0},     {33, 512, 0},  {37, 448, 0},  {166, 512, 0},
+                                                 {177, 448, 0}, {181, 512, 0}, {220, 448, 0}, {225, 768, 0},
+                                                 {226, 448, 0}, {266, 768, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k3072_n768_t2[] = {{2, 0, 0},      {33, 512, 1536}, {37, 384, 1536}, {161, 768, 1536},
+                                                 {256, 448, 0},  {266, 1536, 0},  {-1, 0, 0}};
+#undef K768_STEPS
+
+// *split_pairs (when not NULL): where the second partial sum starts (pairs; 0: none).
+static int amx_chunk_pairs(int M, int N, int K, bool trans_b, int threads, int *split_pairs) {
+  if (split_pairs) *split_pairs = 0;
+  const bool t1 = threads <= 1;
+  if (trans_b) {
+    const amx_chunk_step *tt = K == 768 && (N == 768 || N == 3072) ? (t1 || N == 3072 ? t_k768_n768_t1 : t_k768_n768_t2)
+                               : K == 2304 && N == 768           ? (t1 ? t_k2304_n768_t1 : t_k2304_n768_t2)
+                               : K == 3072 && N == 768           ? (t1 ? t_k3072_n768_t1 : t_k3072_n768_t2)
+                                                                 : NULL;
+    if (!tt) { // the earlier one-thread measurements (other N)
+      if (M <= 32) return 0;
+      return K == 768 ? 192 : K == 2304 ? 240 : K == 3072 ? 224 : 0;
+    }
+    int chunk = 0, split = 0;
+    for (; tt->m_from >= 0 && tt->m_from <= M; tt++) chunk = tt->chunk, split = tt->split;
+    if (split_pairs) *split_pairs = split / 2;
+    return chunk / 2;
+  }
+  const amx_chunk_step *tab = K == 768 && N == 768     ? (t1 ? k768_n768_t1 : k768_n768_t2)
+                              : K == 768 && N == 2304  ? (t1 ? k768_n2304_t1 : k768_n2304_t2)
+                              : K == 768 && N == 3072  ? (t1 ? k768_n3072_t1 : k768_n3072_t2)
+                              : K == 3072 && N == 768  ? (t1 ? k3072_n768_t1 : k3072_n768_t2)
+                              : K == 50257 && N == 768 ? (t1 ? k50257_n768_t1 : k50257_n768_t2)
+                                                       : NULL;
+  int chunk = 0, split = 0;
+  for (; tab && tab->m_from >= 0 && tab->m_from <= M; tab++) chunk = tab->chunk, split = tab->split;
+  if (split_pairs) *split_pairs = split / 2;
+  return chunk / 2;
 }
 
 // One output's state in the AMX order.
@@ -314,16 +398,17 @@ static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
 
 // The same order without any scratch memory (the fallback when the packing buffers cannot be
 // allocated, and the tests' reference): pairs are formed element by element from A and B or Bp.
-void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
-                         const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
+// Pc: the AMX order's chunk (pairs; 0: one chunk); Ps: where its second partial sum starts (pairs;
+// 0: none).
+static void unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
+                     float alpha, float *C, int ldc, int M, int N, int K, int Pc, int Ps) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
   bf16_order ord = order_for(M, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
-  int Pc = amx_chunk_pairs(M, N, K, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       float acc = 0.0f, sum = 0.0f;
-      amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
+      amx_state st = {0.0f, 0.0f, 0.0f, 0.0f}, st2 = st;
       if (ord >= ORDER_GEMM512) { // element by element from A and B (or Bp)
         vec_src a = {NULL, A + (size_t)i * lda, 1}, b = {NULL, trans_b ? B + (size_t)j * ldb : B + j, trans_b ? 1 : (size_t)ldb};
         if (Bp) b = (vec_src){Bp + (size_t)(j / STRIP) * P * STRIP + j % STRIP, NULL, STRIP};
@@ -340,16 +425,25 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
           float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
           bp = pair(lo, hi);
         }
-        if (ord == ORDER_AMX) amx_step(&st, ap, bp, p, P, Pc);
+        if (ord == ORDER_AMX && Ps > 0 && p >= Ps) amx_step(&st2, ap, bp, p - Ps, P - Ps, Pc);
+        else if (ord == ORDER_AMX) amx_step(&st, ap, bp, p, Ps > 0 ? Ps : P, Pc);
         else if (ord == ORDER_SEQ) acc = seq_step(acc, ap, bp);
         else {
           acc = pair_step(acc, ap, bp);
           end_of_pair(p, P, Pb, &acc, &sum);
         }
       }
+      if (ord == ORDER_AMX && Ps > 0) st.sum = st.sum + st2.sum;
       float v = alpha * (ord == ORDER_AMX ? st.sum : ord == ORDER_SEQ ? acc : sum);
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
     }
+}
+
+// The public reference: the chunks of one thread (gm_matmul_bf16 with threads = 1).
+void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
+                             const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
+  int Ps = 0, Pc = amx_chunk_pairs(M, N, K, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, 1, &Ps);
+  unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
 }
 
 // B given as floats (packed here, a strip at a time) or as pairs Bp [P, N] (packed once).
@@ -358,28 +452,61 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
-  uint32_t *Ap = pack_rows(A, lda, M, K);
-  if (!Ap) { gm_matmul_bf16_unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K); return; }
   const bool b_trans = Bp ? Bp[strips_size(K, N)] != 0 : trans_b;
   bf16_order ord = order_for(M, b_trans);
-  int Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K, b_trans) : 0;
+  // torch's thread count (the chunk and the K split depend on it for B as stored)
+  int Ps = 0, Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K, b_trans, threads, &Ps) : 0;
+  // with a K split, A's two parts packed apart (the kernels read rows of P pairs)
+  uint32_t *Ap = pack_rows(A, lda, M, Ps > 0 ? 2 * Ps : K);
+  uint32_t *Ap2 = Ap && Ps > 0 ? pack_rows(A + 2 * (size_t)Ps, lda, M, K - 2 * Ps) : NULL;
+  if (!Ap || (Ps > 0 && !Ap2)) {
+    free(Ap);
+    unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
+    return;
+  }
   bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx()
               : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
   if (threads > n_strips) threads = n_strips;
+  float *parts = Ps > 0 ? malloc(sizeof(float) * 2 * (size_t)M * STRIP * threads) : NULL;
+  if (Ps > 0 && !parts) {
+    free(Ap);
+    free(Ap2);
+    unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
+    return;
+  }
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     uint32_t *Bs = Bp ? NULL : aligned_alloc(64, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
+    // with a K split: this thread's two partial sums of a strip, [M, STRIP] each
+    float *part = parts ? parts + (size_t)omp_get_thread_num() * 2 * M * STRIP : NULL;
 #pragma omp for schedule(dynamic, 4)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
       if (!Bp && !Bs) { // no scratch for this thread: the same order, unpacked
-        gm_matmul_bf16_unpacked(A, lda, B + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, trans_b, NULL, bias ? bias + j0 : NULL,
-                     alpha, C + j0, ldc, M, nc, K);
+        unpacked(A, lda, B + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, trans_b, NULL, bias ? bias + j0 : NULL, alpha,
+                 C + j0, ldc, M, nc, K, Pc, Ps);
         continue;
       }
       const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
       if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
       const float *bj = bias ? bias + j0 : NULL;
+      if (Ps > 0) { // two partial sums (rows [0, Ps) and [Ps, P) of the strip), then alpha * (s1 + s2) (+ bias)
+        float *s1 = part, *s2 = part + (size_t)M * STRIP;
+        const uint32_t *strip2 = strip + (size_t)Ps * STRIP;
+        if (simd) {
+          gm_bf16_strip_amx(Ap, Ps, Pc, strip, STRIP, M, nc, 1.0f, NULL, s1, STRIP);
+          gm_bf16_strip_amx(Ap2, P - Ps, Pc, strip2, STRIP, M, nc, 1.0f, NULL, s2, STRIP);
+        } else {
+          strip_scalar_order(ord, Ap, Ps, 2 * Ps, Pc, strip, STRIP, M, nc, 1.0f, NULL, s1, STRIP);
+          strip_scalar_order(ord, Ap2, P - Ps, K - 2 * Ps, Pc, strip2, STRIP, M, nc, 1.0f, NULL, s2, STRIP);
+        }
+        for (int i = 0; i < M; i++)
+          for (int j = 0; j < nc; j++) {
+            float v = alpha * (s1[(size_t)i * STRIP + j] + s2[(size_t)i * STRIP + j]);
+            C[(size_t)i * ldc + j0 + j] = bj ? bj[j] + v : v;
+          }
+        continue;
+      }
       if (ord == ORDER_VDP) {
         if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
         else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
@@ -389,7 +516,9 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
     }
     free(Bs);
   }
+  free(parts);
   free(Ap);
+  free(Ap2);
 }
 
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
