@@ -52,6 +52,8 @@ static const product PRODUCTS[] = {
     {100, 2304, 768, 480, 384, 3, OP_LINEAR},   {300, 2304, 768, 768, 1152, 0, OP_LINEAR},
     {34, 3072, 768, 512, 512, 3, OP_LINEAR},    {128, 3072, 768, 448, 384, 4, OP_LINEAR},
     {200, 3072, 768, 512, 768, 2, OP_LINEAR},
+    // past 520 rows
+    {600, 3072, 768, 768, 1536, 0, OP_ADDMM},  {700, 3072, 768, 768, 768, 0, OP_ADDMM},
 };
 // The scalar twin and the unpacked reference only below this many multiply-adds (slow), and under
 // GPTMEG_QUICK below the second.
