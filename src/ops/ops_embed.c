@@ -84,16 +84,18 @@ static void batch_sum(float *out, const float *in, int B, int64_t ncols, gm_dtyp
   for (int64_t j = groups * group; j < ncols; j++) out[j] = ilp_sum(in + j, (size_t)ncols, B);
 }
 
+// w (C) = R(w + g): one f32 addition of two dtype values a column, one rounding (add_stub on a dtype
+// tensor; autograd's sum of two gradients).
+static void add_row(const gm_op_ctx *c, float *w, const float *g, int C) {
+  for (int j = 0; j < C; j++) w[j] = w[j] + g[j];
+  gm_op_round(c, w, (size_t)C);
+}
+
 int gm_op_embedding_bwd(const gm_op_ctx *c, float *dwte, float *dwpe, const float *dout, const int32_t *tokens, int B,
                         int T, int t0, int C, int V, int P) {
   if (dwte) {
     memset(dwte, 0, (size_t)V * C * sizeof(float));
-    for (int i = 0; i < B * T; i++) {
-      float *w = dwte + (size_t)tokens[i] * C;
-      const float *g = dout + (size_t)i * C;
-      for (int j = 0; j < C; j++) w[j] = w[j] + g[j];
-      gm_op_round(c, w, (size_t)C); // each add rounds: dwte is a dtype tensor
-    }
+    for (int i = 0; i < B * T; i++) add_row(c, dwte + (size_t)tokens[i] * C, dout + (size_t)i * C, C);
   }
   if (dwpe) {
     if (t0 < 0 || t0 + T > P) return gm_fail("embedding backward: positions %d..%d outside wpe's %d rows", t0, t0 + T - 1, P);
@@ -123,10 +125,7 @@ int gm_op_embedding_bwd_tied(const gm_op_ctx *c, float *dwte, const float *dout,
   // embedding_dense_backward's rows, only those a token touches: (b, t) order, one rounding per add
   for (int i = 0; i < n; i++) {
     if (slot[tokens[i]] < 0) slot[tokens[i]] = used++;
-    float *w = e + (size_t)slot[tokens[i]] * C;
-    const float *g = dout + (size_t)i * C;
-    for (int j = 0; j < C; j++) w[j] = w[j] + g[j];
-    gm_op_round(c, w, (size_t)C);
+    add_row(c, e + (size_t)slot[tokens[i]] * C, dout + (size_t)i * C, C);
   }
   // InputBuffer's sum: lm_head's gradient + the embedding's; untouched rows add +0 (so -0 -> +0)
 #pragma omp parallel for schedule(static) num_threads(c->threads) if (V > 1024)
@@ -135,9 +134,7 @@ int gm_op_embedding_bwd_tied(const gm_op_ctx *c, float *dwte, const float *dout,
     if (slot[v] < 0) {
       for (int j = 0; j < C; j++) w[j] = w[j] + 0.0f;
     } else {
-      const float *g = e + (size_t)slot[v] * C;
-      for (int j = 0; j < C; j++) w[j] = w[j] + g[j];
-      gm_op_round(c, w, (size_t)C);
+      add_row(c, w, e + (size_t)slot[v] * C, C);
     }
   }
   free(slot);
