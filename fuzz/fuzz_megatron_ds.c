@@ -44,9 +44,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (int i = 0; i < MAX_LAYER_FILES; i++) unlink(layer[i]);
   unlink(mp);
   while (part < 2 + MAX_LAYER_FILES) {
-    size_t end = at;
-    while (end + sl <= size && memcmp(data + end, sep, sl) != 0) end++;
-    if (end + sl > size) end = size;
+    size_t end = at; // the next separator (memchr to each '\n' first: a memcmp at every byte was a tenth of the run)
+    for (;;) {
+      const uint8_t *nl = end < size ? memchr(data + end, '\n', size - end) : NULL;
+      if (!nl || (size_t)(nl - data) + sl > size) { end = size; break; }
+      end = (size_t)(nl - data);
+      if (memcmp(data + end, sep, sl) == 0) break;
+      end++;
+    }
     const uint8_t *p = data + at;
     size_t n = end - at;
     if (part == 0) fz_write_path(latest, p, n);

@@ -204,7 +204,7 @@ int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info,
   if (n_lf) qsort(lf, (size_t)n_lf, sizeof *lf, cmp_lfile);
   // Rank 0's engine state: args, checkpoint_version, iteration (and 'module' without pipeline parallelism).
   gm_ckpt *sh = NULL, *lc = NULL;
-  gm_meg_meta *meta = calloc(DS_MAX_TP, sizeof *meta);
+  gm_meg_meta *meta = calloc(2, sizeof *meta); // [0]: rank 0's; [1]: each other TP rank's in turn (70 KB each)
   int tp = 0, pp = 1;
   char p[4400];
   if (!meta) rc = gm_fail("out of memory");
@@ -246,8 +246,9 @@ int gm_megatron_ds_open(gm_ckpt *c, gm_gpt2_config *cfg, gm_megatron_info *info,
     if (!rc) { sh[0] = m0c; memset(&m0c, 0, sizeof m0c); }
     for (int t = 1; t < tp && !rc; t++) {
       snprintf(p, sizeof p, "%s/mp_rank_%02d_model_states.pt", folder, t);
-      rc = gm_torch_open_megatron(&sh[t], p, &meta[t]);
-      if (!rc && !meta[t].has_module) rc = gm_fail("%s: no 'module' (DeepSpeed's model state)", p);
+      memset(&meta[1], 0, sizeof meta[1]);
+      rc = gm_torch_open_megatron(&sh[t], p, &meta[1]);
+      if (!rc && !meta[1].has_module) rc = gm_fail("%s: no 'module' (DeepSpeed's model state)", p);
     }
     if (!rc) rc = gm_meg_build(c, cfg, info, sh, m0, tp, 1, folder, trim_vocab);
     for (int t = 0; sh && t < tp; t++) gm_ckpt_close(&sh[t]);
