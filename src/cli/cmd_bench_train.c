@@ -65,7 +65,7 @@ int cmd_bench_train(int argc, char **argv) {
     gm_rng_seed(&r, 2);
     for (long i = 0; i < B * T; i++) ids[i] = (int32_t)(gm_rng_u64(&r) % (uint64_t)cfg.vocab_size);
     memset(src, 1, bytes);
-    memset(dst, 0, bytes);
+    memset(dst, 2, bytes); // not 0: the compiler may turn malloc + memset(0) into calloc, leaving the pages untouched
   }
   double *tgrad = tg, *topt = tg + steps + warmup, *tmem = topt + steps + warmup;
   for (long k = 0; !rc && k < steps + warmup; k++) {

@@ -59,7 +59,9 @@ float gm_clip_grad_norm_torch(float *const *grads, const size_t *ns, int k, doub
   if (k <= 0) return total;
   float coef = (1.0f / (total + (float)1e-6)) * (float)max_norm;
   if (coef > 1.0f) coef = 1.0f; // torch.clamp(max=1.0); a NaN coefficient stays NaN
-  scale_all(grads, ns, k, coef, threads);
+  // torch multiplies even by 1; g * 1.0f is g for every f32 (NaN, -0 and subnormals included), so
+  // that pass over every gradient is skipped.
+  if (coef != 1.0f) scale_all(grads, ns, k, coef, threads);
   return total;
 }
 
