@@ -4,6 +4,11 @@ on the same shape in the same run, and prints both side by side for each thread 
 torch / gptmeg (above 1: gptmeg is faster).
 
   python3 bench/train_vs_torch.py --gptmeg build/gptmeg [--threads 1 2] [--config gpt2|tiny] [--batch 4] [--seq 64]
+                                  [--dtype f32|bf16|f16]
+
+--dtype bf16 (f16): torch's model and AdamW run in pure bf16 (the issue's baseline: model.to(torch.bfloat16)),
+gptmeg runs its bf16-megatron (fp16-megatron) step: the backward on the bf16 copy, AdamW on f32 main weights,
+the copy refreshed; more optimizer work than pure bf16, the same forward and backward dtype.
 
 A step is zero_grad, forward with labels, loss.backward(), optimizer.step(); the figure is the median of
 --steps steps after --warmup ones.
@@ -23,6 +28,7 @@ ap.add_argument("--batch", type=int, default=4)
 ap.add_argument("--seq", type=int, default=64)
 ap.add_argument("--steps", type=int, default=5)
 ap.add_argument("--warmup", type=int, default=2)
+ap.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"])
 args = ap.parse_args()
 try:
     import torch
@@ -41,7 +47,7 @@ cfg._attn_implementation = "eager"
 def torch_step_seconds(threads, fused):
     torch.set_num_threads(threads)
     torch.manual_seed(1)
-    model = GPT2LMHeadModel(cfg).train()
+    model = GPT2LMHeadModel(cfg).train().to({"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[args.dtype])
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=fused)
     ids = torch.randint(0, cfg.vocab_size, (args.batch, args.seq))
     times = []
@@ -57,7 +63,7 @@ def torch_step_seconds(threads, fused):
 
 def gptmeg_step(threads):
     cmd = [args.gptmeg, "bench", "train", "--config", args.config, "--batch", str(args.batch), "--seq", str(args.seq),
-           "--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(threads), "--json"]
+           "--steps", str(args.steps), "--warmup", str(args.warmup), "--threads", str(threads), "--dtype", args.dtype, "--json"]
     try:
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         return json.loads(out.strip().splitlines()[-1])
@@ -66,7 +72,7 @@ def gptmeg_step(threads):
         return None
 
 
-print(f"one training step, GPT-2 {args.config}, B={args.batch}, T={args.seq}, torch {torch.__version__}")
+print(f"one training step, GPT-2 {args.config}, B={args.batch}, T={args.seq}, {args.dtype}, torch {torch.__version__}")
 for th in args.threads:
     t_def = torch_step_seconds(th, False)
     t_fused = torch_step_seconds(th, True)

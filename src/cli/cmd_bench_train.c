@@ -1,5 +1,6 @@
 // gptmeg bench train: the time of one training step (gm_gpt2_grad, then AdamW over every tensor)
-// on a random model, and the optimizer's bandwidth against memcpy of the same bytes measured in the
+// on a random model (--dtype bf16/f16: the bf16-megatron / fp16-megatron step without its loss
+// scale: the backward on the dtype copy, AdamW on the f32 main weights, the copy refreshed), and the optimizer's bandwidth against memcpy of the same bytes measured in the
 // same run. The baseline of the step itself is PyTorch's (bench/train_vs_torch.py runs both).
 #include "cli/cli.h"
 #include "gptmeg/train.h"
@@ -19,14 +20,17 @@ static double median(double *x, int n) {
 
 int cmd_bench_train(int argc, char **argv) {
   const char *usage = "usage: gptmeg bench train [--config gpt2|tiny|FILE.json] [--batch B] [--seq T] [--steps N] [--warmup W]\n"
-                      "                          [--threads N] [--fused] [--json]\n"
-                      "  Median time of one f32 training step (forward + backward, then AdamW; no gradient clipping) on a random model,\n"
+                      "                          [--threads N] [--fused] [--dtype f32|bf16|f16] [--json]\n"
+                      "  Median time of one training step (forward + backward, then AdamW; no gradient clipping) on a random model,\n"
+                      "  f32, or the bf16-megatron / fp16-megatron step (backward on the dtype copy of the weights, AdamW on the\n"
+                      "  f32 main weights, the copy refreshed; no loss scale),\n"
                       "  the two parts, and AdamW's GB/s (weights, grads and both moments read, weights and moments\n"
                       "  written: 28 bytes a parameter) against memcpy of as many bytes in the same run.\n";
   if (cli_wants_help(argc, argv)) { fputs(usage, stdout); return CLI_OK; }
   const char *cfg_s = "gpt2";
   long B = 4, T = 64, steps = 3, warmup = 1, threads = 0;
   bool json = false, fused = false;
+  gm_dtype dt = GM_F32;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v;
     long *dst = !strcmp(a, "--batch") ? &B : !strcmp(a, "--seq") ? &T : !strcmp(a, "--steps") ? &steps
@@ -37,6 +41,10 @@ int cmd_bench_train(int argc, char **argv) {
     } else if (!strcmp(a, "--config")) { if (!(cfg_s = cli_value("bench train", argc, argv, &i))) return CLI_USAGE; }
     else if (!strcmp(a, "--json")) json = true;
     else if (!strcmp(a, "--fused")) fused = true;
+    else if (!strcmp(a, "--dtype")) {
+      if (!(v = cli_value("bench train", argc, argv, &i))) return CLI_USAGE;
+      if (gm_dtype_parse(v, &dt)) return cli_usage_error("bench train", "--dtype: %s", gm_errmsg());
+    }
     else return cli_usage_error("bench train", "unknown option '%s'", a);
   }
   gm_gpt2_config cfg;
@@ -45,10 +53,17 @@ int cmd_bench_train(int argc, char **argv) {
   else if (gm_config_load(cfg_s, &cfg)) return cli_fail("%s", gm_errmsg());
   if (T > cfg.n_positions) return cli_fail("--seq %ld exceeds n_positions %d", T, cfg.n_positions);
   gm_profile p;
-  gm_profile_get("hf", GM_F32, &p);
-  gm_gpt2 m, g;
+  if (gm_profile_get("hf", dt, &p)) return cli_fail("--dtype: %s", gm_errmsg());
+  gm_gpt2 m, g, work; // the f32 (main) weights, the gradients, the dtype copy the backward runs on
+  memset(&work, 0, sizeof work);
   if (gm_gpt2_init_random(&m, &cfg, 1)) return cli_fail("%s", gm_errmsg());
-  if (gm_gpt2_alloc_like(&g, &m)) { gm_gpt2_free(&m); return cli_fail("%s", gm_errmsg()); }
+  if (dt != GM_F32 && (gm_gpt2_alloc_like(&work, &m) || gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, &m))) {
+    gm_gpt2_free(&work);
+    gm_gpt2_free(&m);
+    return cli_fail("%s", gm_errmsg());
+  }
+  const gm_gpt2 *w = dt != GM_F32 ? &work : &m;
+  if (gm_gpt2_alloc_like(&g, w)) { gm_gpt2_free(&work); gm_gpt2_free(&m); return cli_fail("%s", gm_errmsg()); }
   gm_train_opts o;
   gm_train_opts_default(&o);
   o.profile = &p;
@@ -73,10 +88,11 @@ int cmd_bench_train(int argc, char **argv) {
     float loss;
     gm_gpt2_grad_opts go = {&p, ids, NULL, (int)B, (int)T, (int)threads, 1.0f, NULL};
     double t0 = gm_now_s();
-    rc = gm_gpt2_grad(&m, &go, &g, &loss, NULL);
+    rc = gm_gpt2_grad(w, &go, &g, &loss, NULL);
     double t1 = gm_now_s();
     s.step = k + 1;
-    if (!rc) rc = gm_train_optimizer_step(&m, &g, &s, &o, 1e-4, NULL);
+    if (!rc) rc = gm_train_optimizer_step(&m, &g, &s, &o, 1e-4, NULL); // g's f32 storage: the main gradients
+    if (!rc && dt != GM_F32) rc = gm_gpt2_set_weights(&work, &m);
     double t2 = gm_now_s();
     memcpy(dst, src, bytes); // the optimizer's bytes moved once, as a baseline
     double t3 = gm_now_s();
@@ -89,18 +105,20 @@ int cmd_bench_train(int argc, char **argv) {
     double ob = 28.0 * (double)m.n_params, mb = 2.0 * (double)bytes; // memcpy reads and writes its bytes
     if (json)
       printf("{\"config\": \"%s\", \"batch\": %ld, \"seq\": %ld, \"threads\": %d, \"n_params\": %llu, \"step_s\": %.6f, "
-             "\"grad_s\": %.6f, \"optim_s\": %.6f, \"optim_gbps\": %.3f, \"memcpy_gbps\": %.3f, \"fused\": %s}\n",
+             "\"grad_s\": %.6f, \"optim_s\": %.6f, \"optim_gbps\": %.3f, \"memcpy_gbps\": %.3f, \"fused\": %s, \"dtype\": \"%s\"}\n",
              cfg_s, B, T, o.threads > 0 ? o.threads : 0, (unsigned long long)m.n_params, gs + os, gs, os, ob / os * 1e-9,
-             mb / ms * 1e-9, fused ? "true" : "false");
+             mb / ms * 1e-9, fused ? "true" : "false", gm_dtype_name(dt));
     else
-      printf("training step (%s, B %ld, T %ld, %llu parameters): %.3f s = forward+backward %.3f s + AdamW%s %.4f s\n"
+      printf("training step (%s %s, B %ld, T %ld, %llu parameters): %.3f s = forward+backward %.3f s + AdamW%s%s %.4f s\n"
              "AdamW moves %.0f MB: %.1f GB/s; memcpy of %.0f MB in the same run: %.1f GB/s (AdamW at %.2f of memcpy)\n",
-             cfg_s, B, T, (unsigned long long)m.n_params, gs + os, gs, fused ? " (fused)" : "", os, ob * 1e-6,
+             cfg_s, gm_dtype_name(dt), B, T, (unsigned long long)m.n_params, gs + os, gs, fused ? " (fused)" : "",
+             dt != GM_F32 ? " and the dtype copy" : "", os, ob * 1e-6,
              ob / os * 1e-9, mb * 1e-6, mb / ms * 1e-9, (ob / os) / (mb / ms));
   }
   if (ids && tg && src && dst) gm_train_state_free(&s);
   free(ids), free(tg), free(src), free(dst);
   gm_gpt2_free(&g);
+  gm_gpt2_free(&work);
   gm_gpt2_free(&m);
   return rc ? cli_fail("%s", gm_errmsg()) : CLI_OK;
 }
