@@ -353,8 +353,12 @@ static bool have_avx512bf16(void) { return gm_cpu_simd() == GM_SIMD_AVX512 && gm
 // One bf16 pair (element k = 2p in the low half, 2p + 1 in the high half; zero past K).
 static uint32_t pair(float lo, float hi) { return (uint32_t)bf16_daz(lo) | (uint32_t)bf16_daz(hi) << 16; }
 
-// Pairs of op(B) [K, N] into rows of stride ldp.
+// Pairs of op(B) [K, N] into rows of stride ldp (AVX-512: matmul_bf16_pack_avx512.c, the same words).
 static void pack_cols(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp, int ldp) {
+  if (gm_cpu_simd() == GM_SIMD_AVX512) {
+    gm_bf16_pack_cols_avx512(B, ldb, trans_b, K, N, Bp, ldp);
+    return;
+  }
   int P = (K + 1) / 2;
   for (int p = 0; p < P; p++)
     for (int j = 0; j < N; j++) {
@@ -388,6 +392,10 @@ static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
   size_t bytes = (size_t)M * (P > 0 ? P : 1) * sizeof(uint32_t);
   uint32_t *Ap = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!Ap) return NULL;
+  if (gm_cpu_simd() == GM_SIMD_AVX512) {
+    gm_bf16_pack_rows_avx512(A, lda, M, K, Ap);
+    return Ap;
+  }
   for (int i = 0; i < M; i++)
     for (int p = 0; p < P; p++) {
       const float *a = A + (size_t)i * lda + 2 * p;

@@ -1,0 +1,95 @@
+// AVX-512 packing of gm_matmul_bf16's operands into bf16 pairs (matmul_bf16.c's pack_cols and
+// pack_rows, the same words): no arithmetic, so no numerics of its own. Each f32 input is taken
+// as the bf16 it holds (its high 16 bits; the operands are bf16 values stored as f32), with a
+// subnormal flushed to a zero of its sign, as oneDNN's packing does; word p of a row or column is
+// element 2p in the low half and element 2p + 1 in the high half, 0 past K.
+#include <immintrin.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/matmul/matmul_isa.h"
+
+// 16 f32 as their bit patterns, subnormals (exponent 0) flushed to a signed zero; lanes off in m
+// read as 0.
+static inline __m512i load_daz(__mmask16 m, const float *p) {
+  __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, p));
+  __mmask16 normal = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+  return _mm512_mask_mov_epi32(_mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)), normal, u);
+}
+
+// The 16 pair words of 32 consecutive elements (u0: elements 0-15, u1: 16-31): word q takes the high
+// halves of elements 2q and 2q + 1 (16-bit lanes 4q + 1 and 4q + 3 of the two vectors together).
+static inline __m512i pairs_of(__m512i u0, __m512i u1) {
+  const __m512i odd = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33, 31, 29, 27, 25,
+                                       23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  return _mm512_permutex2var_epi16(u0, odd, u1);
+}
+
+static inline __mmask16 first(int n) { return n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : 0; }
+
+// The pair words p0 .. p0 + 15 of one row of K elements (row[2p], row[2p + 1]).
+static inline __m512i row_pairs(const float *row, int K, int p0) {
+  int k0 = 2 * p0;
+  return pairs_of(load_daz(first(K - k0), row + k0), load_daz(first(K - k0 - 16), row + k0 + 16));
+}
+
+// out[t] = lane q of in[q] at position t (a 16 x 16 transpose of 32-bit words).
+static inline void transpose16_epi32(const __m512i in[16], __m512i out[16]) {
+  __m512i t[16], u[16];
+  for (int p = 0; p < 8; p++) {
+    t[2 * p] = _mm512_unpacklo_epi32(in[2 * p], in[2 * p + 1]);
+    t[2 * p + 1] = _mm512_unpackhi_epi32(in[2 * p], in[2 * p + 1]);
+  }
+  for (int g = 0; g < 4; g++) {
+    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  for (int c = 0; c < 4; c++) {
+    __m512i lo01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), lo23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
+    __m512i hi01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee), hi23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
+    out[c] = _mm512_shuffle_i32x4(lo01, lo23, 0x88);
+    out[4 + c] = _mm512_shuffle_i32x4(lo01, lo23, 0xdd);
+    out[8 + c] = _mm512_shuffle_i32x4(hi01, hi23, 0x88);
+    out[12 + c] = _mm512_shuffle_i32x4(hi01, hi23, 0xdd);
+  }
+}
+
+// Bp[p * ldp + j] for p < ceil(K/2), j < N: the pairs of op(B) [K, N] (B [K, N] row stride ldb, or
+// B^T: B [N, K]). Nothing else of Bp is written.
+void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp, int ldp) {
+  const int P = (K + 1) / 2;
+  if (!trans_b) { // rows 2p and 2p + 1 of B, lane by lane
+    for (int p = 0; p < P; p++) {
+      const float *lo = B + (size_t)(2 * p) * ldb, *hi = lo + ldb;
+      bool has_hi = 2 * p + 1 < K;
+      for (int j = 0; j < N; j += 16) {
+        __mmask16 m = first(N - j);
+        __m512i l = load_daz(m, lo + j), h = has_hi ? load_daz(m, hi + j) : _mm512_setzero_si512();
+        __m512i w = _mm512_or_si512(_mm512_srli_epi32(l, 16), _mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u)));
+        _mm512_mask_storeu_epi32(Bp + (size_t)p * ldp + j, m, w);
+      }
+    }
+    return;
+  }
+  for (int j = 0; j < N; j += 16) { // 16 rows of B (columns of op(B)) by 16 pairs, transposed
+    const int nj = N - j < 16 ? N - j : 16;
+    for (int p0 = 0; p0 < P; p0 += 16) {
+      __m512i r[16], T[16];
+      for (int q = 0; q < 16; q++) r[q] = q < nj ? row_pairs(B + (size_t)(j + q) * ldb, K, p0) : _mm512_setzero_si512();
+      transpose16_epi32(r, T);
+      const int np = P - p0 < 16 ? P - p0 : 16;
+      for (int t = 0; t < np; t++) _mm512_mask_storeu_epi32(Bp + (size_t)(p0 + t) * ldp + j, first(nj), T[t]);
+    }
+  }
+}
+
+// Ap[i * P + p] for i < M, p < P = ceil(K/2): the pairs of each row of A [M, K] (row stride lda).
+void gm_bf16_pack_rows_avx512(const float *A, int lda, int M, int K, uint32_t *Ap) {
+  const int P = (K + 1) / 2;
+  for (int i = 0; i < M; i++)
+    for (int p0 = 0; p0 < P; p0 += 16)
+      _mm512_mask_storeu_epi32(Ap + (size_t)i * P + p0, first(P - p0), row_pairs(A + (size_t)i * lda, K, p0));
+}

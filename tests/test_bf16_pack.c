@@ -1,0 +1,96 @@
+// The AVX-512 pair packing of gm_matmul_bf16's operands (src/kernels/matmul/matmul_bf16_pack_avx512.c)
+// gives the words of the scalar packing (GPTMEG_SIMD=scalar), for B as stored and transposed, odd
+// and even K, column counts off the 16-lane grid, and inputs holding subnormals of both signs,
+// -0, infinities and NaN (flushed or kept as the scalar code does): through gm_bf16_pack (B) and
+// through the products of gm_matmul_bf16 under the intel-amx target, whose A is packed the same way
+// (the AMX or AVX512-BF16 kernel against its scalar twin, bit for bit). Skipped without AVX-512.
+#include "harness.h"
+
+#include "gptmeg/cpu.h"
+#include "gptmeg/kernels.h"
+#include "gptmeg/target.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// A bf16 value (as f32) for index i: mostly ordinary values, with the special ones spread in.
+static float value(uint32_t i) {
+  uint32_t h = i * 2654435761u;
+  switch (h % 23) {
+  case 0: { uint32_t u = 0x00010000u | ((h >> 8) & 0x007f0000u); float f; memcpy(&f, &u, 4); return f; } // +subnormal
+  case 1: { uint32_t u = 0x80010000u | ((h >> 8) & 0x007f0000u); float f; memcpy(&f, &u, 4); return f; } // -subnormal
+  case 2: return -0.0f;
+  case 3: return (h >> 5) & 1 ? INFINITY : -INFINITY;
+  case 4: return NAN;
+  default: break;
+  }
+  uint32_t u = (((h >> 7) & 0x1ffu) + 0x3c00u) << 16 | ((h >> 3) & 1u) << 31;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static float finite_value(uint32_t i) {
+  float v = value(i);
+  return isfinite(v) ? v : 0.5f;
+}
+
+static void check_pack(int K, int N, bool trans_b) {
+  size_t n = (size_t)K * N, words = gm_bf16_packed_size(K, N);
+  float *B = malloc(n * sizeof *B);
+  uint32_t *ps = malloc(words * sizeof *ps), *pv = malloc(words * sizeof *pv);
+  if (!B || !ps || !pv) { CHECK(false, "out of memory"); free(B); free(ps); free(pv); return; }
+  for (size_t i = 0; i < n; i++) B[i] = value((uint32_t)(i + 7 * (size_t)K));
+  int ldb = trans_b ? K : N;
+  setenv("GPTMEG_SIMD", "scalar", 1);
+  gm_bf16_pack(B, ldb, trans_b, K, N, ps);
+  unsetenv("GPTMEG_SIMD");
+  gm_bf16_pack(B, ldb, trans_b, K, N, pv);
+  size_t bad = 0, first = 0;
+  for (size_t w = 0; w < words; w++)
+    if (ps[w] != pv[w] && !bad++) first = w;
+  CHECK(bad == 0, "gm_bf16_pack K %d N %d %s: %zu of %zu words differ from the scalar packing (first at %zu: %08x vs %08x)", K, N,
+        trans_b ? "B^T" : "B", bad, words, first, bad ? pv[first] : 0u, bad ? ps[first] : 0u);
+  free(B);
+  free(ps);
+  free(pv);
+}
+
+// gm_matmul_bf16 (A packed by rows, B by columns at call time) against its scalar twin.
+static void check_product(int M, int N, int K, bool trans_b) {
+  float *A = malloc((size_t)M * K * sizeof *A), *B = malloc((size_t)K * N * sizeof *B);
+  float *cs = malloc((size_t)M * N * sizeof *cs), *cv = malloc((size_t)M * N * sizeof *cv);
+  if (!A || !B || !cs || !cv) { CHECK(false, "out of memory"); free(A); free(B); free(cs); free(cv); return; }
+  for (size_t i = 0; i < (size_t)M * K; i++) A[i] = finite_value((uint32_t)i * 3u + 1u);
+  for (size_t i = 0; i < (size_t)K * N; i++) B[i] = finite_value((uint32_t)i * 5u + 2u);
+  int ldb = trans_b ? K : N;
+  setenv("GPTMEG_SIMD", "scalar", 1);
+  gm_matmul_bf16(A, K, B, ldb, trans_b, NULL, 1.0f, cs, N, M, N, K, 1);
+  unsetenv("GPTMEG_SIMD");
+  gm_matmul_bf16(A, K, B, ldb, trans_b, NULL, 1.0f, cv, N, M, N, K, 1);
+  int d = test_count_diff(cs, cv, (size_t)M * N);
+  CHECK(d == 0, "gm_matmul_bf16 M %d N %d K %d %s: %d of %d outputs differ from the scalar twin", M, N, K, trans_b ? "B^T" : "B", d,
+        M * N);
+  free(A);
+  free(B);
+  free(cs);
+  free(cv);
+}
+
+int main(void) {
+  if (gm_cpu_simd() != GM_SIMD_AVX512) {
+    test_skip("bf16 pair packing", "no AVX-512 here: the scalar packing is the only one");
+    return test_done("test_bf16_pack");
+  }
+  static const int Ks[] = {1, 2, 3, 16, 31, 32, 33, 64, 65, 97, 768};
+  static const int Ns[] = {1, 5, 16, 17, 31, 32, 33, 64, 100};
+  for (size_t a = 0; a < sizeof Ks / sizeof Ks[0]; a++)
+    for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
+      for (int t = 0; t < 2; t++) check_pack(Ks[a], Ns[b], t == 1);
+  gm_torch_target_set(GM_TT_INTEL_AMX);
+  static const int shapes[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {33, 64, 768}};
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+    for (int t = 0; t < 2; t++) check_product(shapes[s][0], shapes[s][1], shapes[s][2], t == 1);
+  return test_done("test_bf16_pack");
+}
