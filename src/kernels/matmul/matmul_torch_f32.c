@@ -309,6 +309,72 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
   }
 }
 
+// Which driver runs the packed f32 products on AVX-512: the strip driver (shaped on Zen 4, where
+// it beats torch) or the blocked one (Intel cores). GPTMEG_F32_GEMM=strip|blocked picks one for
+// tests and comparisons, read on every call; otherwise the blocked driver runs on Intel CPUs. Both
+// give the same bits: the choice is a speed choice.
+static bool blocked_driver(void) {
+  const char *e = getenv("GPTMEG_F32_GEMM");
+  if (e && !strcmp(e, "strip")) return false;
+  if (e && !strcmp(e, "blocked")) return true;
+  return gm_cpu_host()->vendor_id == GM_CPU_VENDOR_INTEL;
+}
+
+enum { GROUP_STRIPS = 8 }; // strips packed together per K block (8 x 64 columns x 384 k: 768 KB, in L2)
+enum { PANEL_ROWS = 192 }; // rows of A walked against one packed group at a time (192 x 384 k: 288 KB)
+
+// The blocked driver (GotoBLAS's loop order, AVX-512, Intel): each thread owns a contiguous run of
+// 64-column strips; for each K block in order, the strips of a group of GROUP_STRIPS are packed
+// together ([kc, 64] each, alpha applied, zero-padded: B read once per block, row by row, or in
+// 16 x 16 tiles when transposed), then PANEL_ROWS rows at a time meet every strip of the group
+// (the panel kernel: six rows by 64 columns, the strip kernel's chains over the block). A's block
+// [rows, kc] and the group stay in L2 where the strip driver read all of A for every strip. Each
+// output still gets one chain per K block, the blocks added onto C in order: the same bits.
+static void blocked_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float *C,
+                         int ldc, int M, int N, int K, int threads, const f32_order o) {
+  int n_strips = (N + STRIP - 1) / STRIP;
+  if (threads > n_strips) threads = n_strips;
+  int kc_max = 0;
+  for (int k0 = 0, k1; k0 < K; k0 = k1) {
+    k1 = gm_f32_torch_block_end_for(o.blocks, K, k0);
+    if (k1 - k0 > kc_max) kc_max = k1 - k0;
+  }
+#pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
+  {
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int s0 = (int)((int64_t)n_strips * t / nt), s1 = (int)((int64_t)n_strips * (t + 1) / nt);
+    int g_max = s1 - s0 < GROUP_STRIPS ? s1 - s0 : GROUP_STRIPS;
+    float *Bp = s1 > s0 ? aligned_alloc(64, (size_t)kc_max * g_max * STRIP * sizeof(float)) : NULL;
+    if (s1 > s0 && !Bp) { // no memory for the packed group: the definition itself
+      int j1 = s1 * STRIP < N ? s1 * STRIP : N;
+      matmul_scalar(A, lda, B, ldb, trans_b, bias, o, C, ldc, M, s0 * STRIP, j1, K);
+    }
+    for (int k0 = 0, k1; Bp && k0 < K; k0 = k1) {
+      k1 = gm_f32_torch_block_end_for(o.blocks, K, k0);
+      int kc = k1 - k0;
+      for (int g0 = s0; g0 < s1; g0 += GROUP_STRIPS) {
+        int gs = s1 - g0 < GROUP_STRIPS ? s1 - g0 : GROUP_STRIPS;
+        int j0 = g0 * STRIP, nc = N - j0 < gs * STRIP ? N - j0 : gs * STRIP;
+        if (trans_b)
+          for (int s = 0; s < gs; s++)
+            gm_f32_torch_pack_trans_avx512(B + (size_t)(j0 + s * STRIP) * ldb + k0, ldb,
+                                           nc - s * STRIP < STRIP ? nc - s * STRIP : STRIP, kc, o.b_scale,
+                                           Bp + (size_t)s * kc * STRIP);
+        else gm_f32_torch_pack_rows_avx512(B + (size_t)k0 * ldb + j0, ldb, nc, kc, o.b_scale, Bp);
+        for (int i0 = 0; i0 < M; i0 += PANEL_ROWS) {
+          int mc = M - i0 < PANEL_ROWS ? M - i0 : PANEL_ROWS;
+          for (int s = 0; s < gs; s++) {
+            int js = j0 + s * STRIP, ncs = nc - s * STRIP < STRIP ? nc - s * STRIP : STRIP;
+            gm_f32_torch_panel_avx512(A + (size_t)i0 * lda + k0, lda, Bp + (size_t)s * kc * STRIP, mc, ncs, kc, k0 == 0,
+                                      bias ? bias + js : NULL, C + (size_t)i0 * ldc + js, ldc, o.post);
+          }
+        }
+      }
+    }
+    free(Bp);
+  }
+}
+
 // The product in order o (gm_matmul_f32_torch's body).
 static void matmul_order(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads, const f32_order o) {
@@ -359,6 +425,10 @@ static void matmul_order(const float *A, int lda, const float *B, int ldb, bool 
         gm_f32_torch_row_trans_avx2(A, B + (size_t)j0 * ldb, ldb, nc, K, alpha, bias ? bias + j0 : NULL, C + j0, o.blocks,
                                     o.post);
     }
+    return;
+  }
+  if (simd && (M > 6 || trans_b) && blocked_driver()) {
+    blocked_path(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, o);
     return;
   }
   // B's strip is copied contiguous ([K, 64], times alpha) when it is transposed (a transpose per

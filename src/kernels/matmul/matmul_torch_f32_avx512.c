@@ -47,18 +47,22 @@ static inline __attribute__((always_inline)) void block_chains(int nr, bool full
 
 static void block_chains_rows(int R, bool full, const float *const a[ROWS], const float *B, int ldb, int k0, int k1,
                               const __mmask16 m[VECS], __m512 acc[ROWS][VECS]) {
-  if (full && R == ROWS) {
-    block_chains(ROWS, true, a, B, ldb, k0, k1, m, acc);
-    return;
-  }
-  switch (R) {
-  case 1: block_chains(1, false, a, B, ldb, k0, k1, m, acc); break;
-  case 2: block_chains(2, false, a, B, ldb, k0, k1, m, acc); break;
-  case 3: block_chains(3, false, a, B, ldb, k0, k1, m, acc); break;
-  case 4: block_chains(4, false, a, B, ldb, k0, k1, m, acc); break;
-  case 5: block_chains(5, false, a, B, ldb, k0, k1, m, acc); break;
-  default: block_chains(ROWS, false, a, B, ldb, k0, k1, m, acc); break;
-  }
+  if (full) switch (R) {
+    case 1: block_chains(1, true, a, B, ldb, k0, k1, m, acc); break;
+    case 2: block_chains(2, true, a, B, ldb, k0, k1, m, acc); break;
+    case 3: block_chains(3, true, a, B, ldb, k0, k1, m, acc); break;
+    case 4: block_chains(4, true, a, B, ldb, k0, k1, m, acc); break;
+    case 5: block_chains(5, true, a, B, ldb, k0, k1, m, acc); break;
+    default: block_chains(ROWS, true, a, B, ldb, k0, k1, m, acc); break;
+    }
+  else switch (R) {
+    case 1: block_chains(1, false, a, B, ldb, k0, k1, m, acc); break;
+    case 2: block_chains(2, false, a, B, ldb, k0, k1, m, acc); break;
+    case 3: block_chains(3, false, a, B, ldb, k0, k1, m, acc); break;
+    case 4: block_chains(4, false, a, B, ldb, k0, k1, m, acc); break;
+    case 5: block_chains(5, false, a, B, ldb, k0, k1, m, acc); break;
+    default: block_chains(ROWS, false, a, B, ldb, k0, k1, m, acc); break;
+    }
 }
 
 // C[:, strip] for ncols (<= 64) columns of B [K, ncols] (row stride ldb, alpha already applied):
@@ -92,6 +96,70 @@ void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb,
           if (k0 > 0) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
           else if (bias) s = _mm512_add_ps(vb[v], s);
           _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
+        }
+      }
+    }
+  }
+}
+
+// One K block [k0, k0 + kc) of C[0..M, 0..ncols) (ncols <= 64) from a packed strip Bs [kc, 64]
+// (alpha applied, columns past ncols zero, so every load of B is a plain one) and A already
+// offset to column k0: six rows at a time, each output's chain over the block from zero (the
+// strip kernel's chains), then post times it, then onto C (first: onto the bias, or stored alone).
+void gm_f32_torch_panel_avx512(const float *A, int lda, const float *Bs, int M, int ncols, int kc, bool first,
+                               const float *bias, float *C, int ldc, float post) {
+  __m512 vpost = _mm512_set1_ps(post);
+  __mmask16 m[VECS];
+  for (int v = 0; v < VECS; v++) {
+    int n = ncols - 16 * v;
+    m[v] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : 0;
+  }
+  __m512 vb[VECS];
+  for (int v = 0; v < VECS; v++) vb[v] = bias ? _mm512_maskz_loadu_ps(m[v], bias + 16 * v) : _mm512_setzero_ps();
+  for (int i = 0; i < M; i += ROWS) {
+    int R = M - i < ROWS ? M - i : ROWS;
+    const float *a[ROWS];
+    for (int r = 0; r < ROWS; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
+    __m512 acc[ROWS][VECS];
+    block_chains_rows(R, true, a, Bs, STRIP, 0, kc, m, acc);
+    for (int r = 0; r < R; r++) {
+      float *c = C + (size_t)(i + r) * ldc;
+      for (int v = 0; v < VECS; v++) {
+        if (!m[v]) continue;
+        __m512 s = acc[r][v];
+        if (post != 1.0f) s = _mm512_mul_ps(vpost, s);
+        if (!first) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
+        else if (bias) s = _mm512_add_ps(vb[v], s);
+        _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
+      }
+    }
+  }
+}
+
+// Bs = ns strips, each [kc, 64] (strip s at Bs + s * kc * 64), of alpha times B [kc, ncols] as
+// stored (row stride ldb): row by row, so each row of B is read once, in order; columns past ncols
+// zero. scale: alpha != 1 (without it B's bits are copied as they are).
+void gm_f32_torch_pack_rows_avx512(const float *B, int ldb, int ncols, int kc, float alpha, float *Bs) {
+  const __m512 va = _mm512_set1_ps(alpha);
+  const bool scale = alpha != 1.0f;
+  const int ns = (ncols + STRIP - 1) / STRIP;
+  for (int k = 0; k < kc; k++) {
+    const float *b = B + (size_t)k * ldb;
+    for (int s = 0; s < ns; s++) {
+      float *d = Bs + ((size_t)s * kc + k) * STRIP;
+      int n = ncols - s * STRIP;
+      if (n >= STRIP) {
+#pragma GCC unroll 4
+        for (int v = 0; v < VECS; v++) {
+          __m512 x = _mm512_loadu_ps(b + s * STRIP + 16 * v);
+          _mm512_storeu_ps(d + 16 * v, scale ? _mm512_mul_ps(va, x) : x);
+        }
+      } else {
+        for (int v = 0; v < VECS; v++) {
+          int w = n - 16 * v;
+          __mmask16 mv = w >= 16 ? (__mmask16)0xffff : w > 0 ? (__mmask16)((1u << w) - 1u) : 0;
+          __m512 x = _mm512_maskz_loadu_ps(mv, b + s * STRIP + 16 * v);
+          _mm512_storeu_ps(d + 16 * v, scale ? _mm512_mul_ps(va, x) : x);
         }
       }
     }
