@@ -48,6 +48,11 @@ void gm_f32_torch_dot16_avx512(const float *A, int lda, const float *B, int ldb,
 void gm_f32_torch_dot16_avx2(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                              int ldc, int M, int j0, int j1, int K);
 
+// matmul_peak_avx512.c / matmul_peak_avx2.c: twelve independent FMA chains over iters steps (the
+// peak gm_f32_fma_peak_gflops measures); returns their sum so the work is kept.
+float gm_fma_chains_avx512(long iters);
+float gm_fma_chains_avx2(long iters);
+
 // ---- f16 values, PyTorch's reduced-type orders (matmul_torch_f16.c) -----------------------------
 // matmul_torch_f16_avx512.c: B as stored, a strip for M rows and one row (B f32 or f16 bits);
 // B transposed, a block of rows [i0, i1) by columns [j0, j1) (B f32 or f16 bits).
