@@ -25,6 +25,7 @@ void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, f
 void gm_f32_torch_panel_avx512(const float *A, int lda, const float *Bs, int M, int ncols, int kc, bool first,
                                const float *bias, float *C, int ldc, float post);
 void gm_f32_torch_pack_rows_avx512(const float *B, int ldb, int ncols, int kc, float alpha, float *Bs);
+void gm_f32_torch_pack_trans_pf_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
 void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
                                     const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,

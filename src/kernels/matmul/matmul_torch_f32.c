@@ -324,12 +324,13 @@ enum { GROUP_STRIPS = 8 }; // strips packed together per K block (8 x 64 columns
 enum { PANEL_ROWS = 192 }; // rows of A walked against one packed group at a time (192 x 384 k: 288 KB)
 
 // The blocked driver (GotoBLAS's loop order, AVX-512, Intel): each thread owns a contiguous run of
-// 64-column strips; for each K block in order, the strips of a group of GROUP_STRIPS are packed
-// together ([kc, 64] each, alpha applied, zero-padded: B read once per block, row by row, or in
-// 16 x 16 tiles when transposed), then PANEL_ROWS rows at a time meet every strip of the group
-// (the panel kernel: six rows by 64 columns, the strip kernel's chains over the block). A's block
-// [rows, kc] and the group stay in L2 where the strip driver read all of A for every strip. Each
-// output still gets one chain per K block, the blocks added onto C in order: the same bits.
+// 64-column strips, taken GROUP_STRIPS at a time; for each K block in order, the group's strips are
+// packed together ([kc, 64] each, alpha applied, zero-padded: B read once, row by row with rows
+// prefetched, or in 16 x 16 tiles when transposed), then PANEL_ROWS rows at a time meet every strip
+// of the group (the panel kernel: six rows by 64 columns, the strip kernel's chains over the block).
+// A's block [rows, kc], the packed group and the group's columns of C stay in L2, where the strip
+// driver read all of A for every strip. Each output still gets one chain per K block, the blocks
+// added onto C in order: the same bits.
 static void blocked_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float *C,
                          int ldc, int M, int N, int K, int threads, const f32_order o) {
   int n_strips = (N + STRIP - 1) / STRIP;
@@ -349,17 +350,17 @@ static void blocked_path(const float *A, int lda, const float *B, int ldb, bool 
       int j1 = s1 * STRIP < N ? s1 * STRIP : N;
       matmul_scalar(A, lda, B, ldb, trans_b, bias, o, C, ldc, M, s0 * STRIP, j1, K);
     }
-    for (int k0 = 0, k1; Bp && k0 < K; k0 = k1) {
-      k1 = gm_f32_torch_block_end_for(o.blocks, K, k0);
-      int kc = k1 - k0;
-      for (int g0 = s0; g0 < s1; g0 += GROUP_STRIPS) {
-        int gs = s1 - g0 < GROUP_STRIPS ? s1 - g0 : GROUP_STRIPS;
-        int j0 = g0 * STRIP, nc = N - j0 < gs * STRIP ? N - j0 : gs * STRIP;
+    for (int g0 = s0; Bp && g0 < s1; g0 += GROUP_STRIPS) {
+      int gs = s1 - g0 < GROUP_STRIPS ? s1 - g0 : GROUP_STRIPS;
+      int j0 = g0 * STRIP, nc = N - j0 < gs * STRIP ? N - j0 : gs * STRIP;
+      for (int k0 = 0, k1; k0 < K; k0 = k1) {
+        k1 = gm_f32_torch_block_end_for(o.blocks, K, k0);
+        int kc = k1 - k0;
         if (trans_b)
           for (int s = 0; s < gs; s++)
-            gm_f32_torch_pack_trans_avx512(B + (size_t)(j0 + s * STRIP) * ldb + k0, ldb,
-                                           nc - s * STRIP < STRIP ? nc - s * STRIP : STRIP, kc, o.b_scale,
-                                           Bp + (size_t)s * kc * STRIP);
+            gm_f32_torch_pack_trans_pf_avx512(B + (size_t)(j0 + s * STRIP) * ldb + k0, ldb,
+                                              nc - s * STRIP < STRIP ? nc - s * STRIP : STRIP, kc, o.b_scale,
+                                              Bp + (size_t)s * kc * STRIP);
         else gm_f32_torch_pack_rows_avx512(B + (size_t)k0 * ldb + j0, ldb, nc, kc, o.b_scale, Bp);
         for (int i0 = 0; i0 < M; i0 += PANEL_ROWS) {
           int mc = M - i0 < PANEL_ROWS ? M - i0 : PANEL_ROWS;
