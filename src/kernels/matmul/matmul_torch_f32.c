@@ -10,6 +10,11 @@
 // small-matrix path B is not scaled and each block's sum is multiplied by alpha before it is added,
 // on its packed path (big products) alpha is folded into B as here (gptmeg/kernels.h). The
 // same kernels run both: they take the block schedule and that per-block factor (post).
+// Speed only, never bits: on AVX-512 the packed products run the strip driver (B's 64-column strip
+// copied whole, every row of A against it; shaped for Zen 4's one 512-bit FMA pipe, where it beats
+// torch, and left as it was for AMD CPUs) or, on Intel CPUs, the blocked driver (blocked_path:
+// GotoBLAS's loop order, sized for Sapphire Rapids' two FMA pipes and 2 MB L2; not measured on
+// Zen 4). GPTMEG_F32_GEMM=strip|blocked overrides the vendor's choice.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 
