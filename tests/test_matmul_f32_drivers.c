@@ -4,7 +4,7 @@
 // 384, halves, the 2-thread K split's schedule through gm_matmul_f32_torch_mt), B as stored and
 // transposed, with and without bias, alpha 1 and not, and shapes across the blocking's edges (six-row
 // tiles with every remainder, the 192-row panels, 64-column strips with partial vectors, groups of
-// eight strips, K across block ends): each driver on 1 and 2 threads gives the scalar definition's
+// four strips, K across block ends): each driver on 1 and 2 threads gives the scalar definition's
 // bits, output for output. (torch's own bits for these orders: test_ops, test_target_matmul_f32,
 // test_matmul_f32_mt.) Without AVX-512 there is nothing to compare: skipped with the reason.
 #include "harness.h"

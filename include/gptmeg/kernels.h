@@ -33,7 +33,7 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
                          float *C, int ldc, int M, int N, int K, int threads);
 // On AVX-512 the packed products run one of two drivers with the same bits: the strip driver
 // (each 64-column strip of B copied whole, every row of A against it: shaped on Zen 4) or, on Intel
-// CPUs, the blocked one (per K block, eight strips packed together, 192-row panels of A against
+// CPUs, the blocked one (per K block, four strips packed together, 192-row panels of A against
 // them). GPTMEG_F32_GEMM=strip|blocked picks one (tests, `gptmeg bench gemm`), read on every call.
 // The f32 FMA peak of `threads` cores at the kernels' SIMD level, GFLOP/s (2 per lane and FMA):
 // independent FMA chains timed for about 0.25 s; 0 without SIMD. The ceiling of `gptmeg bench gemm`.

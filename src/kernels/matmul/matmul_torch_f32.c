@@ -325,11 +325,14 @@ static bool blocked_driver(void) {
   return gm_cpu_host()->vendor_id == GM_CPU_VENDOR_INTEL;
 }
 
-enum { GROUP_STRIPS = 8 }; // strips packed together per K block (8 x 64 columns x 384 k: 768 KB, in L2)
+// Strips packed together per K block (4 x 64 columns x 384 k: 384 KB, in L2). Measured on the
+// GPT-2 training shapes (1 thread, same runs): 4 beat 8 by 1-5% (B transposed most), 2 and 16
+// lost 2-7%; 192 rows a panel beat 96, 256 and 288.
+enum { GROUP_STRIPS = 4 };
 enum { PANEL_ROWS = 192 }; // rows of A walked against one packed group at a time (192 x 384 k: 288 KB)
 
 // The blocked driver's packing buffer: one per thread, kept for the thread's life and grown when a
-// product needs more (at most a group of 8 strips by the longest K block: 1.5 MB). A buffer
+// product needs more (at most a group of 4 strips by the longest K block: 768 KB). A buffer
 // allocated per call comes from mmap (past glibc's threshold, which gptmeg fixes at 128 KiB) and
 // costs a page fault per 4 KB on every call: 3-6% of a 256 x 768 x 768 product.
 static float *pack_buffer(size_t floats) {
