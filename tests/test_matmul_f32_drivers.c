@@ -5,7 +5,8 @@
 // transposed, with and without bias, alpha 1 and not, and shapes across the blocking's edges (six-row
 // tiles with every remainder, the 192-row panels, 64-column strips with partial vectors, groups of
 // four strips, K across block ends): each driver on 1 and 2 threads gives the scalar definition's
-// bits, output for output. (torch's own bits for these orders: test_ops, test_target_matmul_f32,
+// bits, output for output; so does op(A) = A^T through gm_matmul_f32_torch_mt (the AVX-512
+// transpose of A against the scalar copy). (torch's own bits for these orders: test_ops, test_target_matmul_f32,
 // test_matmul_f32_mt.) Without AVX-512 there is nothing to compare: skipped with the reason.
 #include "harness.h"
 
@@ -80,6 +81,29 @@ int main(void) {
             compared++;
           }
       }
+      // op(A) = A^T (the backward's dW), A stored [K, M]: its AVX-512 transpose then either driver
+      // gives the bits of the scalar level (scalar copy, scalar definition); under zen4 (whose
+      // order trans_a does not change) also those of the definition on an explicit A^T copy
+      float *At = malloc(sizeof(float) * M * K), *C1 = malloc(sizeof(float) * M * N);
+      for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) At[(size_t)k * M + i] = A[(size_t)i * K + k];
+      setenv("GPTMEG_SIMD", "scalar", 1);
+      int rc0 = gm_matmul_f32_torch_mt(At, M, true, B, N, false, bias, 1.0f, ref, N, M, N, K, 1, 1);
+      unsetenv("GPTMEG_SIMD");
+      if (targets[t] == GM_TT_ZEN4) {
+        gm_matmul_f32_torch_scalar(A, K, B, N, false, bias, 1.0f, C1, N, M, N, K);
+        CHECK(test_count_diff(ref, C1, (size_t)M * N) == 0, "zen4 trans_a scalar (M %d N %d K %d): not the definition", M, N, K);
+      }
+      for (int d = 0; d < 2; d++) {
+        setenv("GPTMEG_F32_GEMM", DRIVERS[d], 1);
+        int rc1 = gm_matmul_f32_torch_mt(At, M, true, B, N, false, bias, 1.0f, C, N, M, N, K, 2, 1);
+        unsetenv("GPTMEG_F32_GEMM");
+        int bad = test_count_diff(C, ref, (size_t)M * N);
+        CHECK(rc0 == 0 && rc1 == 0 && bad == 0, "%s trans_a (M %d N %d K %d), %s driver: %d of %d differ from the scalar level",
+              gm_torch_target_name(targets[t]), M, N, K, DRIVERS[d], bad, M * N);
+      }
+      free(At);
+      free(C1);
     }
     free(A); free(B); free(bias); free(ref); free(C);
   }

@@ -26,6 +26,9 @@ void gm_f32_torch_panel_avx512(const float *A, int lda, const float *Bs, int M, 
                                const float *bias, float *C, int ldc, float post);
 void gm_f32_torch_pack_rows_avx512(const float *B, int ldb, int ncols, int kc, float alpha, float *Bs);
 void gm_f32_torch_pack_trans_pf_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
+// At [cols, rows] (row stride rows) = the transpose of X [rows, cols] (row stride ldx): op(A) = A^T
+// made contiguous for gm_matmul_f32_torch_mt (bits copied, nothing computed).
+void gm_f32_transpose_avx512(const float *X, int ldx, int rows, int cols, float *At);
 void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
                                     const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,

@@ -546,7 +546,11 @@ static float split_half(const float *a, const float *b, size_t stride, int len, 
 static int rows_block(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                       float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int ks,
                       int ns, float *At) {
-  if (trans_a) { // in 32 x 32 tiles: both sides stay in cache
+  if (trans_a && gm_cpu_simd() == GM_SIMD_AVX512) { // 16 x 16 tiles transposed in registers
+    gm_f32_transpose_avx512(A + r0, lda, K, m, At);
+    A = At;
+    lda = K;
+  } else if (trans_a) { // in 32 x 32 tiles: both sides stay in cache
     for (int k0 = 0; k0 < K; k0 += 32)
       for (int i0 = 0; i0 < m; i0 += 32)
         for (int k = k0; k < K && k < k0 + 32; k++)
