@@ -8,9 +8,9 @@ if "$G" bench gemm "${small[@]}" --json --drivers >"$T/out" 2>"$T/err"; then
   n=$(grep -c '"name":' "$T/out")
   miss=""
   for f in m n k threads gflops peak_gflops pct_of_peak strip_gflops; do
-    [ "$(grep -cE "\"$f\":[[:space:]]*[0-9]" "$T/out")" -eq 12 ] || miss="$miss $f"
+    [ "$(grep -cE "\"$f\":[[:space:]]*[0-9]" "$T/out")" -eq 14 ] || miss="$miss $f"
   done
-  [ "$n" -eq 12 ] && [ -z "$miss" ] && ok "bench gemm --json: 12 records with every key" || bad "bench gemm --json ($n records):$miss"
+  [ "$n" -eq 14 ] && [ -z "$miss" ] && ok "bench gemm --json: 14 records with every key" || bad "bench gemm --json ($n records):$miss"
   grep -qE '"name":[[:space:]]*"lm_head fwd"' "$T/out" && grep -qE '"k":[[:space:]]*8,' "$T/out" &&
     ok "bench gemm --json: the training shapes at --tokens" || bad "bench gemm shapes: $(cat "$T/out")"
 else bad "bench gemm --json: $(cat "$T/err")"; fi

@@ -29,12 +29,14 @@ typedef struct {
   bool trans_b;
 } gemm_shape;
 
-// One training step's f32 products (GPT-2 124M: n_embd 768, 3 x 768, 4 x 768, vocabulary 50257).
+// One training step's f32 products (GPT-2 124M: n_embd 768, 3 x 768, 4 x 768, vocabulary 50257; the
+// tied lm_head's dX is dlogits @ wte, its dW dlogits^T @ x).
 static const gemm_shape SHAPES[] = {
     {"c_attn fwd", -1, 2304, 768, false},  {"attn c_proj fwd", -1, 768, 768, false}, {"c_fc fwd", -1, 3072, 768, false},
     {"mlp c_proj fwd", -1, 768, 3072, false}, {"lm_head fwd", -1, 50257, 768, true}, {"c_attn dX", -1, 768, 2304, true},
     {"mlp c_proj dX", -1, 3072, 768, true}, {"c_fc dX", -1, 768, 3072, true},     {"c_attn dW", 768, 2304, -1, false},
-    {"mlp c_proj dW", 3072, 768, -1, false}, {"c_fc dW", 768, 3072, -1, false}};
+    {"mlp c_proj dW", 3072, 768, -1, false}, {"c_fc dW", 768, 3072, -1, false},
+    {"lm_head dX", -1, 768, 50257, false},   {"lm_head dW", 50257, 768, -1, false}};
 enum { N_SHAPES = sizeof SHAPES / sizeof SHAPES[0] };
 
 typedef struct {
