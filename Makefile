@@ -54,8 +54,10 @@ bench: all
 	$(BUILD)/gptmeg bench act --rounds 3
 	$(BUILD)/gptmeg bench model
 	$(BUILD)/gptmeg bench train
+	$(BUILD)/gptmeg bench gemm --drivers
 	-$(PYTHON) bench/act_vs_torch.py --gptmeg $(BUILD)/gptmeg --rounds 3 --backward
 	-$(PYTHON) bench/model_vs_torch.py --gptmeg $(BUILD)/gptmeg
+	-$(PYTHON) bench/gemm_vs_torch.py --gptmeg $(BUILD)/gptmeg --drivers
 	-$(PYTHON) bench/train_vs_torch.py --gptmeg $(BUILD)/gptmeg
 	-bash bench/load_bin_vs_safetensors.sh $(BUILD)/gptmeg $(PYTHON)
 

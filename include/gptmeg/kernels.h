@@ -31,6 +31,13 @@ void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
 // the same bits; without AVX-512 the scalar definition runs (same bits, slower).
 void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads);
+// On AVX-512 the packed products run one of two drivers with the same bits: the strip driver
+// (each 64-column strip of B copied whole, every row of A against it: shaped on Zen 4) or, on Intel
+// CPUs, the blocked one (per K block, four strips packed together, 192-row panels of A against
+// them). GPTMEG_F32_GEMM=strip|blocked picks one (tests, `gptmeg bench gemm`), read on every call.
+// The f32 FMA peak of `threads` cores at the kernels' SIMD level, GFLOP/s (2 per lane and FMA):
+// independent FMA chains timed for about 0.25 s; 0 without SIMD. The ceiling of `gptmeg bench gemm`.
+double gm_f32_fma_peak_gflops(int threads);
 // The scalar definition of the same order, the active target's (the tests' reference).
 void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                                 float alpha, float *C, int ldc, int M, int N, int K);

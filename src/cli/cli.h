@@ -36,6 +36,7 @@ int cmd_train(int argc, char **argv);    // train
 int cmd_train_compare(int argc, char **argv); // train-compare (cmd_train_compare.c)
 int cmd_bench_train(int argc, char **argv); // bench train (cmd_bench_train.c); argv[0] is "train"
 int cmd_bench_load(int argc, char **argv);  // bench load (cmd_bench_load.c); argv[0] is "load"
+int cmd_bench_gemm(int argc, char **argv);  // bench gemm (cmd_bench_gemm.c); argv[0] is "gemm"
 
 // Prints "gptmeg: <msg>" to stderr and returns CLI_FAIL (for library errors: gm_errmsg()).
 // cli_target.c: the global options --torch-target NAME and --quiet, taken out of argv before the

@@ -212,7 +212,7 @@ static int bench_act(int argc, char **argv) {
 
 int cmd_bench(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-    printf("usage: gptmeg bench act|model|train|load [OPTIONS]   (gptmeg bench act --help)\n");
+    printf("usage: gptmeg bench act|model|train|load|gemm [OPTIONS]   (gptmeg bench act --help)\n");
     return argc < 2 ? CLI_USAGE : CLI_OK;
   }
   if (!strcmp(argv[1], "act")) {
@@ -222,5 +222,6 @@ int cmd_bench(int argc, char **argv) {
   if (!strcmp(argv[1], "model")) return cmd_bench_model(argc - 1, argv + 1);
   if (!strcmp(argv[1], "train")) return cmd_bench_train(argc - 1, argv + 1);
   if (!strcmp(argv[1], "load")) return cmd_bench_load(argc - 1, argv + 1);
-  return cli_usage_error("bench", "unknown benchmark '%s' (valid: act, model, train, load)", argv[1]);
+  if (!strcmp(argv[1], "gemm")) return cmd_bench_gemm(argc - 1, argv + 1);
+  return cli_usage_error("bench", "unknown benchmark '%s' (valid: act, model, train, load, gemm)", argv[1]);
 }

@@ -20,7 +20,7 @@ typedef struct {
 static const command commands[] = {
     {"act", cmd_act, "GELU family: list, eval, compare, certify"},
     {"report", cmd_report, "compatibility report of every variant:mode (HTML + JSON)"},
-    {"bench", cmd_bench, "benchmarks: bench act, bench model, bench train, bench load"},
+    {"bench", cmd_bench, "benchmarks: bench act, bench model, bench train, bench load, bench gemm"},
     {"tokenize", cmd_tokenize, "GPT-2 BPE tokenize / decode stdin"},
     {"init", cmd_init, "write a randomly initialised GPT-2 checkpoint"},
     {"info", cmd_info, "describe a checkpoint or a numerics profile"},

@@ -19,6 +19,16 @@
 void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                                const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
+// The blocked driver's pieces (Intel cores, matmul_torch_f32.c): one K block of kc for M rows
+// against a packed, zero-padded strip Bs [kc, 64] (A at the block's first column; first: the
+// block meets the bias, or is stored alone), and B as stored packed into strips of [kc, 64].
+void gm_f32_torch_panel_avx512(const float *A, int lda, const float *Bs, int M, int ncols, int kc, bool first,
+                               const float *bias, float *C, int ldc, float post);
+void gm_f32_torch_pack_rows_avx512(const float *B, int ldb, int ncols, int kc, float alpha, float *Bs);
+void gm_f32_torch_pack_trans_pf_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
+// At [cols, rows] (row stride rows) = the transpose of X [rows, cols] (row stride ldx): op(A) = A^T
+// made contiguous for gm_matmul_f32_torch_mt (bits copied, nothing computed).
+void gm_f32_transpose_avx512(const float *X, int ldx, int rows, int cols, float *At);
 void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K, float alpha,
                                     const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
@@ -41,6 +51,11 @@ void gm_f32_torch_dot16_avx512(const float *A, int lda, const float *B, int ldb,
                                int ldc, int M, int j0, int j1, int K);
 void gm_f32_torch_dot16_avx2(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                              int ldc, int M, int j0, int j1, int K);
+
+// matmul_peak_avx512.c / matmul_peak_avx2.c: twelve independent FMA chains over iters steps (the
+// peak gm_f32_fma_peak_gflops measures); returns their sum so the work is kept.
+float gm_fma_chains_avx512(long iters);
+float gm_fma_chains_avx2(long iters);
 
 // ---- f16 values, PyTorch's reduced-type orders (matmul_torch_f16.c) -----------------------------
 // matmul_torch_f16_avx512.c: B as stored, a strip for M rows and one row (B f32 or f16 bits);

@@ -10,6 +10,11 @@
 // small-matrix path B is not scaled and each block's sum is multiplied by alpha before it is added,
 // on its packed path (big products) alpha is folded into B as here (gptmeg/kernels.h). The
 // same kernels run both: they take the block schedule and that per-block factor (post).
+// Speed only, never bits: on AVX-512 the packed products run the strip driver (B's 64-column strip
+// copied whole, every row of A against it; shaped for Zen 4's one 512-bit FMA pipe, where it beats
+// torch, and left as it was for AMD CPUs) or, on Intel CPUs, the blocked driver (blocked_path:
+// GotoBLAS's loop order, sized for Sapphire Rapids' two FMA pipes and 2 MB L2; not measured on
+// Zen 4). GPTMEG_F32_GEMM=strip|blocked overrides the vendor's choice.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 
@@ -309,6 +314,110 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
   }
 }
 
+// Which driver runs the packed f32 products on AVX-512: the strip driver (shaped on Zen 4, where
+// it beats torch) or the blocked one (Intel cores). GPTMEG_F32_GEMM=strip|blocked picks one for
+// tests and comparisons, read on every call; otherwise the blocked driver runs on Intel CPUs. Both
+// give the same bits: the choice is a speed choice.
+static bool blocked_driver(void) {
+  const char *e = getenv("GPTMEG_F32_GEMM");
+  if (e && !strcmp(e, "strip")) return false;
+  if (e && !strcmp(e, "blocked")) return true;
+  return gm_cpu_host()->vendor_id == GM_CPU_VENDOR_INTEL;
+}
+
+// Strips packed together per K block (4 x 64 columns x 384 k: 384 KB, in L2). Measured on the
+// GPT-2 training shapes (1 thread, same runs): 4 beat 8 by 1-5% (B transposed most), 2 and 16
+// lost 2-7%; 192 rows a panel beat 96, 256 and 288.
+enum { GROUP_STRIPS = 4 };
+enum { PANEL_ROWS = 192 }; // rows of A walked against one packed group at a time (192 x 384 k: 288 KB)
+
+// The blocked driver's packing buffer: one per thread, kept for the thread's life and grown when a
+// product needs more (at most a group of 4 strips by the longest K block: 768 KB). A buffer
+// allocated per call comes from mmap (past glibc's threshold, which gptmeg fixes at 128 KiB) and
+// costs a page fault per 4 KB on every call: 3-6% of a 256 x 768 x 768 product.
+static float *pack_buffer(size_t floats) {
+  static _Thread_local float *buf;
+  static _Thread_local size_t cap;
+  if (floats > cap) {
+    free(buf);
+    buf = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    cap = buf ? floats : 0;
+  }
+  return buf;
+}
+
+// The blocked driver (GotoBLAS's loop order, AVX-512, Intel; blocked_path below): each thread owns
+// a contiguous run of 64-column strips, taken GROUP_STRIPS at a time; for each group, each K block
+// in order (or for each K block, each group: k_outer), the group's strips are packed together
+// ([kc, 64] each, alpha applied, zero-padded: B read once, row by row with rows prefetched, or in
+// 16 x 16 tiles when transposed), then PANEL_ROWS rows at a time meet every strip of the group (the
+// panel kernel: six rows by 64 columns, the strip kernel's chains over the block). A's block
+// [rows, kc], the packed group and the group's columns of C stay in L2, where the strip driver read
+// all of A for every strip. Each output still gets one chain per K block, the blocks added onto C
+// in order: the same bits.
+
+// One K block [k0, k1) of the group of gs strips from g0 (a thread's share): the group packed into
+// Bp, then PANEL_ROWS rows at a time against each of its strips.
+static void group_block(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float *C,
+                        int ldc, int M, int N, int g0, int gs, int k0, int k1, const f32_order o, float *Bp) {
+  int j0 = g0 * STRIP, nc = N - j0 < gs * STRIP ? N - j0 : gs * STRIP, kc = k1 - k0;
+  if (trans_b)
+    for (int s = 0; s < gs; s++)
+      gm_f32_torch_pack_trans_pf_avx512(B + (size_t)(j0 + s * STRIP) * ldb + k0, ldb,
+                                        nc - s * STRIP < STRIP ? nc - s * STRIP : STRIP, kc, o.b_scale,
+                                        Bp + (size_t)s * kc * STRIP);
+  else gm_f32_torch_pack_rows_avx512(B + (size_t)k0 * ldb + j0, ldb, nc, kc, o.b_scale, Bp);
+  for (int i0 = 0; i0 < M; i0 += PANEL_ROWS) {
+    int mc = M - i0 < PANEL_ROWS ? M - i0 : PANEL_ROWS;
+    for (int s = 0; s < gs; s++) {
+      int js = j0 + s * STRIP, ncs = nc - s * STRIP < STRIP ? nc - s * STRIP : STRIP;
+      gm_f32_torch_panel_avx512(A + (size_t)i0 * lda + k0, lda, Bp + (size_t)s * kc * STRIP, mc, ncs, kc, k0 == 0,
+                                bias ? bias + js : NULL, C + (size_t)i0 * ldc + js, ldc, o.post);
+    }
+  }
+}
+
+static void blocked_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float *C,
+                         int ldc, int M, int N, int K, int threads, const f32_order o) {
+  int n_strips = (N + STRIP - 1) / STRIP;
+  if (threads > n_strips) threads = n_strips;
+  int kc_max = 0, n_blocks = 0;
+  for (int k0 = 0, k1; k0 < K; k0 = k1, n_blocks++) {
+    k1 = gm_f32_torch_block_end_for(o.blocks, K, k0);
+    if (k1 - k0 > kc_max) kc_max = k1 - k0;
+  }
+#pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
+  {
+    int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    int s0 = (int)((int64_t)n_strips * t / nt), s1 = (int)((int64_t)n_strips * (t + 1) / nt);
+    int g_max = s1 - s0 < GROUP_STRIPS ? s1 - s0 : GROUP_STRIPS;
+    float *Bp = s1 > s0 ? pack_buffer((size_t)kc_max * g_max * STRIP) : NULL;
+    if (s1 > s0 && !Bp) { // no memory for the packed group: the definition itself
+      int j1 = s1 * STRIP < N ? s1 * STRIP : N;
+      matmul_scalar(A, lda, B, ldb, trans_b, bias, o, C, ldc, M, s0 * STRIP, j1, K);
+    }
+    // K blocks outermost when there are more than two and this thread's columns of C (at most 1 MB)
+    // stay in L2 between blocks: each block of A is then read once, not once per group (the
+    // lm_head's dX, K 50257: 140 -> 151 GF/s; the dX of c_attn and c_fc, 6 and 8 blocks: +3-5%;
+    // same runs, 1 thread). Either order adds each output's blocks in order: the same bits.
+    bool k_outer = n_blocks > 2 && (size_t)M * (s1 - s0) * STRIP * sizeof(float) <= (1u << 20);
+    if (Bp && k_outer)
+      for (int k0 = 0, k1; k0 < K; k0 = k1) {
+        k1 = gm_f32_torch_block_end_for(o.blocks, K, k0);
+        for (int g0 = s0; g0 < s1; g0 += GROUP_STRIPS)
+          group_block(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, g0, s1 - g0 < GROUP_STRIPS ? s1 - g0 : GROUP_STRIPS,
+                      k0, k1, o, Bp);
+      }
+    else if (Bp)
+      for (int g0 = s0; g0 < s1; g0 += GROUP_STRIPS)
+        for (int k0 = 0, k1; k0 < K; k0 = k1) {
+          k1 = gm_f32_torch_block_end_for(o.blocks, K, k0);
+          group_block(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, g0, s1 - g0 < GROUP_STRIPS ? s1 - g0 : GROUP_STRIPS,
+                      k0, k1, o, Bp);
+        }
+  }
+}
+
 // The product in order o (gm_matmul_f32_torch's body).
 static void matmul_order(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads, const f32_order o) {
@@ -359,6 +468,10 @@ static void matmul_order(const float *A, int lda, const float *B, int ldb, bool 
         gm_f32_torch_row_trans_avx2(A, B + (size_t)j0 * ldb, ldb, nc, K, alpha, bias ? bias + j0 : NULL, C + j0, o.blocks,
                                     o.post);
     }
+    return;
+  }
+  if (simd && (M > 6 || trans_b) && blocked_driver()) {
+    blocked_path(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, o);
     return;
   }
   // B's strip is copied contiguous ([K, 64], times alpha) when it is transposed (a transpose per
@@ -453,7 +566,11 @@ static float split_half(const float *a, const float *b, size_t stride, int len, 
 static int rows_block(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                       float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int ks,
                       int ns, float *At) {
-  if (trans_a) { // in 32 x 32 tiles: both sides stay in cache
+  if (trans_a && gm_cpu_simd() == GM_SIMD_AVX512) { // 16 x 16 tiles transposed in registers
+    gm_f32_transpose_avx512(A + r0, lda, K, m, At);
+    A = At;
+    lda = K;
+  } else if (trans_a) { // in 32 x 32 tiles: both sides stay in cache
     for (int k0 = 0; k0 < K; k0 += 32)
       for (int i0 = 0; i0 < m; i0 += 32)
         for (int k = k0; k < K && k < k0 + 32; k++)

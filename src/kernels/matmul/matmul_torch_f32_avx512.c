@@ -12,20 +12,27 @@ enum { ROWS = 6, VECS = 4, STRIP = 64 };
 // acc[r][v] = the chain over k in [k0, k1) of a_r[k] * B[k][16v ..] from zero, for rows r < nr;
 // nr is a constant at each call (one unrolled loop per row count). The chains run in locals and
 // are copied out at the end: __m512 may alias anything, so chains kept in acc would be stored and
-// reloaded around every load of B.
-static inline __attribute__((always_inline)) void block_chains(int nr, const float *const a[ROWS], const float *B, int ldb,
-                                                              int k0, int k1, const __mmask16 m[VECS],
-                                                              __m512 acc[ROWS][VECS]) {
+// reloaded around every load of B. full (a constant at each call): all 64 columns are there, and B
+// is read with plain loads: on Intel's cores a masked 512-bit load is a load plus a blend on port
+// 0 or 5, the ports of the two FMA units (4 blends per 24 FMAs: the kernel ran at 174 GF/s masked,
+// 227 unmasked, on L1-resident data; the same chains, so the same bits). The k loop is unrolled by
+// four (one loop test per 96 FMAs; 208 -> 222 GF/s with 384-deep blocks, whose B strip, 96 KB, is
+// read from L2; software prefetch of B rows 8 or 16 ahead gained nothing). Both apply on Zen 4 too
+// (the strip driver's kernel), where masked loads cost nothing extra: not measured there.
+static inline __attribute__((always_inline)) void block_chains(int nr, bool full, const float *const a[ROWS],
+                                                              const float *B, int ldb, int k0, int k1,
+                                                              const __mmask16 m[VECS], __m512 acc[ROWS][VECS]) {
   __m512 p[ROWS][VECS];
 #pragma GCC unroll 6
   for (int r = 0; r < nr; r++)
 #pragma GCC unroll 4
     for (int v = 0; v < VECS; v++) p[r][v] = _mm512_setzero_ps();
+#pragma GCC unroll 4
   for (int k = k0; k < k1; k++) {
     const float *b = B + (size_t)k * ldb;
     __m512 bv[VECS];
 #pragma GCC unroll 4
-    for (int v = 0; v < VECS; v++) bv[v] = _mm512_maskz_loadu_ps(m[v], b + 16 * v);
+    for (int v = 0; v < VECS; v++) bv[v] = full ? _mm512_loadu_ps(b + 16 * v) : _mm512_maskz_loadu_ps(m[v], b + 16 * v);
 #pragma GCC unroll 6
     for (int r = 0; r < nr; r++) {
       __m512 x = _mm512_set1_ps(a[r][k]);
@@ -39,16 +46,24 @@ static inline __attribute__((always_inline)) void block_chains(int nr, const flo
     for (int v = 0; v < VECS; v++) acc[r][v] = p[r][v];
 }
 
-static void block_chains_rows(int R, const float *const a[ROWS], const float *B, int ldb, int k0, int k1,
+static void block_chains_rows(int R, bool full, const float *const a[ROWS], const float *B, int ldb, int k0, int k1,
                               const __mmask16 m[VECS], __m512 acc[ROWS][VECS]) {
-  switch (R) {
-  case 1: block_chains(1, a, B, ldb, k0, k1, m, acc); break;
-  case 2: block_chains(2, a, B, ldb, k0, k1, m, acc); break;
-  case 3: block_chains(3, a, B, ldb, k0, k1, m, acc); break;
-  case 4: block_chains(4, a, B, ldb, k0, k1, m, acc); break;
-  case 5: block_chains(5, a, B, ldb, k0, k1, m, acc); break;
-  default: block_chains(ROWS, a, B, ldb, k0, k1, m, acc); break;
-  }
+  if (full) switch (R) {
+    case 1: block_chains(1, true, a, B, ldb, k0, k1, m, acc); break;
+    case 2: block_chains(2, true, a, B, ldb, k0, k1, m, acc); break;
+    case 3: block_chains(3, true, a, B, ldb, k0, k1, m, acc); break;
+    case 4: block_chains(4, true, a, B, ldb, k0, k1, m, acc); break;
+    case 5: block_chains(5, true, a, B, ldb, k0, k1, m, acc); break;
+    default: block_chains(ROWS, true, a, B, ldb, k0, k1, m, acc); break;
+    }
+  else switch (R) {
+    case 1: block_chains(1, false, a, B, ldb, k0, k1, m, acc); break;
+    case 2: block_chains(2, false, a, B, ldb, k0, k1, m, acc); break;
+    case 3: block_chains(3, false, a, B, ldb, k0, k1, m, acc); break;
+    case 4: block_chains(4, false, a, B, ldb, k0, k1, m, acc); break;
+    case 5: block_chains(5, false, a, B, ldb, k0, k1, m, acc); break;
+    default: block_chains(ROWS, false, a, B, ldb, k0, k1, m, acc); break;
+    }
 }
 
 // C[:, strip] for ncols (<= 64) columns of B [K, ncols] (row stride ldb, alpha already applied):
@@ -72,7 +87,7 @@ void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb,
     for (int k0 = 0, k1; k0 < K; k0 = k1) {
       k1 = gm_f32_torch_block_end_for(blocks, K, k0);
       __m512 acc[ROWS][VECS];
-      block_chains_rows(R, a, B, ldb, k0, k1, m, acc);
+      block_chains_rows(R, ncols == STRIP, a, B, ldb, k0, k1, m, acc);
       for (int r = 0; r < R; r++) {
         float *c = C + (size_t)(i + r) * ldc;
         for (int v = 0; v < VECS; v++) {
@@ -82,6 +97,72 @@ void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb,
           if (k0 > 0) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
           else if (bias) s = _mm512_add_ps(vb[v], s);
           _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
+        }
+      }
+    }
+  }
+}
+
+// One K block [k0, k0 + kc) of C[0..M, 0..ncols) (ncols <= 64) from a packed strip Bs [kc, 64]
+// (alpha applied, columns past ncols zero, so every load of B is a plain one) and A already
+// offset to column k0: six rows at a time, each output's chain over the block from zero (the
+// strip kernel's chains), then post times it, then onto C (first: onto the bias, or stored alone).
+void gm_f32_torch_panel_avx512(const float *A, int lda, const float *Bs, int M, int ncols, int kc, bool first,
+                               const float *bias, float *C, int ldc, float post) {
+  __m512 vpost = _mm512_set1_ps(post);
+  __mmask16 m[VECS];
+  for (int v = 0; v < VECS; v++) {
+    int n = ncols - 16 * v;
+    m[v] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : 0;
+  }
+  __m512 vb[VECS];
+  for (int v = 0; v < VECS; v++) vb[v] = bias ? _mm512_maskz_loadu_ps(m[v], bias + 16 * v) : _mm512_setzero_ps();
+  for (int i = 0; i < M; i += ROWS) {
+    int R = M - i < ROWS ? M - i : ROWS;
+    const float *a[ROWS];
+    for (int r = 0; r < ROWS; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
+    __m512 acc[ROWS][VECS];
+    block_chains_rows(R, true, a, Bs, STRIP, 0, kc, m, acc);
+    for (int r = 0; r < R; r++) {
+      float *c = C + (size_t)(i + r) * ldc;
+      for (int v = 0; v < VECS; v++) {
+        if (!m[v]) continue;
+        __m512 s = acc[r][v];
+        if (post != 1.0f) s = _mm512_mul_ps(vpost, s);
+        if (!first) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
+        else if (bias) s = _mm512_add_ps(vb[v], s);
+        _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
+      }
+    }
+  }
+}
+
+// Bs = ns strips, each [kc, 64] (strip s at Bs + s * kc * 64), of alpha times B [kc, ncols] as
+// stored (row stride ldb): row by row, so each row of B is read once, in order; columns past ncols
+// zero. scale: alpha != 1 (without it B's bits are copied as they are).
+void gm_f32_torch_pack_rows_avx512(const float *B, int ldb, int ncols, int kc, float alpha, float *Bs) {
+  const __m512 va = _mm512_set1_ps(alpha);
+  const bool scale = alpha != 1.0f;
+  const int ns = (ncols + STRIP - 1) / STRIP;
+  for (int k = 0; k < kc; k++) {
+    const float *b = B + (size_t)k * ldb;
+    if (k + 4 < kc) // four rows ahead (rows of a wide B are pages apart): 12 -> 16 GB/s from memory
+      for (int j = 0; j < ncols; j += 16) _mm_prefetch((const char *)(b + 4 * (size_t)ldb + j), _MM_HINT_T0);
+    for (int s = 0; s < ns; s++) {
+      float *d = Bs + ((size_t)s * kc + k) * STRIP;
+      int n = ncols - s * STRIP;
+      if (n >= STRIP) {
+#pragma GCC unroll 4
+        for (int v = 0; v < VECS; v++) {
+          __m512 x = _mm512_loadu_ps(b + s * STRIP + 16 * v);
+          _mm512_storeu_ps(d + 16 * v, scale ? _mm512_mul_ps(va, x) : x);
+        }
+      } else {
+        for (int v = 0; v < VECS; v++) {
+          int w = n - 16 * v;
+          __mmask16 mv = w >= 16 ? (__mmask16)0xffff : w > 0 ? (__mmask16)((1u << w) - 1u) : 0;
+          __m512 x = _mm512_maskz_loadu_ps(mv, b + s * STRIP + 16 * v);
+          _mm512_storeu_ps(d + 16 * v, scale ? _mm512_mul_ps(va, x) : x);
         }
       }
     }
@@ -120,7 +201,8 @@ static inline __attribute__((always_inline)) void transpose16(const __m512 in[16
 
 // Bs [K, 64] = alpha times the first ncols (<= 64) rows of B [.., K] (row stride ldb), transposed;
 // columns of Bs past ncols are zero.
-void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs) {
+static inline __attribute__((always_inline)) void pack_trans(const float *B, int ldb, int ncols, int K, float alpha,
+                                                            float *Bs, bool prefetch) {
   __m512 va = _mm512_set1_ps(alpha);
   for (int j = 0; j < STRIP; j += 16)
     for (int k = 0; k < K; k += 16) {
@@ -128,12 +210,46 @@ void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, f
       __mmask16 mk = (__mmask16)(nk == 16 ? 0xffffu : (1u << nk) - 1u);
       __m512 r[16], T[16];
 #pragma GCC unroll 16
-      for (int q = 0; q < 16; q++)
+      for (int q = 0; q < 16; q++) {
+        if (prefetch && j + q < ncols && k + 64 < K)
+          _mm_prefetch((const char *)(B + (size_t)(j + q) * ldb + k + 64), _MM_HINT_T0);
         r[q] = j + q < ncols ? _mm512_mul_ps(va, _mm512_maskz_loadu_ps(mk, B + (size_t)(j + q) * ldb + k))
                              : _mm512_setzero_ps();
+      }
       transpose16(r, T);
       for (int t = 0; t < nk; t++) _mm512_storeu_ps(Bs + (size_t)(k + t) * STRIP + j, T[t]);
     }
+}
+
+void gm_f32_torch_pack_trans_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs) {
+  pack_trans(B, ldb, ncols, K, alpha, Bs, false);
+}
+
+// The same, each row of B prefetched 64 floats (four tiles) ahead: the blocked driver's packing,
+// whose rows of B come from L3 or memory (12 -> 13 GB/s packing K 2304 x N 768 from memory).
+void gm_f32_torch_pack_trans_pf_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs) {
+  pack_trans(B, ldb, ncols, K, alpha, Bs, true);
+}
+
+// At [cols, rows] = X^T, X [rows, cols] with row stride ldx: 16 x 16 tiles loaded (masked at the
+// edges), transposed in registers, stored as rows of At. The scalar 32 x 32 tile copy it replaces
+// wrote At a float at a time down columns 1 KB apart: 4.2 ms for a 256 x 768 A^T (the dW of
+// c_attn), as long as the product's 5.5 ms.
+void gm_f32_transpose_avx512(const float *X, int ldx, int rows, int cols, float *At) {
+  for (int c0 = 0; c0 < cols; c0 += 16) {
+    int nc = cols - c0 < 16 ? cols - c0 : 16;
+    __mmask16 mc = (__mmask16)(nc == 16 ? 0xffffu : (1u << nc) - 1u);
+    for (int r0 = 0; r0 < rows; r0 += 16) {
+      int nr = rows - r0 < 16 ? rows - r0 : 16;
+      __mmask16 mr = (__mmask16)(nr == 16 ? 0xffffu : (1u << nr) - 1u);
+      __m512 in[16], T[16];
+#pragma GCC unroll 16
+      for (int q = 0; q < 16; q++)
+        in[q] = q < nr ? _mm512_maskz_loadu_ps(mc, X + (size_t)(r0 + q) * ldx + c0) : _mm512_setzero_ps();
+      transpose16(in, T);
+      for (int t = 0; t < nc; t++) _mm512_mask_storeu_ps(At + (size_t)(c0 + t) * rows + r0, mr, T[t]);
+    }
+  }
 }
 
 // acc[r] += the chain over t < nk of a_r[k + t] * T[t], rows r < nr (a constant at each call).
