@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "kernels/matmul/matmul_isa.h"
+#include "kernels/matmul/transpose16_avx512.h"
 
 // 16 f32 as their bit patterns, subnormals (exponent 0) flushed to a signed zero; lanes off in m
 // read as 0.
@@ -34,29 +35,6 @@ static inline __m512i row_pairs(const float *row, int K, int p0) {
   return pairs_of(load_daz(first(K - k0), row + k0), load_daz(first(K - k0 - 16), row + k0 + 16));
 }
 
-// out[t] = lane q of in[q] at position t (a 16 x 16 transpose of 32-bit words).
-static inline void transpose16_epi32(const __m512i in[16], __m512i out[16]) {
-  __m512i t[16], u[16];
-  for (int p = 0; p < 8; p++) {
-    t[2 * p] = _mm512_unpacklo_epi32(in[2 * p], in[2 * p + 1]);
-    t[2 * p + 1] = _mm512_unpackhi_epi32(in[2 * p], in[2 * p + 1]);
-  }
-  for (int g = 0; g < 4; g++) {
-    u[4 * g] = _mm512_unpacklo_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g], t[4 * g + 2]);
-    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-  }
-  for (int c = 0; c < 4; c++) {
-    __m512i lo01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), lo23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
-    __m512i hi01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee), hi23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-    out[c] = _mm512_shuffle_i32x4(lo01, lo23, 0x88);
-    out[4 + c] = _mm512_shuffle_i32x4(lo01, lo23, 0xdd);
-    out[8 + c] = _mm512_shuffle_i32x4(hi01, hi23, 0x88);
-    out[12 + c] = _mm512_shuffle_i32x4(hi01, hi23, 0xdd);
-  }
-}
-
 // Bp[p * ldp + j] for p < ceil(K/2), j < N: the pairs of op(B) [K, N] (B [K, N] row stride ldb, or
 // B^T: B [N, K]). Nothing else of Bp is written.
 void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp, int ldp) {
@@ -77,11 +55,12 @@ void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int 
   for (int j = 0; j < N; j += 16) { // 16 rows of B (columns of op(B)) by 16 pairs, transposed
     const int nj = N - j < 16 ? N - j : 16;
     for (int p0 = 0; p0 < P; p0 += 16) {
-      __m512i r[16], T[16];
-      for (int q = 0; q < 16; q++) r[q] = q < nj ? row_pairs(B + (size_t)(j + q) * ldb, K, p0) : _mm512_setzero_si512();
-      transpose16_epi32(r, T);
+      __m512 r[16], T[16]; // the words as f32 lanes for the shared transpose (bitwise casts)
+      for (int q = 0; q < 16; q++)
+        r[q] = _mm512_castsi512_ps(q < nj ? row_pairs(B + (size_t)(j + q) * ldb, K, p0) : _mm512_setzero_si512());
+      gm_transpose16_avx512(r, T);
       const int np = P - p0 < 16 ? P - p0 : 16;
-      for (int t = 0; t < np; t++) _mm512_mask_storeu_epi32(Bp + (size_t)(p0 + t) * ldp + j, first(nj), T[t]);
+      for (int t = 0; t < np; t++) _mm512_mask_storeu_epi32(Bp + (size_t)(p0 + t) * ldp + j, first(nj), _mm512_castps_si512(T[t]));
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <math.h>
 
 #include "kernels/matmul/matmul_isa.h"
+#include "kernels/matmul/transpose16_avx512.h"
 
 enum { ROWS = 6, VECS = 4, STRIP = 64 };
 
@@ -169,36 +170,6 @@ void gm_f32_torch_pack_rows_avx512(const float *B, int ldb, int ncols, int kc, f
   }
 }
 
-// out[t] = lane q of in[q] at position t: a 16 x 16 transpose in registers. Pairs of rows
-// interleave by 32 bits, then by 64 bits (u[4g + c] holds, in 128-bit lane L, rows 4g..4g+3 of
-// column 4L + c), then the 128-bit lanes gather across the four groups of rows.
-static inline __attribute__((always_inline)) void transpose16(const __m512 in[16], __m512 out[16]) {
-  __m512 t[16], u[16];
-#pragma GCC unroll 8
-  for (int p = 0; p < 8; p++) {
-    t[2 * p] = _mm512_unpacklo_ps(in[2 * p], in[2 * p + 1]);
-    t[2 * p + 1] = _mm512_unpackhi_ps(in[2 * p], in[2 * p + 1]);
-  }
-#pragma GCC unroll 4
-  for (int g = 0; g < 4; g++) {
-    __m512d t0 = _mm512_castps_pd(t[4 * g]), t1 = _mm512_castps_pd(t[4 * g + 1]);
-    __m512d t2 = _mm512_castps_pd(t[4 * g + 2]), t3 = _mm512_castps_pd(t[4 * g + 3]);
-    u[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
-    u[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    u[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
-    u[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
-  }
-#pragma GCC unroll 4
-  for (int c = 0; c < 4; c++) {
-    __m512 lo01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x44), lo23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x44);
-    __m512 hi01 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xee), hi23 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xee);
-    out[c] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);
-    out[4 + c] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);
-    out[8 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);
-    out[12 + c] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);
-  }
-}
-
 // Bs [K, 64] = alpha times the first ncols (<= 64) rows of B [.., K] (row stride ldb), transposed;
 // columns of Bs past ncols are zero.
 static inline __attribute__((always_inline)) void pack_trans(const float *B, int ldb, int ncols, int K, float alpha,
@@ -216,7 +187,7 @@ static inline __attribute__((always_inline)) void pack_trans(const float *B, int
         r[q] = j + q < ncols ? _mm512_mul_ps(va, _mm512_maskz_loadu_ps(mk, B + (size_t)(j + q) * ldb + k))
                              : _mm512_setzero_ps();
       }
-      transpose16(r, T);
+      gm_transpose16_avx512(r, T);
       for (int t = 0; t < nk; t++) _mm512_storeu_ps(Bs + (size_t)(k + t) * STRIP + j, T[t]);
     }
 }
@@ -246,7 +217,7 @@ void gm_f32_transpose_avx512(const float *X, int ldx, int rows, int cols, float 
 #pragma GCC unroll 16
       for (int q = 0; q < 16; q++)
         in[q] = q < nr ? _mm512_maskz_loadu_ps(mc, X + (size_t)(r0 + q) * ldx + c0) : _mm512_setzero_ps();
-      transpose16(in, T);
+      gm_transpose16_avx512(in, T);
       for (int t = 0; t < nc; t++) _mm512_mask_storeu_ps(At + (size_t)(c0 + t) * rows + r0, mr, T[t]);
     }
   }
@@ -286,7 +257,7 @@ static inline __attribute__((always_inline)) void group16(int nr, const float *c
         r[q] = _mm512_maskz_loadu_ps(mk, b0 + q * ldb + k);
         if (scale) r[q] = _mm512_mul_ps(va, r[q]);
       }
-      transpose16(r, T);
+      gm_transpose16_avx512(r, T);
       tile_chains(nr, a, k, nk, T, acc);
     }
 #pragma GCC unroll 4
