@@ -26,6 +26,12 @@ void gm_f32_torch_panel_avx512(const float *A, int lda, const float *Bs, int M, 
                                const float *bias, float *C, int ldc, float post);
 void gm_f32_torch_pack_rows_avx512(const float *B, int ldb, int ncols, int kc, float alpha, float *Bs);
 void gm_f32_torch_pack_trans_pf_avx512(const float *B, int ldb, int ncols, int K, float alpha, float *Bs);
+// C [M, N] = A op(B) as one FMA chain from zero per output and K block of `blocks`, the blocks'
+// sums added onto C in order (C = b1, C = C + b2, ...): no bias, no alpha. The f32 kernels and
+// drivers of gm_matmul_f32_torch, for other libraries' chains (gm_matmul_f16_onednn: f16 values,
+// exact products, so FMA or not gives the same bits).
+void gm_matmul_f32_chains(const float *A, int lda, const float *B, int ldb, bool trans_b, float *C, int ldc, int M, int N,
+                          int K, int threads, gm_f32_blocks blocks);
 // At [cols, rows] (row stride rows) = the transpose of X [rows, cols] (row stride ldx): op(A) = A^T
 // made contiguous for gm_matmul_f32_torch_mt (bits copied, nothing computed).
 void gm_f32_transpose_avx512(const float *X, int ldx, int rows, int cols, float *At);

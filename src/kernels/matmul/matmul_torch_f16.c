@@ -154,6 +154,16 @@ void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B,
     chain_row_blocks(A, B, NULL, ldb, K, N, alpha, bias, C, threads);
     return;
   }
+  if (!trans_a && M > 1 && K > 0 && gm_cpu_simd() >= GM_SIMD_AVX2) { // the f32 kernels run the same chains
+    gm_matmul_f32_chains(A, lda, B, ldb, trans_b, C, ldc, M, N, K, threads, GM_F32_BLOCKS_ONEDNN_F16);
+    if (bias || alpha != 1.0f) // v = alpha * tot, then bias + v, as below
+      for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+          float v = alpha * C[(size_t)i * ldc + j];
+          C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
+        }
+    return;
+  }
   // one row against B as stored: one chain; A transposed: blocks of 512 at any K
   const int bs = M == 1 && !trans_b && !trans_a ? (K > 0 ? K : 1) : trans_a ? 512 : onednn_block(K);
   const size_t sa_i = trans_a ? 1 : (size_t)lda, sa_k = trans_a ? (size_t)lda : 1; // a(i, k) = A[i * sa_i + k * sa_k]

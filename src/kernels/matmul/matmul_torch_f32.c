@@ -44,6 +44,7 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
   int rest = K - k0;
   if (blocks == GM_F32_BLOCKS_INTEL_DOT16) return K;
+  if (blocks == GM_F32_BLOCKS_ONEDNN_F16) return rest <= (K <= 1024 ? 512 : 1024) ? K : k0 + (K <= 1024 ? 512 : 1024);
   if (blocks == GM_F32_BLOCKS_INTEL_SPLIT && K < 768) return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
   if (blocks == GM_F32_BLOCKS_AVX2_256) return rest <= 256 ? K : rest < 512 ? k0 + (rest + 1) / 2 : k0 + 256;
   if (rest <= 384) return K;
@@ -504,6 +505,14 @@ static void matmul_order(const float *A, int lda, const float *B, int ldb, bool 
     }
     free(Bs);
   }
+}
+
+void gm_matmul_f32_chains(const float *A, int lda, const float *B, int ldb, bool trans_b, float *C, int ldc, int M, int N,
+                          int K, int threads, gm_f32_blocks blocks) {
+  if (M <= 0 || N <= 0) return;
+  if (threads <= 0) threads = omp_get_max_threads();
+  const f32_order o = {blocks, 1.0f, 1.0f};
+  matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o);
 }
 
 void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
