@@ -24,6 +24,9 @@
 // forward identical, 1 and 2 threads); 16^3 and below keep ATen's four partial sums. One row (M = 1)
 // against B transposed is ATen's gemv there too (fp16_dot_with_fp32_arith: the f32-arithmetic dot
 // above, measured live at K 768, 2304, 3072), in gm_matmul_f16_onednn as well.
+// Those chains are the f32 kernels' (one chain from zero per output and K block, blocks added in
+// order): with more than one row and A as stored they run on gm_matmul_f32_chains (the f32 AVX-512
+// or AVX2 kernels and drivers, GM_F32_BLOCKS_ONEDNN_F16), then alpha and the bias.
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
