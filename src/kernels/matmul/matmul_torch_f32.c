@@ -20,6 +20,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -335,16 +336,37 @@ enum { PANEL_ROWS = 192 }; // rows of A walked against one packed group at a tim
 // The blocked driver's packing buffer: one per thread, kept for the thread's life and grown when a
 // product needs more (at most a group of 4 strips by the longest K block: 768 KB). A buffer
 // allocated per call comes from mmap (past glibc's threshold, which gptmeg fixes at 128 KiB) and
-// costs a page fault per 4 KB on every call: 3-6% of a 256 x 768 x 768 product.
+// costs a page fault per 4 KB on every call: 3-6% of a 256 x 768 x 768 product. Held in a
+// pthread key whose destructor frees it when the thread ends (OpenMP replaces its workers when the
+// thread count changes; a _Thread_local pointer would leak theirs).
+typedef struct {
+  float *buf;
+  size_t cap;
+} pack_slot;
+static pthread_key_t pack_key;
+static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
+static bool pack_key_ok;
+static void pack_slot_free(void *p) {
+  pack_slot *s = p;
+  free(s->buf);
+  free(s);
+}
+static void pack_key_init(void) { pack_key_ok = pthread_key_create(&pack_key, pack_slot_free) == 0; }
+
 static float *pack_buffer(size_t floats) {
-  static _Thread_local float *buf;
-  static _Thread_local size_t cap;
-  if (floats > cap) {
-    free(buf);
-    buf = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
-    cap = buf ? floats : 0;
+  pthread_once(&pack_once, pack_key_init);
+  if (!pack_key_ok) return NULL; // the caller runs the definition instead
+  pack_slot *s = pthread_getspecific(pack_key);
+  if (!s) {
+    if (!(s = calloc(1, sizeof *s))) return NULL;
+    if (pthread_setspecific(pack_key, s) != 0) { free(s); return NULL; }
   }
-  return buf;
+  if (floats > s->cap) {
+    free(s->buf);
+    s->buf = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    s->cap = s->buf ? floats : 0;
+  }
+  return s->buf;
 }
 
 // The blocked driver (GotoBLAS's loop order, AVX-512, Intel; blocked_path below): each thread owns
