@@ -67,20 +67,42 @@ static void block_chains_rows(int R, bool full, const float *const a[ROWS], cons
     }
 }
 
+// The lane masks of ncols (<= 64) columns as four vectors, and the bias's vectors (zero without one).
+static inline void strip_masks(int ncols, const float *bias, __mmask16 m[VECS], __m512 vb[VECS]) {
+  for (int v = 0; v < VECS; v++) {
+    int n = ncols - 16 * v;
+    m[v] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : 0;
+  }
+  for (int v = 0; v < VECS; v++) vb[v] = bias ? _mm512_maskz_loadu_ps(m[v], bias + 16 * v) : _mm512_setzero_ps();
+}
+
+// One block's sums of R rows onto C (row stride ldc): post times each, then added to what C holds
+// (onto: a later block), else onto the bias (when there is one) or stored alone.
+static inline void rows_onto_c(int R, __m512 acc[ROWS][VECS], float *C, int ldc, const __mmask16 m[VECS],
+                               const __m512 vb[VECS], bool bias, bool onto, float post) {
+  const __m512 vpost = _mm512_set1_ps(post);
+  for (int r = 0; r < R; r++) {
+    float *c = C + (size_t)r * ldc;
+    for (int v = 0; v < VECS; v++) {
+      if (!m[v]) continue;
+      __m512 s = acc[r][v];
+      if (post != 1.0f) s = _mm512_mul_ps(vpost, s);
+      if (onto) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
+      else if (bias) s = _mm512_add_ps(vb[v], s);
+      _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
+    }
+  }
+}
+
 // C[:, strip] for ncols (<= 64) columns of B [K, ncols] (row stride ldb, alpha already applied):
 // six rows of A by four vectors at a time (24 accumulators; 4 loads of B and 6 broadcasts of A per
 // 24 FMAs). Each block's sums meet C in order: the first is stored (onto the bias when there is
 // one), later ones are added to what C holds.
 void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                                const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post) {
-  __m512 vpost = _mm512_set1_ps(post);
   __mmask16 m[VECS];
-  for (int v = 0; v < VECS; v++) {
-    int n = ncols - 16 * v;
-    m[v] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : 0;
-  }
   __m512 vb[VECS];
-  for (int v = 0; v < VECS; v++) vb[v] = bias ? _mm512_maskz_loadu_ps(m[v], bias + 16 * v) : _mm512_setzero_ps();
+  strip_masks(ncols, bias, m, vb);
   for (int i = 0; i < M; i += ROWS) {
     int R = M - i < ROWS ? M - i : ROWS;
     const float *a[ROWS];
@@ -89,17 +111,7 @@ void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb,
       k1 = gm_f32_torch_block_end_for(blocks, K, k0);
       __m512 acc[ROWS][VECS];
       block_chains_rows(R, ncols == STRIP, a, B, ldb, k0, k1, m, acc);
-      for (int r = 0; r < R; r++) {
-        float *c = C + (size_t)(i + r) * ldc;
-        for (int v = 0; v < VECS; v++) {
-          if (!m[v]) continue;
-          __m512 s = acc[r][v];
-          if (post != 1.0f) s = _mm512_mul_ps(vpost, s);
-          if (k0 > 0) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
-          else if (bias) s = _mm512_add_ps(vb[v], s);
-          _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
-        }
-      }
+      rows_onto_c(R, acc, C + (size_t)i * ldc, ldc, m, vb, bias != NULL, k0 > 0, post);
     }
   }
 }
@@ -110,31 +122,16 @@ void gm_f32_torch_strip_avx512(const float *A, int lda, const float *B, int ldb,
 // strip kernel's chains), then post times it, then onto C (first: onto the bias, or stored alone).
 void gm_f32_torch_panel_avx512(const float *A, int lda, const float *Bs, int M, int ncols, int kc, bool first,
                                const float *bias, float *C, int ldc, float post) {
-  __m512 vpost = _mm512_set1_ps(post);
   __mmask16 m[VECS];
-  for (int v = 0; v < VECS; v++) {
-    int n = ncols - 16 * v;
-    m[v] = n >= 16 ? (__mmask16)0xffff : n > 0 ? (__mmask16)((1u << n) - 1u) : 0;
-  }
   __m512 vb[VECS];
-  for (int v = 0; v < VECS; v++) vb[v] = bias ? _mm512_maskz_loadu_ps(m[v], bias + 16 * v) : _mm512_setzero_ps();
+  strip_masks(ncols, bias, m, vb);
   for (int i = 0; i < M; i += ROWS) {
     int R = M - i < ROWS ? M - i : ROWS;
     const float *a[ROWS];
     for (int r = 0; r < ROWS; r++) a[r] = A + (size_t)(i + (r < R ? r : 0)) * lda;
     __m512 acc[ROWS][VECS];
     block_chains_rows(R, true, a, Bs, STRIP, 0, kc, m, acc);
-    for (int r = 0; r < R; r++) {
-      float *c = C + (size_t)(i + r) * ldc;
-      for (int v = 0; v < VECS; v++) {
-        if (!m[v]) continue;
-        __m512 s = acc[r][v];
-        if (post != 1.0f) s = _mm512_mul_ps(vpost, s);
-        if (!first) s = _mm512_add_ps(_mm512_maskz_loadu_ps(m[v], c + 16 * v), s);
-        else if (bias) s = _mm512_add_ps(vb[v], s);
-        _mm512_mask_storeu_ps(c + 16 * v, m[v], s);
-      }
-    }
+    rows_onto_c(R, acc, C + (size_t)i * ldc, ldc, m, vb, bias != NULL, !first, post);
   }
 }
 
