@@ -276,13 +276,15 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
 // MKL's Intel AVX2 kernels (avx2_scalar's order) over strips of 64 columns, each copied contiguous
 // ([K, 64], alpha not applied): groups of 4..6 rows (and, not reproduced, 1) through the chain
 // strip kernel on the columns of whole 16-panels, the pair kernels for the rest.
+static float *pack_buffer(size_t floats); // below: one kept buffer per thread
+
 static void avx2_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                       float *C, int ldc, int M, int N, int K, int threads, gm_simd_level isa) {
   int n_strips = (N + STRIP - 1) / STRIP, n16 = N - N % 16;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
   {
-    float *Bs = isa >= GM_SIMD_AVX2 ? malloc((size_t)K * STRIP * sizeof(float)) : NULL;
+    float *Bs = isa >= GM_SIMD_AVX2 ? pack_buffer((size_t)K * STRIP) : NULL;
 #pragma omp for schedule(dynamic, 2)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
@@ -312,7 +314,6 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
             gm_f32_torch_pairs_avx2(A + (size_t)(i + q) * lda, Bs, STRIP, nc, K, bj, Ci + (size_t)q * ldc, alpha, r == 3);
       }
     }
-    free(Bs);
   }
 }
 
@@ -503,7 +504,7 @@ static void matmul_order(const float *A, int lda, const float *B, int ldb, bool 
   bool pack = isa > GM_SIMD_SCALAR && (trans_b || M > 6 || alpha != 1.0f);
 #pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
   {
-    float *Bs = pack ? malloc((size_t)K * STRIP * sizeof(float)) : NULL;
+    float *Bs = pack ? pack_buffer((size_t)K * STRIP) : NULL; // the thread's kept buffer (not freed here)
 #pragma omp for schedule(dynamic, 2)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
@@ -525,7 +526,6 @@ static void matmul_order(const float *A, int lda, const float *B, int ldb, bool 
         gm_f32_torch_strip_avx512(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc, o.blocks, o.post);
       else gm_f32_torch_strip_avx2(A, lda, Bst, ldbs, M, nc, K, bias ? bias + j0 : NULL, C + j0, ldc, o.blocks, o.post);
     }
-    free(Bs);
   }
 }
 
