@@ -3,7 +3,8 @@
 // and even K, column counts off the 16-lane grid, and inputs holding subnormals of both signs,
 // -0, infinities and NaN (flushed or kept as the scalar code does): through gm_bf16_pack (B) and
 // through the products of gm_matmul_bf16 under the intel-amx target, whose A is packed the same way
-// (the AMX or AVX512-BF16 kernel against its scalar twin, bit for bit). Skipped without AVX-512.
+// (the AMX or AVX512-BF16 kernel against its scalar twin, bit for bit); and A^T packed straight
+// from A (gm_matmul_bf16_ta) against the product of A^T copied. Skipped without AVX-512.
 #include "harness.h"
 
 #include "gptmeg/cpu.h"
@@ -78,6 +79,31 @@ static void check_product(int M, int N, int K, bool trans_b) {
   free(cv);
 }
 
+// gm_matmul_bf16_ta (A^T packed straight from A [K, M]) against gm_matmul_bf16 on A^T made
+// contiguous, bit for bit, with the AVX-512 packing and the scalar one, on 1 and 2 threads.
+static void check_product_ta(int M, int N, int K, bool trans_b, int threads, bool scalar) {
+  float *A = malloc((size_t)M * K * sizeof *A), *At = malloc((size_t)M * K * sizeof *At), *B = malloc((size_t)K * N * sizeof *B);
+  float *cr = malloc((size_t)M * N * sizeof *cr), *ct = malloc((size_t)M * N * sizeof *ct);
+  if (!A || !At || !B || !cr || !ct) { CHECK(false, "out of memory"); free(A); free(At); free(B); free(cr); free(ct); return; }
+  for (size_t i = 0; i < (size_t)M * K; i++) A[i] = value((uint32_t)i * 3u + 11u); // A [K, M], specials included
+  for (int k = 0; k < K; k++)
+    for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * M + i];
+  for (size_t i = 0; i < (size_t)K * N; i++) B[i] = finite_value((uint32_t)i * 5u + 2u);
+  int ldb = trans_b ? K : N;
+  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  gm_matmul_bf16(At, K, B, ldb, trans_b, NULL, 1.0f, cr, N, M, N, K, threads);
+  gm_matmul_bf16_ta(A, M, B, ldb, trans_b, NULL, 1.0f, ct, N, M, N, K, threads);
+  unsetenv("GPTMEG_SIMD");
+  int d = test_count_diff(cr, ct, (size_t)M * N);
+  CHECK(d == 0, "gm_matmul_bf16_ta M %d N %d K %d %s, %d threads%s: %d of %d outputs differ from the product of A^T copied", M,
+        N, K, trans_b ? "B^T" : "B", threads, scalar ? " (scalar)" : "", d, M * N);
+  free(A);
+  free(At);
+  free(B);
+  free(cr);
+  free(ct);
+}
+
 int main(void) {
   if (gm_cpu_simd() != GM_SIMD_AVX512) {
     test_skip("bf16 pair packing", "no AVX-512 here: the scalar packing is the only one");
@@ -92,5 +118,10 @@ int main(void) {
   static const int shapes[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {33, 64, 768}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 2; t++) check_product(shapes[s][0], shapes[s][1], shapes[s][2], t == 1);
+  static const int ta[][3] = {{1, 33, 65}, {5, 17, 31}, {17, 40, 33}, {40, 70, 97}, {33, 64, 256}, {70, 96, 768}};
+  for (size_t s = 0; s < sizeof ta / sizeof ta[0]; s++)
+    for (int t = 0; t < 2; t++)
+      for (int th = 1; th <= 2; th++)
+        for (int sc = 0; sc < 2; sc++) check_product_ta(ta[s][0], ta[s][1], ta[s][2], t == 1, th, sc == 1);
   return test_done("test_bf16_pack");
 }

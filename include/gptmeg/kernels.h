@@ -12,6 +12,9 @@
 
 // x[i] = round_to_dt(x[i]) in place (RNE; the identity for f32). dt is F32, F16 or BF16.
 void gm_round_inplace(gm_dtype dt, float *x, size_t n);
+// y[i] = round_to_dt(x[i]) (the bits of gm_round_inplace on a copy, in one pass where it can); y
+// may be x.
+void gm_round_copy(gm_dtype dt, const float *x, float *y, size_t n);
 // y[i] = bits of x[i] rounded to dt (F16 or BF16, RNE); and back, exactly.
 void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n);
 void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);
@@ -159,6 +162,10 @@ bool gm_matmul_f16_row_fast(void);
 // with or without the instructions, for any thread count.
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                     float *C, int ldc, int M, int N, int K, int threads);
+// The same product of op(A) = A^T (A [K, M], row stride lda), the same bits as gm_matmul_bf16 on A^T
+// made contiguous, without that copy: A^T is packed straight into pairs.
+void gm_matmul_bf16_ta(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                       float *C, int ldc, int M, int N, int K, int threads);
 // op(B) [K, N] (B as stored [K, N] or, with trans_b, [N, K]) as bf16 pairs: element k = 2p in the
 // low 16 bits, 2p + 1 in the high (zero past K), in strips of 32 columns, each [ceil(K/2), 32]
 // (zero-padded), then 32 words whose first records B's orientation (1: B was given transposed;

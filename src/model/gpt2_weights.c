@@ -377,8 +377,7 @@ int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main) {
     return gm_fail("gm_gpt2_set_weights: the two models differ in layout");
   if (m == main || m->storage == main->storage) return gm_fail("gm_gpt2_set_weights: the models must not share storage");
   // both storages are laid out by allocate() in describe() order, so one copy covers every tensor
-  memcpy(m->storage, main->storage, (size_t)m->n_params * sizeof(float));
-  if (m->dtype != GM_F32) gm_round_inplace(m->dtype, m->storage, (size_t)m->n_params);
+  gm_round_copy(m->dtype, main->storage, m->storage, (size_t)m->n_params);
   if (m->packed) return pack_bf16(m);
   if (m->half) return copy_f16(m);
   return 0;

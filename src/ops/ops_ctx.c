@@ -68,6 +68,10 @@ int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, co
     gm_op_matmul(c, A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K);
     return 0;
   }
+  if (c->dtype == GM_BF16) { // A^T packed straight into bf16 pairs
+    gm_matmul_bf16_ta(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
+    return 0;
+  }
   float *At = malloc((size_t)M * (K > 0 ? K : 1) * sizeof(float)); // op(A) = A^T made contiguous [M, K]
   if (!At) return gm_fail("matmul: out of memory (%d x %d)", M, K);
   for (int k = 0; k < K; k++)

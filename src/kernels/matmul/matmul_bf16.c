@@ -377,7 +377,7 @@ void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t 
   for (int j0 = 0; j0 < N; j0 += STRIP) { // strip by strip, each [P, STRIP], zero-padded
     int nc = N - j0 < STRIP ? N - j0 : STRIP;
     uint32_t *strip = Bp + (size_t)(j0 / STRIP) * P * STRIP;
-    memset(strip, 0, (size_t)P * STRIP * sizeof(uint32_t));
+    if (nc < STRIP) memset(strip, 0, (size_t)P * STRIP * sizeof(uint32_t)); // else every word is written
     pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, strip, STRIP);
   }
   uint32_t *tail = Bp + strips_size(K, N);
@@ -385,21 +385,24 @@ void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t 
   tail[0] = trans_b ? 1u : 0u;
 }
 
-// A [M, K] as rows of P = ceil(K/2) pairs (64-byte aligned, so the AMX kernel's tile rows start on
-// cache lines when P is a multiple of 16; NULL when out of memory).
-static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
+// op(A) [M, K] as rows of P = ceil(K/2) pairs (64-byte aligned, so the AMX kernel's tile rows start on
+// cache lines when P is a multiple of 16; NULL when out of memory): A [M, K] as stored, or with
+// trans_a A [K, M] (row stride lda either way).
+static uint32_t *pack_rows(const float *A, int lda, bool trans_a, int M, int K) {
   int P = (K + 1) / 2;
   size_t bytes = (size_t)M * (P > 0 ? P : 1) * sizeof(uint32_t);
   uint32_t *Ap = aligned_alloc(64, (bytes + 63) / 64 * 64);
   if (!Ap) return NULL;
   if (gm_cpu_simd() == GM_SIMD_AVX512) {
-    gm_bf16_pack_rows_avx512(A, lda, M, K, Ap);
+    if (trans_a) gm_bf16_pack_rows_t_avx512(A, lda, M, K, Ap);
+    else gm_bf16_pack_rows_avx512(A, lda, M, K, Ap);
     return Ap;
   }
   for (int i = 0; i < M; i++)
     for (int p = 0; p < P; p++) {
-      const float *a = A + (size_t)i * lda + 2 * p;
-      Ap[(size_t)i * P + p] = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f);
+      float lo = trans_a ? A[(size_t)(2 * p) * lda + i] : A[(size_t)i * lda + 2 * p];
+      float hi = 2 * p + 1 >= K ? 0.0f : trans_a ? A[(size_t)(2 * p + 1) * lda + i] : A[(size_t)i * lda + 2 * p + 1];
+      Ap[(size_t)i * P + p] = pair(lo, hi);
     }
   return Ap;
 }
@@ -407,26 +410,27 @@ static uint32_t *pack_rows(const float *A, int lda, int M, int K) {
 // The same order without any scratch memory (the fallback when the packing buffers cannot be
 // allocated, and the tests' reference): pairs are formed element by element from A and B or Bp.
 // Pc: the AMX order's chunk (pairs; 0: one chunk); Ps: where its second partial sum starts (pairs;
-// 0: none).
-static void unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
+// 0: none). With trans_a, op(A) = A^T for A [K, M].
+static void unpacked(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
                      float alpha, float *C, int ldc, int M, int N, int K, int Pc, int Ps) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
   bf16_order ord = order_for(M, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
   if (Pc <= 0) Pc = P > 0 ? P : 1;
+  const size_t ra = trans_a ? 1 : (size_t)lda, ka = trans_a ? (size_t)lda : 1; // op(A)[i][k] = A[i * ra + k * ka]
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       float acc = 0.0f, sum = 0.0f;
       amx_state st = {0.0f, 0.0f, 0.0f, 0.0f}, st2 = st;
       if (ord >= ORDER_GEMM512) { // element by element from A and B (or Bp)
-        vec_src a = {NULL, A + (size_t)i * lda, 1}, b = {NULL, trans_b ? B + (size_t)j * ldb : B + j, trans_b ? 1 : (size_t)ldb};
+        vec_src a = {NULL, A + (size_t)i * ra, ka}, b = {NULL, trans_b ? B + (size_t)j * ldb : B + j, trans_b ? 1 : (size_t)ldb};
         if (Bp) b = (vec_src){Bp + (size_t)(j / STRIP) * P * STRIP + j % STRIP, NULL, STRIP};
         float v = alpha * scalar_dot(ord, &a, &b, K);
         C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
         continue;
       }
       for (int p = 0; p < P; p++) {
-        const float *a = A + (size_t)i * lda + 2 * p;
-        uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[1] : 0.0f), bp;
+        const float *a = A + (size_t)i * ra + (size_t)(2 * p) * ka;
+        uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[ka] : 0.0f), bp;
         if (Bp) bp = Bp[((size_t)(j / STRIP) * P + p) * STRIP + j % STRIP];
         else {
           float lo = trans_b ? B[(size_t)j * ldb + 2 * p] : B[(size_t)(2 * p) * ldb + j];
@@ -451,11 +455,12 @@ static void unpacked(const float *A, int lda, const float *B, int ldb, bool tran
 void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
                              const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
   int Ps = 0, Pc = amx_chunk_pairs(M, N, K, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, 1, &Ps);
-  unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
+  unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
 }
 
-// B given as floats (packed here, a strip at a time) or as pairs Bp [P, N] (packed once).
-static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
+// B given as floats (packed here, a strip at a time) or as pairs Bp [P, N] (packed once). With
+// trans_a, op(A) = A^T is packed straight from A [K, M].
+static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
                 float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
@@ -465,11 +470,12 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   // torch's thread count (the chunk and the K split depend on it for B as stored)
   int Ps = 0, Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K, b_trans, threads, &Ps) : 0;
   // with a K split, A's two parts packed apart (the kernels read rows of P pairs)
-  uint32_t *Ap = pack_rows(A, lda, M, Ps > 0 ? 2 * Ps : K);
-  uint32_t *Ap2 = Ap && Ps > 0 ? pack_rows(A + 2 * (size_t)Ps, lda, M, K - 2 * Ps) : NULL;
+  uint32_t *Ap = pack_rows(A, lda, trans_a, M, Ps > 0 ? 2 * Ps : K);
+  const float *A2 = trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps;
+  uint32_t *Ap2 = Ap && Ps > 0 ? pack_rows(A2, lda, trans_a, M, K - 2 * Ps) : NULL;
   if (!Ap || (Ps > 0 && !Ap2)) {
     free(Ap);
-    unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
+    unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
     return;
   }
   bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx()
@@ -479,7 +485,7 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
   if (Ps > 0 && !parts) {
     free(Ap);
     free(Ap2);
-    unpacked(A, lda, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
+    unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
     return;
   }
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -491,7 +497,7 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
       if (!Bp && !Bs) { // no scratch for this thread: the same order, unpacked
-        unpacked(A, lda, B + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, trans_b, NULL, bias ? bias + j0 : NULL, alpha,
+        unpacked(A, lda, trans_a, B + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, trans_b, NULL, bias ? bias + j0 : NULL, alpha,
                  C + j0, ldc, M, nc, K, Pc, Ps);
         continue;
       }
@@ -531,10 +537,15 @@ static void run(const float *A, int lda, const float *B, int ldb, bool trans_b, 
 
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                     float *C, int ldc, int M, int N, int K, int threads) {
-  run(A, lda, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads);
+  run(A, lda, false, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads);
+}
+
+void gm_matmul_bf16_ta(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                      float *C, int ldc, int M, int N, int K, int threads) {
+  run(A, lda, true, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads);
 }
 
 void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
                            int M, int N, int K, int threads) {
-  run(A, lda, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads);
+  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads);
 }

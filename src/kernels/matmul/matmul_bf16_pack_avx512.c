@@ -72,3 +72,28 @@ void gm_bf16_pack_rows_avx512(const float *A, int lda, int M, int K, uint32_t *A
     for (int p0 = 0; p0 < P; p0 += 16)
       _mm512_mask_storeu_epi32(Ap + (size_t)i * P + p0, first(P - p0), row_pairs(A + (size_t)i * lda, K, p0));
 }
+
+// Ap[i * P + p] for i < M, p < P = ceil(K/2): the pairs of each row of op(A) = A^T, A [K, M] (row
+// stride lda): word (i, p) is (A[2p][i], A[2p + 1][i]). 16 pairs by 16 rows are formed as
+// gm_bf16_pack_cols_avx512 forms them (rows 2p and 2p + 1 of A, lane by lane), then transposed.
+void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t *Ap) {
+  const int P = (K + 1) / 2;
+  for (int i0 = 0; i0 < M; i0 += 16) {
+    const __mmask16 mi = first(M - i0);
+    const int ni = M - i0 < 16 ? M - i0 : 16;
+    for (int p0 = 0; p0 < P; p0 += 16) {
+      const int np = P - p0 < 16 ? P - p0 : 16;
+      __m512 r[16], T[16];
+      for (int q = 0; q < 16; q++) {
+        if (q >= np) { r[q] = _mm512_setzero_ps(); continue; }
+        const float *lo = A + (size_t)(2 * (p0 + q)) * lda + i0;
+        __m512i l = load_daz(mi, lo), h = 2 * (p0 + q) + 1 < K ? load_daz(mi, lo + lda) : _mm512_setzero_si512();
+        r[q] = _mm512_castsi512_ps(
+            _mm512_or_si512(_mm512_srli_epi32(l, 16), _mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u))));
+      }
+      gm_transpose16_avx512(r, T);
+      for (int t = 0; t < ni; t++)
+        _mm512_mask_storeu_epi32(Ap + (size_t)(i0 + t) * P + p0, first(np), _mm512_castps_si512(T[t]));
+    }
+  }
+}
