@@ -27,7 +27,7 @@ static void run_config(const char *key, const cJSON *cfg) {
   if (!ids) return;
   gm_gpt2 m, work, g;
   CHECK(gm_gpt2_load(&m, dir) == 0, "%s: %s", dir, gm_errmsg());
-  CHECK(gm_gpt2_alloc_like(&work, &m) == 0 && gm_gpt2_to_dtype(&work, GM_BF16) == 0 && gm_gpt2_set_weights(&work, &m) == 0,
+  CHECK(gm_gpt2_alloc_like(&work, &m) == 0 && gm_gpt2_to_dtype(&work, GM_BF16) == 0 && gm_gpt2_set_weights(&work, &m, 1) == 0,
         "%s", gm_errmsg());
   CHECK(gm_gpt2_alloc_like(&g, &m) == 0, "%s", gm_errmsg());
   gm_gpt2_tensor *ts = calloc((size_t)m.cfg.n_layer * 12 + 6, sizeof *ts);
@@ -89,7 +89,7 @@ static void test_refusals(void) {
   gm_gpt2_grad_opts o = {&p16, ids, NULL, 1, 4, 1, 1.0f, &m};
   CHECK(gm_gpt2_grad(&m, &o, &g, &loss, NULL) != 0 && strstr(gm_errmsg(), "autocast"), "working copy = model: '%s'", gm_errmsg());
   gm_gpt2 work;
-  CHECK(gm_gpt2_alloc_like(&work, &m) == 0 && gm_gpt2_to_dtype(&work, GM_BF16) == 0 && gm_gpt2_set_weights(&work, &m) == 0,
+  CHECK(gm_gpt2_alloc_like(&work, &m) == 0 && gm_gpt2_to_dtype(&work, GM_BF16) == 0 && gm_gpt2_set_weights(&work, &m, 1) == 0,
         "%s", gm_errmsg());
   o.autocast = &work;
   o.profile = &p32;

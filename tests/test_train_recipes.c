@@ -100,14 +100,14 @@ static void test_set_weights(const char *dir, gm_dtype dt) {
   CHECK(gm_gpt2_load(&a, dir) == 0 && gm_gpt2_load(&b, dir) == 0, "%s", gm_errmsg());
   CHECK(gm_gpt2_to_dtype(&a, dt) == 0, "%s", gm_errmsg());
   CHECK(gm_gpt2_alloc_like(&w, &b) == 0 && gm_gpt2_to_dtype(&w, dt) == 0, "%s", gm_errmsg());
-  CHECK(gm_gpt2_set_weights(&w, &b) == 0, "%s", gm_errmsg());
+  CHECK(gm_gpt2_set_weights(&w, &b, 2) == 0, "%s", gm_errmsg());
   CHECK(memcmp(a.storage, w.storage, (size_t)a.n_params * sizeof(float)) == 0, "%s: set_weights' %s storage differs", dir,
         gm_dtype_name(dt));
   CHECK(a.copy_bytes == w.copy_bytes, "copy sizes %zu, %zu", a.copy_bytes, w.copy_bytes);
   if (a.packed && w.packed) CHECK(memcmp(a.packed, w.packed, a.copy_bytes) == 0, "%s: the bf16 pairs differ", dir);
   if (a.half && w.half) CHECK(memcmp(a.half, w.half, a.copy_bytes) == 0, "%s: the f16 copies differ", dir);
   CHECK((a.packed != NULL) == (w.packed != NULL) && (a.half != NULL) == (w.half != NULL), "fast copies present in one only");
-  CHECK(gm_gpt2_set_weights(&w, &w) != 0, "set_weights onto itself must fail");
+  CHECK(gm_gpt2_set_weights(&w, &w, 1) != 0, "set_weights onto itself must fail");
   gm_gpt2_free(&a);
   gm_gpt2_free(&b);
   gm_gpt2_free(&w);

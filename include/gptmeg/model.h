@@ -114,8 +114,9 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt);
 // Training's copy back from f32 main weights (mixed-precision recipes): m's weights = main's f32
 // values rounded to m->dtype (RNE: torch's p.data.copy_(main) into an f16/bf16 parameter; f32: a
 // copy), and m's fast copies (bf16 pairs, f16 bits) rebuilt in place. m and main must have the same
-// config and tying and must not share storage; main's file_dtype/dtype are not looked at.
-int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main);
+// config and tying and must not share storage; main's file_dtype/dtype are not looked at. threads
+// (<= 0: OpenMP's default) share the copying; the result does not depend on it.
+int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main, int threads);
 
 // ---- forward ---------------------------------------------------------------------------------
 // KV cache for incremental decoding: k and v of every layer for B sequences, up to max_t steps.

@@ -57,7 +57,7 @@ int cmd_bench_train(int argc, char **argv) {
   gm_gpt2 m, g, work; // the f32 (main) weights, the gradients, the dtype copy the backward runs on
   memset(&work, 0, sizeof work);
   if (gm_gpt2_init_random(&m, &cfg, 1)) return cli_fail("%s", gm_errmsg());
-  if (dt != GM_F32 && (gm_gpt2_alloc_like(&work, &m) || gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, &m))) {
+  if (dt != GM_F32 && (gm_gpt2_alloc_like(&work, &m) || gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, &m, (int)threads))) {
     gm_gpt2_free(&work);
     gm_gpt2_free(&m);
     return cli_fail("%s", gm_errmsg());
@@ -92,7 +92,7 @@ int cmd_bench_train(int argc, char **argv) {
     double t1 = gm_now_s();
     s.step = k + 1;
     if (!rc) rc = gm_train_optimizer_step(&m, &g, &s, &o, 1e-4, NULL); // g's f32 storage: the main gradients
-    if (!rc && dt != GM_F32) rc = gm_gpt2_set_weights(&work, &m);
+    if (!rc && dt != GM_F32) rc = gm_gpt2_set_weights(&work, &m, (int)threads);
     double t2 = gm_now_s();
     memcpy(dst, src, bytes); // the optimizer's bytes moved once, as a baseline
     double t3 = gm_now_s();

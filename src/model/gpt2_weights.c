@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,8 +307,33 @@ int gm_gpt2_save(const gm_gpt2 *m, const char *dir) {
   return rc;
 }
 
+// The fast copies of the matrices: the four of every layer and lm_head, each one job (lm_head, the
+// largest, first, so threads taking jobs in turn stay balanced). Pure data movement: the bits do not
+// depend on the thread count.
+typedef struct {
+  const float *w;
+  int rows, cols; // w is [rows, cols]
+  void *out;      // where its copy goes
+} weight_job;
+
+static int weight_jobs(gm_gpt2 *m, weight_job *j) {
+  const gm_gpt2_config *c = &m->cfg;
+  int D = c->n_embd, I = c->n_inner, V = c->vocab_size, n = 0;
+  j[n++] = (weight_job){m->lm_head, V, D, NULL};
+  for (int l = 0; l < c->n_layer; l++) {
+    gm_gpt2_layer *y = &m->layers[l];
+    j[n++] = (weight_job){y->attn_w, D, 3 * D, NULL};
+    j[n++] = (weight_job){y->aproj_w, D, D, NULL};
+    j[n++] = (weight_job){y->fc_w, D, I, NULL};
+    j[n++] = (weight_job){y->mproj_w, I, D, NULL};
+  }
+  return n;
+}
+
+static weight_job *alloc_jobs(const gm_gpt2 *m) { return malloc(((size_t)m->cfg.n_layer * 4 + 1) * sizeof(weight_job)); }
+
 // Lays out the four matrices of every layer and lm_head^T as bf16 pairs (gm_bf16_pack).
-static int pack_bf16(gm_gpt2 *m) {
+static int pack_bf16(gm_gpt2 *m, int threads) {
   const gm_gpt2_config *c = &m->cfg;
   int D = c->n_embd, I = c->n_inner, V = c->vocab_size;
   size_t s_attn = gm_bf16_packed_size(D, 3 * D), s_aproj = gm_bf16_packed_size(D, D), s_fc = gm_bf16_packed_size(D, I),
@@ -316,41 +342,52 @@ static int pack_bf16(gm_gpt2 *m) {
   // 64-byte aligned: every matrix's strips are whole cache lines, so AMX tile rows load from one line each.
   // (gm_gpt2_set_weights refills an existing table in place: same config, same layout)
   if (!m->packed) m->packed = aligned_alloc(64, (total * sizeof(uint32_t) + 63) / 64 * 64);
-  if (!m->packed) return gm_fail("out of memory for the bf16 weight layout (%zu MiB)", total * 4 >> 20);
+  weight_job *j = alloc_jobs(m);
+  if (!m->packed || !j) { free(j); return gm_fail("out of memory for the bf16 weight layout (%zu MiB)", total * 4 >> 20); }
   m->copy_bytes = total * sizeof(uint32_t);
+  int n = weight_jobs(m, j);
   uint32_t *at = m->packed;
-  for (int l = 0; l < c->n_layer; l++) {
+  for (int l = 0; l < c->n_layer; l++) { // the layers' matrices in order, then lm_head^T
     gm_gpt2_layer *y = &m->layers[l];
-    gm_bf16_pack(y->attn_w, 3 * D, false, D, 3 * D, at); y->attn_wp = at; at += s_attn;
-    gm_bf16_pack(y->aproj_w, D, false, D, D, at); y->aproj_wp = at; at += s_aproj;
-    gm_bf16_pack(y->fc_w, I, false, D, I, at); y->fc_wp = at; at += s_fc;
-    gm_bf16_pack(y->mproj_w, D, false, I, D, at); y->mproj_wp = at; at += s_mproj;
+    y->attn_wp = at; j[1 + 4 * l].out = at; at += s_attn;
+    y->aproj_wp = at; j[2 + 4 * l].out = at; at += s_aproj;
+    y->fc_wp = at; j[3 + 4 * l].out = at; at += s_fc;
+    y->mproj_wp = at; j[4 + 4 * l].out = at; at += s_mproj;
   }
-  gm_bf16_pack(m->lm_head, D, true, D, V, at);
   m->lm_head_p = at;
+  j[0].out = at;
+#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic, 1) if (threads > 1)
+  for (int k = 0; k < n; k++) // lm_head [V, D] is op(B) = lm_head^T; the others are [K, N] as stored
+    gm_bf16_pack(j[k].w, j[k].cols, k == 0, k == 0 ? j[k].cols : j[k].rows, k == 0 ? j[k].rows : j[k].cols, j[k].out);
+  free(j);
   return 0;
 }
 
 // f16 runs: the four matrices of every layer and lm_head as f16 bits for the one-row (decode)
 // kernels, when this CPU runs them (gm_matmul_f16_row_fast); the f32 copies stay for the rest.
-static int copy_f16(gm_gpt2 *m) {
+static int copy_f16(gm_gpt2 *m, int threads) {
   if (!gm_matmul_f16_row_fast()) return 0;
   const gm_gpt2_config *c = &m->cfg;
   size_t D = (size_t)c->n_embd, I = (size_t)c->n_inner, V = (size_t)c->vocab_size;
   size_t per = D * 3 * D + D * D + D * I + I * D, total = per * (size_t)c->n_layer + V * D;
   if (!m->half) m->half = malloc(total * sizeof(uint16_t)); // refilled in place by gm_gpt2_set_weights
-  if (!m->half) return gm_fail("out of memory for the f16 copy of the weights (%zu MiB)", total * 2 >> 20);
+  weight_job *j = alloc_jobs(m);
+  if (!m->half || !j) { free(j); return gm_fail("out of memory for the f16 copy of the weights (%zu MiB)", total * 2 >> 20); }
   m->copy_bytes = total * sizeof(uint16_t);
+  int n = weight_jobs(m, j);
   uint16_t *at = m->half;
   for (int l = 0; l < c->n_layer; l++) {
     gm_gpt2_layer *y = &m->layers[l];
-    gm_f32_to_dtype_buf(GM_F16, y->attn_w, at, D * 3 * D); y->attn_wh = at; at += D * 3 * D;
-    gm_f32_to_dtype_buf(GM_F16, y->aproj_w, at, D * D); y->aproj_wh = at; at += D * D;
-    gm_f32_to_dtype_buf(GM_F16, y->fc_w, at, D * I); y->fc_wh = at; at += D * I;
-    gm_f32_to_dtype_buf(GM_F16, y->mproj_w, at, I * D); y->mproj_wh = at; at += I * D;
+    y->attn_wh = at; j[1 + 4 * l].out = at; at += D * 3 * D;
+    y->aproj_wh = at; j[2 + 4 * l].out = at; at += D * D;
+    y->fc_wh = at; j[3 + 4 * l].out = at; at += D * I;
+    y->mproj_wh = at; j[4 + 4 * l].out = at; at += I * D;
   }
-  gm_f32_to_dtype_buf(GM_F16, m->lm_head, at, V * D);
   m->lm_head_h = at;
+  j[0].out = at;
+#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic, 1) if (threads > 1)
+  for (int k = 0; k < n; k++) gm_f32_to_dtype_buf(GM_F16, j[k].w, j[k].out, (size_t)j[k].rows * j[k].cols);
+  free(j);
   return 0;
 }
 
@@ -367,18 +404,24 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
                                             : "bf16 has 8 significand bits, so f16 weights would be rounded again");
   gm_round_inplace(dt, m->storage, (size_t)m->n_params);
   m->dtype = dt;
-  return dt == GM_BF16 ? pack_bf16(m) : copy_f16(m);
+  return dt == GM_BF16 ? pack_bf16(m, 1) : copy_f16(m, 1);
 }
 
-int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main) {
+int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main, int threads) {
   if (!m->storage || !main->storage || m->n_params != main->n_params || m->tied != main->tied ||
       m->cfg.n_layer != main->cfg.n_layer || m->cfg.n_embd != main->cfg.n_embd || m->cfg.n_inner != main->cfg.n_inner ||
       m->cfg.vocab_size != main->cfg.vocab_size || m->cfg.n_positions != main->cfg.n_positions)
     return gm_fail("gm_gpt2_set_weights: the two models differ in layout");
   if (m == main || m->storage == main->storage) return gm_fail("gm_gpt2_set_weights: the models must not share storage");
   // both storages are laid out by allocate() in describe() order, so one copy covers every tensor
-  gm_round_copy(m->dtype, main->storage, m->storage, (size_t)m->n_params);
-  if (m->packed) return pack_bf16(m);
-  if (m->half) return copy_f16(m);
+  if (threads <= 0) threads = omp_get_max_threads();
+  const size_t n = (size_t)m->n_params, per = (n / (size_t)threads + 15) / 16 * 16; // whole 64-byte lines a thread
+#pragma omp parallel for num_threads(threads) if (threads > 1)
+  for (int t = 0; t < threads; t++) {
+    size_t a = (size_t)t * per, e = a + per < n ? a + per : n;
+    if (a < e) gm_round_copy(m->dtype, main->storage + a, m->storage + a, e - a);
+  }
+  if (m->packed) return pack_bf16(m, threads);
+  if (m->half) return copy_f16(m, threads);
   return 0;
 }

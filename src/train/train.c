@@ -309,7 +309,7 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   memset(&work, 0, sizeof work);
   if (mixed || ac) {
     if (gm_gpt2_alloc_like(&work, m)) return -1;
-    if (gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, m)) { gm_gpt2_free(&work); return -1; }
+    if (gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, m, o->threads)) { gm_gpt2_free(&work); return -1; }
   }
   const gm_gpt2 *w = mixed ? &work : m;
   if (gm_gpt2_alloc_like(&g, w)) { gm_gpt2_free(&work); return -1; }
@@ -355,7 +355,7 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
       if (ds ? (rc = ds_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps + 1))
              : (rc = optimizer_step(m, &g, s, o, r.lr, &r.grad_norm, s->opt_steps)))
         break;
-      if ((mixed || ac) && (rc = gm_gpt2_set_weights(&work, m))) break;
+      if ((mixed || ac) && (rc = gm_gpt2_set_weights(&work, m, o->threads))) break;
     }
     s->tokens += (long)o->B * o->T;
     r.tokens = s->tokens;
