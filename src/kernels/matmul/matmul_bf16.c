@@ -385,18 +385,29 @@ void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t 
   tail[0] = trans_b ? 1u : 0u;
 }
 
-// op(A) [M, K] as rows of P = ceil(K/2) pairs (64-byte aligned, so the AMX kernel's tile rows start on
-// cache lines when P is a multiple of 16; NULL when out of memory): A [M, K] as stored, or with
-// trans_a A [K, M] (row stride lda either way).
-static uint32_t *pack_rows(const float *A, int lda, bool trans_a, int M, int K) {
+// Scratch for one call: the thread's kept buffer of a slot (matmul_scratch.c) up to KEEP_MAX bytes,
+// past it a buffer of its own (*owned; one product that large amortises its page faults, and the
+// thread does not keep tens of MB: the tied lm_head's dW packs V x B*T / 2 words).
+#define KEEP_MAX ((size_t)8 << 20)
+static void *scratch(gm_scratch_slot slot, size_t bytes, bool *owned) {
+  *owned = bytes > KEEP_MAX;
+  if (*owned) return aligned_alloc(64, (bytes + 63) / 64 * 64);
+  return gm_matmul_scratch(slot, bytes);
+}
+
+static void scratch_done(void *p, bool owned) {
+  if (owned) free(p);
+}
+
+// op(A) [M, K] as rows of P = ceil(K/2) pairs into Ap (64-byte aligned, so the AMX kernel's tile rows
+// start on cache lines when P is a multiple of 16): A [M, K] as stored, or with trans_a A [K, M]
+// (row stride lda either way).
+static void pack_rows(const float *A, int lda, bool trans_a, int M, int K, uint32_t *Ap) {
   int P = (K + 1) / 2;
-  size_t bytes = (size_t)M * (P > 0 ? P : 1) * sizeof(uint32_t);
-  uint32_t *Ap = aligned_alloc(64, (bytes + 63) / 64 * 64);
-  if (!Ap) return NULL;
   if (gm_cpu_simd() == GM_SIMD_AVX512) {
     if (trans_a) gm_bf16_pack_rows_t_avx512(A, lda, M, K, Ap);
     else gm_bf16_pack_rows_avx512(A, lda, M, K, Ap);
-    return Ap;
+    return;
   }
   for (int i = 0; i < M; i++)
     for (int p = 0; p < P; p++) {
@@ -404,7 +415,6 @@ static uint32_t *pack_rows(const float *A, int lda, bool trans_a, int M, int K) 
       float hi = 2 * p + 1 >= K ? 0.0f : trans_a ? A[(size_t)(2 * p + 1) * lda + i] : A[(size_t)i * lda + 2 * p + 1];
       Ap[(size_t)i * P + p] = pair(lo, hi);
     }
-  return Ap;
 }
 
 // The same order without any scratch memory (the fallback when the packing buffers cannot be
@@ -470,27 +480,27 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   // torch's thread count (the chunk and the K split depend on it for B as stored)
   int Ps = 0, Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K, b_trans, threads, &Ps) : 0;
   // with a K split, A's two parts packed apart (the kernels read rows of P pairs)
-  uint32_t *Ap = pack_rows(A, lda, trans_a, M, Ps > 0 ? 2 * Ps : K);
-  const float *A2 = trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps;
-  uint32_t *Ap2 = Ap && Ps > 0 ? pack_rows(A2, lda, trans_a, M, K - 2 * Ps) : NULL;
-  if (!Ap || (Ps > 0 && !Ap2)) {
-    free(Ap);
+  // A's pairs (with a K split, its two parts packed apart: the kernels read rows of P pairs)
+  const int P1 = Ps > 0 ? Ps : P, P2 = Ps > 0 ? P - Ps : 0;
+  bool own_a, own_a2 = false, own_parts = false;
+  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)M * (P1 > 0 ? P1 : 1) * sizeof(uint32_t), &own_a);
+  uint32_t *Ap2 = Ps > 0 ? scratch(GM_SCRATCH_BF16_A2, (size_t)M * (P2 > 0 ? P2 : 1) * sizeof(uint32_t), &own_a2) : NULL;
+  if (threads > n_strips) threads = n_strips;
+  float *parts = Ps > 0 ? scratch(GM_SCRATCH_BF16_PART, sizeof(float) * 2 * (size_t)M * STRIP * threads, &own_parts) : NULL;
+  if (!Ap || (Ps > 0 && (!Ap2 || !parts))) {
+    scratch_done(Ap, own_a);
+    scratch_done(Ap2, own_a2);
+    scratch_done(parts, own_parts);
     unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
     return;
   }
+  pack_rows(A, lda, trans_a, M, Ps > 0 ? 2 * Ps : K, Ap);
+  if (Ps > 0) pack_rows(trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps, lda, trans_a, M, K - 2 * Ps, Ap2);
   bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx()
               : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
-  if (threads > n_strips) threads = n_strips;
-  float *parts = Ps > 0 ? malloc(sizeof(float) * 2 * (size_t)M * STRIP * threads) : NULL;
-  if (Ps > 0 && !parts) {
-    free(Ap);
-    free(Ap2);
-    unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
-    return;
-  }
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    uint32_t *Bs = Bp ? NULL : aligned_alloc(64, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
+    uint32_t *Bs = Bp ? NULL : gm_matmul_scratch(GM_SCRATCH_BF16_B, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
     // with a K split: this thread's two partial sums of a strip, [M, STRIP] each
     float *part = parts ? parts + (size_t)omp_get_thread_num() * 2 * M * STRIP : NULL;
 #pragma omp for schedule(dynamic, 4)
@@ -528,11 +538,10 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
       else if (simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
       else strip_scalar_order(ord, Ap, P, K, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
     }
-    free(Bs);
   }
-  free(parts);
-  free(Ap);
-  free(Ap2);
+  scratch_done(parts, own_parts);
+  scratch_done(Ap, own_a);
+  scratch_done(Ap2, own_a2);
 }
 
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,

@@ -9,6 +9,21 @@
 
 #include "gptmeg/kernels.h"
 
+// ---- kept scratch (matmul_scratch.c) -------------------------------------------------------------
+// The calling thread's buffer for one slot, 64-byte aligned, at least `bytes` long, kept for the
+// thread's next call (grown when too small; its contents are not kept across a growth); NULL when
+// out of memory. A slot is in use by one call at a time on a thread: the slots below are distinct
+// wherever one call nests inside another on the same thread.
+typedef enum {
+  GM_SCRATCH_F32_STRIP, // the f32 drivers' packed strips of B
+  GM_SCRATCH_BF16_A,    // the bf16 product's pairs of A (the calling thread)
+  GM_SCRATCH_BF16_A2,   // the second part of A under a K split
+  GM_SCRATCH_BF16_B,    // a worker's strip of B pairs
+  GM_SCRATCH_BF16_PART, // the K split's partial sums (all threads' parts, the calling thread)
+  GM_SCRATCH_SLOTS
+} gm_scratch_slot;
+void *gm_matmul_scratch(gm_scratch_slot slot, size_t bytes);
+
 // ---- f32, PyTorch's MKL order (matmul_torch_f32.c) ---------------------------------------------
 // Every f32 body takes the K block schedule (gm_f32_blocks, gptmeg/kernels.h) and post: each
 // block's sum is multiplied by post before it meets C (MKL's Intel kernels apply alpha there; 1,

@@ -334,41 +334,8 @@ static bool blocked_driver(void) {
 enum { GROUP_STRIPS = 4 };
 enum { PANEL_ROWS = 192 }; // rows of A walked against one packed group at a time (192 x 384 k: 288 KB)
 
-// The blocked driver's packing buffer: one per thread, kept for the thread's life and grown when a
-// product needs more (at most a group of 4 strips by the longest K block: 768 KB). A buffer
-// allocated per call comes from mmap (past glibc's threshold, which gptmeg fixes at 128 KiB) and
-// costs a page fault per 4 KB on every call: 3-6% of a 256 x 768 x 768 product. Held in a
-// pthread key whose destructor frees it when the thread ends (OpenMP replaces its workers when the
-// thread count changes; a _Thread_local pointer would leak theirs).
-typedef struct {
-  float *buf;
-  size_t cap;
-} pack_slot;
-static pthread_key_t pack_key;
-static pthread_once_t pack_once = PTHREAD_ONCE_INIT;
-static bool pack_key_ok;
-static void pack_slot_free(void *p) {
-  pack_slot *s = p;
-  free(s->buf);
-  free(s);
-}
-static void pack_key_init(void) { pack_key_ok = pthread_key_create(&pack_key, pack_slot_free) == 0; }
-
-static float *pack_buffer(size_t floats) {
-  pthread_once(&pack_once, pack_key_init);
-  if (!pack_key_ok) return NULL; // the caller runs the definition instead
-  pack_slot *s = pthread_getspecific(pack_key);
-  if (!s) {
-    if (!(s = calloc(1, sizeof *s))) return NULL;
-    if (pthread_setspecific(pack_key, s) != 0) { free(s); return NULL; }
-  }
-  if (floats > s->cap) {
-    free(s->buf);
-    s->buf = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
-    s->cap = s->buf ? floats : 0;
-  }
-  return s->buf;
-}
+// The thread's kept buffer (matmul_scratch.c).
+static float *pack_buffer(size_t floats) { return gm_matmul_scratch(GM_SCRATCH_F32_STRIP, floats * sizeof(float)); }
 
 // The blocked driver (GotoBLAS's loop order, AVX-512, Intel; blocked_path below): each thread owns
 // a contiguous run of 64-column strips, taken GROUP_STRIPS at a time; for each group, each K block
