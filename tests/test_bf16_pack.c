@@ -4,7 +4,9 @@
 // -0, infinities and NaN (flushed or kept as the scalar code does): through gm_bf16_pack (B) and
 // through the products of gm_matmul_bf16 under the intel-amx target, whose A is packed the same way
 // (the AMX or AVX512-BF16 kernel against its scalar twin, bit for bit); and A^T packed straight
-// from A (gm_matmul_bf16_ta) against the product of A^T copied. Skipped without AVX-512.
+// from A (gm_matmul_bf16_ta) against the product of A^T copied, and the product rounded strip by
+// strip (gm_matmul_bf16_packed_rounded) against the product then a rounding pass. Skipped without
+// AVX-512.
 #include "harness.h"
 
 #include "gptmeg/cpu.h"
@@ -104,6 +106,35 @@ static void check_product_ta(int M, int N, int K, bool trans_b, int threads, boo
   free(ct);
 }
 
+// gm_matmul_bf16_packed_rounded against gm_matmul_bf16_packed then gm_round_inplace, bit for bit
+// (A's first row holds infinities and NaN, so its outputs are NaN or infinite), both levels, 1 and 2
+// threads.
+static void check_rounded(int M, int N, int K, int threads, bool scalar) {
+  size_t words = gm_bf16_packed_size(K, N);
+  float *A = malloc((size_t)M * K * sizeof *A), *B = malloc((size_t)K * N * sizeof *B), *bias = malloc((size_t)N * sizeof *bias);
+  float *cr = malloc((size_t)M * N * sizeof *cr), *ct = malloc((size_t)M * N * sizeof *ct);
+  uint32_t *Bp = malloc(words * sizeof *Bp);
+  if (!A || !B || !bias || !cr || !ct || !Bp) {
+    CHECK(false, "out of memory");
+    free(A); free(B); free(bias); free(cr); free(ct); free(Bp);
+    return;
+  }
+  for (size_t i = 0; i < (size_t)M * K; i++) // row 0 with the special values, the others finite
+    A[i] = i < (size_t)K ? value((uint32_t)i * 7u + 3u) : finite_value((uint32_t)i * 7u + 3u);
+  for (size_t i = 0; i < (size_t)K * N; i++) B[i] = finite_value((uint32_t)i * 5u + 2u);
+  for (int j = 0; j < N; j++) bias[j] = finite_value((uint32_t)j * 13u + 1u) * 0.75f; // not bf16 values: the sum rounds
+  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  gm_bf16_pack(B, N, false, K, N, Bp);
+  gm_matmul_bf16_packed(A, K, Bp, bias, 1.0f, cr, N, M, N, K, threads);
+  gm_round_inplace(GM_BF16, cr, (size_t)M * N);
+  gm_matmul_bf16_packed_rounded(A, K, Bp, bias, 1.0f, ct, N, M, N, K, threads);
+  unsetenv("GPTMEG_SIMD");
+  int d = test_count_diff(cr, ct, (size_t)M * N);
+  CHECK(d == 0, "gm_matmul_bf16_packed_rounded M %d N %d K %d, %d threads%s: %d of %d outputs differ from product then rounding",
+        M, N, K, threads, scalar ? " (scalar)" : "", d, M * N);
+  free(A); free(B); free(bias); free(cr); free(ct); free(Bp);
+}
+
 int main(void) {
   if (gm_cpu_simd() != GM_SIMD_AVX512) {
     test_skip("bf16 pair packing", "no AVX-512 here: the scalar packing is the only one");
@@ -123,5 +154,9 @@ int main(void) {
     for (int t = 0; t < 2; t++)
       for (int th = 1; th <= 2; th++)
         for (int sc = 0; sc < 2; sc++) check_product_ta(ta[s][0], ta[s][1], ta[s][2], t == 1, th, sc == 1);
+  static const int rd[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {70, 100, 768}};
+  for (size_t s = 0; s < sizeof rd / sizeof rd[0]; s++)
+    for (int th = 1; th <= 2; th++)
+      for (int sc = 0; sc < 2; sc++) check_rounded(rd[s][0], rd[s][1], rd[s][2], th, sc == 1);
   return test_done("test_bf16_pack");
 }

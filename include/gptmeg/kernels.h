@@ -180,6 +180,10 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
 void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp);
 void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
                            int M, int N, int K, int threads);
+// The same product with C rounded to bf16 (the bits of gm_round_inplace(GM_BF16, C) after it), each
+// strip of C as soon as it is complete, while it is in cache.
+void gm_matmul_bf16_packed_rounded(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C,
+                                   int ldc, int M, int N, int K, int threads);
 // Which of ATen's CPU layer-norm kernels to reproduce: the f32 one (8-element steps), or the
 // reduced-type one for f16 or bf16 rows (16-element steps as two 8-lane halves; the two differ only
 // in one rounding of the scalar tail).

@@ -33,8 +33,11 @@
 int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_op_weight *w, const float *bias, int N,
                      int C, int OC) {
   const int ldw = w->trans ? C : OC;
-  if (c->dtype == GM_BF16 && w->bf16p) gm_matmul_bf16_packed(inp, C, w->bf16p, bias, 1.0f, out, OC, N, OC, C, c->threads);
-  else if (c->dtype == GM_F16 && w->f16h && (w->trans || N == 1)) // the f16 kernels' fast shapes
+  if (c->dtype == GM_BF16 && w->bf16p) { // rounded strip by strip inside the product
+    gm_matmul_bf16_packed_rounded(inp, C, w->bf16p, bias, 1.0f, out, OC, N, OC, C, c->threads);
+    return 0;
+  }
+  if (c->dtype == GM_F16 && w->f16h && (w->trans || N == 1)) // the f16 kernels' fast shapes
     gm_matmul_f16_torch_h(inp, C, w->f16h, ldw, w->trans, bias, 1.0f, out, OC, N, OC, C, c->threads);
   else gm_op_matmul(c, inp, C, w->w, ldw, w->trans, bias, 1.0f, out, OC, N, OC, C);
   gm_op_round(c, out, (size_t)N * OC);

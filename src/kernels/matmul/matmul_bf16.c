@@ -468,10 +468,21 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
   unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
 }
 
+// C's strip [M, nc] rounded to bf16 where it was just written (gm_f32_to_bf16's bits).
+static void round_strip(float *C, int ldc, int M, int nc) {
+  if (gm_cpu_simd() == GM_SIMD_AVX512) {
+    gm_bf16_round_block_avx512(C, ldc, M, nc);
+    return;
+  }
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < nc; j++) C[(size_t)i * ldc + j] = gm_bf16_to_f32(gm_f32_to_bf16(C[(size_t)i * ldc + j]));
+}
+
 // B given as floats (packed here, a strip at a time) or as pairs Bp [P, N] (packed once). With
-// trans_a, op(A) = A^T is packed straight from A [K, M].
+// trans_a, op(A) = A^T is packed straight from A [K, M]; with round_c, each strip of C is rounded to
+// bf16 once it is complete.
 static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
-                float alpha, float *C, int ldc, int M, int N, int K, int threads) {
+                float alpha, float *C, int ldc, int M, int N, int K, int threads, bool round_c) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
@@ -492,14 +503,22 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     scratch_done(Ap2, own_a2);
     scratch_done(parts, own_parts);
     unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
+    if (round_c) round_strip(C, ldc, M, N);
     return;
   }
-  pack_rows(A, lda, trans_a, M, Ps > 0 ? 2 * Ps : K, Ap);
-  if (Ps > 0) pack_rows(trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps, lda, trans_a, M, K - 2 * Ps, Ap2);
   bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx()
               : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
+  const float *A2 = trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps; // where A's second part starts
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
+    // A's pairs, 64 rows of op(A) a piece, shared among the threads (the strips wait for all of them)
+#pragma omp for schedule(static)
+    for (int r0 = 0; r0 < M; r0 += 64) {
+      const int mr = M - r0 < 64 ? M - r0 : 64;
+      const size_t at = trans_a ? (size_t)r0 : (size_t)r0 * lda; // row r0 of op(A)
+      pack_rows(A + at, lda, trans_a, mr, Ps > 0 ? 2 * Ps : K, Ap + (size_t)r0 * P1);
+      if (Ps > 0) pack_rows(A2 + at, lda, trans_a, mr, K - 2 * Ps, Ap2 + (size_t)r0 * P2);
+    }
     uint32_t *Bs = Bp ? NULL : gm_matmul_scratch(GM_SCRATCH_BF16_B, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
     // with a K split: this thread's two partial sums of a strip, [M, STRIP] each
     float *part = parts ? parts + (size_t)omp_get_thread_num() * 2 * M * STRIP : NULL;
@@ -509,34 +528,33 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
       if (!Bp && !Bs) { // no scratch for this thread: the same order, unpacked
         unpacked(A, lda, trans_a, B + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, trans_b, NULL, bias ? bias + j0 : NULL, alpha,
                  C + j0, ldc, M, nc, K, Pc, Ps);
-        continue;
-      }
-      const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
-      if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
-      const float *bj = bias ? bias + j0 : NULL;
-      if (Ps > 0) { // two partial sums (rows [0, Ps) and [Ps, P) of the strip), then alpha * (s1 + s2) (+ bias)
-        float *s1 = part, *s2 = part + (size_t)M * STRIP;
-        const uint32_t *strip2 = strip + (size_t)Ps * STRIP;
-        if (simd) {
-          gm_bf16_strip_amx(Ap, Ps, Pc, strip, STRIP, M, nc, 1.0f, NULL, s1, STRIP);
-          gm_bf16_strip_amx(Ap2, P - Ps, Pc, strip2, STRIP, M, nc, 1.0f, NULL, s2, STRIP);
-        } else {
-          strip_scalar_order(ord, Ap, Ps, 2 * Ps, Pc, strip, STRIP, M, nc, 1.0f, NULL, s1, STRIP);
-          strip_scalar_order(ord, Ap2, P - Ps, K - 2 * Ps, Pc, strip2, STRIP, M, nc, 1.0f, NULL, s2, STRIP);
-        }
-        for (int i = 0; i < M; i++)
-          for (int j = 0; j < nc; j++) {
-            float v = alpha * (s1[(size_t)i * STRIP + j] + s2[(size_t)i * STRIP + j]);
-            C[(size_t)i * ldc + j0 + j] = bj ? bj[j] + v : v;
+      } else {
+        const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
+        if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
+        const float *bj = bias ? bias + j0 : NULL;
+        if (Ps > 0) { // two partial sums (rows [0, Ps) and [Ps, P) of the strip), then alpha * (s1 + s2) (+ bias)
+          float *s1 = part, *s2 = part + (size_t)M * STRIP;
+          const uint32_t *strip2 = strip + (size_t)Ps * STRIP;
+          if (simd) {
+            gm_bf16_strip_amx(Ap, Ps, Pc, strip, STRIP, M, nc, 1.0f, NULL, s1, STRIP);
+            gm_bf16_strip_amx(Ap2, P - Ps, Pc, strip2, STRIP, M, nc, 1.0f, NULL, s2, STRIP);
+          } else {
+            strip_scalar_order(ord, Ap, Ps, 2 * Ps, Pc, strip, STRIP, M, nc, 1.0f, NULL, s1, STRIP);
+            strip_scalar_order(ord, Ap2, P - Ps, K - 2 * Ps, Pc, strip2, STRIP, M, nc, 1.0f, NULL, s2, STRIP);
           }
-        continue;
+          for (int i = 0; i < M; i++)
+            for (int j = 0; j < nc; j++) {
+              float v = alpha * (s1[(size_t)i * STRIP + j] + s2[(size_t)i * STRIP + j]);
+              C[(size_t)i * ldc + j0 + j] = bj ? bj[j] + v : v;
+            }
+        } else if (ord == ORDER_VDP) {
+          if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+          else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+        } else if (simd && ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+        else if (simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+        else strip_scalar_order(ord, Ap, P, K, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
       }
-      if (ord == ORDER_VDP) {
-        if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-        else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-      } else if (simd && ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-      else if (simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-      else strip_scalar_order(ord, Ap, P, K, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      if (round_c) round_strip(C + j0, ldc, M, nc); // the strip is complete: rounded while in cache
     }
   }
   scratch_done(parts, own_parts);
@@ -546,15 +564,20 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
 
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                     float *C, int ldc, int M, int N, int K, int threads) {
-  run(A, lda, false, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads);
+  run(A, lda, false, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false);
 }
 
 void gm_matmul_bf16_ta(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                       float *C, int ldc, int M, int N, int K, int threads) {
-  run(A, lda, true, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads);
+  run(A, lda, true, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false);
 }
 
 void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
                            int M, int N, int K, int threads) {
-  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads);
+  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, false);
+}
+
+void gm_matmul_bf16_packed_rounded(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C,
+                                   int ldc, int M, int N, int K, int threads) {
+  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, true);
 }

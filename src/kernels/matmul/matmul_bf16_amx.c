@@ -234,13 +234,12 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
   const bool chunks = Pc < P;
   // acc: the running chunk of every row (32 f32 a row); sum: the finished chunks (acc itself when
   // there is one chunk).
+  // (the thread's kept buffers: this runs once per strip, and a fresh 64 KB or more each time cost
+  // page faults whenever glibc trimmed its heap in between)
   const size_t buf = (size_t)((M + 31) / 32 * 32) * 32 * sizeof(float);
-  float *acc = aligned_alloc(64, buf), *sum = chunks ? aligned_alloc(64, buf) : acc;
-  uint32_t *bseg = aligned_alloc(64, (size_t)SEG_PAIRS * 32 * sizeof(uint32_t));
+  float *acc = gm_matmul_scratch(GM_SCRATCH_AMX_ACC, buf), *sum = chunks ? gm_matmul_scratch(GM_SCRATCH_AMX_SUM, buf) : acc;
+  uint32_t *bseg = gm_matmul_scratch(GM_SCRATCH_AMX_BSEG, (size_t)SEG_PAIRS * 32 * sizeof(uint32_t));
   if (!acc || !sum || !bseg) {
-    free(acc);
-    if (chunks) free(sum);
-    free(bseg);
     strip_groups(Ap, P, Pc, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
     return;
   }
@@ -295,7 +294,4 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
     if (c1 >= P) break;
   }
   _tile_release();
-  if (chunks) free(sum);
-  free(acc);
-  free(bseg);
 }

@@ -97,3 +97,21 @@ void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t 
     }
   }
 }
+
+// C[i * ldc + j] for i < M, j < ncols rounded to bf16 in place (round to nearest even on the bit
+// pattern, a NaN made quiet with its sign: gm_f32_to_bf16's bits), for a strip a product has just
+// written (the rounding the forward's ops would otherwise do in a pass of their own).
+void gm_bf16_round_block_avx512(float *C, int ldc, int M, int ncols) {
+  const __m512i half = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), hi = _mm512_set1_epi32((int)0xffff0000u);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000);
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < ncols; j += 16) {
+      __mmask16 m = first(ncols - j);
+      float *x = C + (size_t)i * ldc + j;
+      __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x));
+      __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
+      __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, half), _mm512_and_si512(_mm512_srli_epi32(u, 16), one));
+      r = _mm512_mask_or_epi32(r, nan, u, quiet);
+      _mm512_mask_storeu_ps(x, m, _mm512_castsi512_ps(_mm512_and_si512(r, hi)));
+    }
+}
