@@ -146,7 +146,9 @@ int main(void) {
     for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
       for (int t = 0; t < 2; t++) check_pack(Ks[a], Ns[b], t == 1);
   gm_torch_target_set(GM_TT_INTEL_AMX);
-  static const int shapes[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {33, 64, 768}};
+  // {200, 70, 3072}: more rows than one row block of the AMX kernel (160 at K = 3072), so A is taken
+  // in blocks and B's pairs packed whole first
+  static const int shapes[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {33, 64, 768}, {200, 70, 3072}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 2; t++) check_product(shapes[s][0], shapes[s][1], shapes[s][2], t == 1);
   static const int ta[][3] = {{1, 33, 65}, {5, 17, 31}, {17, 40, 33}, {40, 70, 97}, {33, 64, 256}, {70, 96, 768}};
@@ -154,7 +156,7 @@ int main(void) {
     for (int t = 0; t < 2; t++)
       for (int th = 1; th <= 2; th++)
         for (int sc = 0; sc < 2; sc++) check_product_ta(ta[s][0], ta[s][1], ta[s][2], t == 1, th, sc == 1);
-  static const int rd[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {70, 100, 768}};
+  static const int rd[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {70, 100, 768}, {200, 40, 3072}};
   for (size_t s = 0; s < sizeof rd / sizeof rd[0]; s++)
     for (int th = 1; th <= 2; th++)
       for (int sc = 0; sc < 2; sc++) check_rounded(rd[s][0], rd[s][1], rd[s][2], th, sc == 1);

@@ -478,9 +478,72 @@ static void round_strip(float *C, int ldc, int M, int nc) {
     for (int j = 0; j < nc; j++) C[(size_t)i * ldc + j] = gm_bf16_to_f32(gm_f32_to_bf16(C[(size_t)i * ldc + j]));
 }
 
-// B given as floats (packed here, a strip at a time) or as pairs Bp [P, N] (packed once). With
-// trans_a, op(A) = A^T is packed straight from A [K, M]; with round_c, each strip of C is rounded to
-// bf16 once it is complete.
+// One product's operands and choices, shared by its threads (run below).
+typedef struct {
+  const float *A, *B, *bias;
+  int lda, ldb, ldc, M, N, K, P, Ps, Pc;
+  bool trans_a, trans_b, simd, round_c;
+  bf16_order ord;
+  float alpha;
+  float *C;
+  const uint32_t *Ap, *Ap2; // op(A)'s pairs (rows of P pairs; with a K split, of Ps and P - Ps)
+} product;
+
+// Rows [r0, r0 + mr) of strip s (columns j0 .. j0 + nc) from pairs `strip` (NULL: no scratch, the
+// unpacked order); part: this thread's two [mr, STRIP] partial sums under a K split.
+static void strip_rows(const product *q, int s, const uint32_t *strip, float *part, int r0, int mr) {
+  const int P = q->P, Ps = q->Ps, j0 = s * STRIP, nc = q->N - j0 < STRIP ? q->N - j0 : STRIP;
+  float *C = q->C + (size_t)r0 * q->ldc + j0;
+  const float *bj = q->bias ? q->bias + j0 : NULL;
+  const int P1 = Ps > 0 ? Ps : P;
+  const uint32_t *Ap = q->Ap + (size_t)r0 * P1, *Ap2 = Ps > 0 ? q->Ap2 + (size_t)r0 * (P - Ps) : NULL;
+  if (!strip) { // no scratch for this thread: the same order, unpacked
+    const float *Ar = q->A + (q->trans_a ? (size_t)r0 : (size_t)r0 * q->lda);
+    unpacked(Ar, q->lda, q->trans_a, q->B + (q->trans_b ? (size_t)j0 * q->ldb : (size_t)j0), q->ldb, q->trans_b, NULL, bj,
+             q->alpha, C, q->ldc, mr, nc, q->K, q->Pc, Ps);
+  } else if (Ps > 0) { // two partial sums (rows [0, Ps) and [Ps, P) of the strip), then alpha * (s1 + s2) (+ bias)
+    float *s1 = part, *s2 = part + (size_t)mr * STRIP;
+    const uint32_t *strip2 = strip + (size_t)Ps * STRIP;
+    if (q->simd) {
+      gm_bf16_strip_amx(Ap, Ps, q->Pc, strip, STRIP, mr, nc, 1.0f, NULL, s1, STRIP);
+      gm_bf16_strip_amx(Ap2, P - Ps, q->Pc, strip2, STRIP, mr, nc, 1.0f, NULL, s2, STRIP);
+    } else {
+      strip_scalar_order(q->ord, Ap, Ps, 2 * Ps, q->Pc, strip, STRIP, mr, nc, 1.0f, NULL, s1, STRIP);
+      strip_scalar_order(q->ord, Ap2, P - Ps, q->K - 2 * Ps, q->Pc, strip2, STRIP, mr, nc, 1.0f, NULL, s2, STRIP);
+    }
+    for (int i = 0; i < mr; i++)
+      for (int j = 0; j < nc; j++) {
+        float v = q->alpha * (s1[(size_t)i * STRIP + j] + s2[(size_t)i * STRIP + j]);
+        C[(size_t)i * q->ldc + j] = bj ? bj[j] + v : v;
+      }
+  } else if (q->ord == ORDER_VDP) {
+    if (q->simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+    else strip_scalar(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  } else if (q->simd && q->ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  else if (q->simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  if (q->round_c) round_strip(C, q->ldc, mr, nc); // the block is complete: rounded while in cache
+}
+
+// Rows of A a block for the AMX kernel: A's pairs for one block in half of SPR's 2 MiB L2 (the
+// kernel then keeps a K segment of the strip in L1 while the block's row groups pass over it), a
+// multiple of 32 rows; every strip meets one block before the next, so A is read from memory once
+// where a strip-major order streamed all of it again for every 32 columns. Rows are independent in
+// every kernel, so the blocking changes no bit.
+static int row_block(const product *q) {
+  if (!(q->simd && q->ord == ORDER_AMX) || q->Ps > 0) return q->M;
+  long rows = ((long)1 << 20) / ((long)(q->P > 0 ? q->P : 1) * 4) / 32 * 32;
+  if (rows < 32) rows = 32;
+  return rows >= q->M ? q->M : (int)rows;
+}
+
+// Past this many bytes the whole of B's pairs (row-blocked products of B given as floats) is not
+// kept for the thread's next call.
+#define KEEP_MAX_B ((size_t)64 << 20)
+
+// B given as floats (packed here, a strip at a time, or whole when A is taken in row blocks) or as
+// pairs Bp [P, N] (packed once). With trans_a, op(A) = A^T is packed straight from A [K, M]; with
+// round_c, each block of C is rounded to bf16 once it is complete.
 static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
                 float alpha, float *C, int ldc, int M, int N, int K, int threads, bool round_c) {
   if (M <= 0 || N <= 0) return;
@@ -490,10 +553,9 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   bf16_order ord = order_for(M, b_trans);
   // torch's thread count (the chunk and the K split depend on it for B as stored)
   int Ps = 0, Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K, b_trans, threads, &Ps) : 0;
-  // with a K split, A's two parts packed apart (the kernels read rows of P pairs)
   // A's pairs (with a K split, its two parts packed apart: the kernels read rows of P pairs)
   const int P1 = Ps > 0 ? Ps : P, P2 = Ps > 0 ? P - Ps : 0;
-  bool own_a, own_a2 = false, own_parts = false;
+  bool own_a, own_a2 = false, own_parts = false, own_ball = false;
   uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)M * (P1 > 0 ? P1 : 1) * sizeof(uint32_t), &own_a);
   uint32_t *Ap2 = Ps > 0 ? scratch(GM_SCRATCH_BF16_A2, (size_t)M * (P2 > 0 ? P2 : 1) * sizeof(uint32_t), &own_a2) : NULL;
   if (threads > n_strips) threads = n_strips;
@@ -506,8 +568,17 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     if (round_c) round_strip(C, ldc, M, N);
     return;
   }
-  bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx()
-              : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
+  product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, Ps, Pc, trans_a, trans_b, false, round_c, ord, alpha, C, Ap, Ap2};
+  q.simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
+  int MB = row_block(&q);
+  // B as floats under row blocks: all its strips packed once, before the first block
+  const size_t ball_bytes = (size_t)n_strips * (P > 0 ? P : 1) * STRIP * sizeof(uint32_t);
+  uint32_t *Ball = NULL;
+  if (!Bp && MB < M) {
+    own_ball = ball_bytes > KEEP_MAX_B;
+    Ball = own_ball ? aligned_alloc(64, (ball_bytes + 63) / 64 * 64) : gm_matmul_scratch(GM_SCRATCH_BF16_BALL, ball_bytes);
+    if (!Ball) MB = M; // strip-major, each strip packed as it comes
+  }
   const float *A2 = trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps; // where A's second part starts
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
@@ -519,47 +590,36 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
       pack_rows(A + at, lda, trans_a, mr, Ps > 0 ? 2 * Ps : K, Ap + (size_t)r0 * P1);
       if (Ps > 0) pack_rows(A2 + at, lda, trans_a, mr, K - 2 * Ps, Ap2 + (size_t)r0 * P2);
     }
-    uint32_t *Bs = Bp ? NULL : gm_matmul_scratch(GM_SCRATCH_BF16_B, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
+    if (Ball) {
+#pragma omp for schedule(dynamic, 4)
+      for (int s = 0; s < n_strips; s++) {
+        const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+        uint32_t *dst = Ball + (size_t)s * P * STRIP;
+        if (nc < STRIP) memset(dst, 0, (size_t)P * STRIP * sizeof(uint32_t));
+        pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, dst, STRIP);
+      }
+    }
+    const uint32_t *Bpairs = Bp ? Bp : Ball; // every strip's pairs, or NULL: packed per strip into Bs
+    uint32_t *Bs = Bpairs ? NULL : gm_matmul_scratch(GM_SCRATCH_BF16_B, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
     // with a K split: this thread's two partial sums of a strip, [M, STRIP] each
     float *part = parts ? parts + (size_t)omp_get_thread_num() * 2 * M * STRIP : NULL;
+    for (int r0 = 0; r0 < M; r0 += MB) {
+      const int mr = M - r0 < MB ? M - r0 : MB;
 #pragma omp for schedule(dynamic, 4)
-    for (int s = 0; s < n_strips; s++) {
-      int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-      if (!Bp && !Bs) { // no scratch for this thread: the same order, unpacked
-        unpacked(A, lda, trans_a, B + (trans_b ? (size_t)j0 * ldb : (size_t)j0), ldb, trans_b, NULL, bias ? bias + j0 : NULL, alpha,
-                 C + j0, ldc, M, nc, K, Pc, Ps);
-      } else {
-        const uint32_t *strip = Bp ? Bp + (size_t)s * P * STRIP : Bs;
-        if (!Bp) pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
-        const float *bj = bias ? bias + j0 : NULL;
-        if (Ps > 0) { // two partial sums (rows [0, Ps) and [Ps, P) of the strip), then alpha * (s1 + s2) (+ bias)
-          float *s1 = part, *s2 = part + (size_t)M * STRIP;
-          const uint32_t *strip2 = strip + (size_t)Ps * STRIP;
-          if (simd) {
-            gm_bf16_strip_amx(Ap, Ps, Pc, strip, STRIP, M, nc, 1.0f, NULL, s1, STRIP);
-            gm_bf16_strip_amx(Ap2, P - Ps, Pc, strip2, STRIP, M, nc, 1.0f, NULL, s2, STRIP);
-          } else {
-            strip_scalar_order(ord, Ap, Ps, 2 * Ps, Pc, strip, STRIP, M, nc, 1.0f, NULL, s1, STRIP);
-            strip_scalar_order(ord, Ap2, P - Ps, K - 2 * Ps, Pc, strip2, STRIP, M, nc, 1.0f, NULL, s2, STRIP);
-          }
-          for (int i = 0; i < M; i++)
-            for (int j = 0; j < nc; j++) {
-              float v = alpha * (s1[(size_t)i * STRIP + j] + s2[(size_t)i * STRIP + j]);
-              C[(size_t)i * ldc + j0 + j] = bj ? bj[j] + v : v;
-            }
-        } else if (ord == ORDER_VDP) {
-          if (simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-          else strip_scalar(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-        } else if (simd && ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-        else if (simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
-        else strip_scalar_order(ord, Ap, P, K, Pc, strip, STRIP, M, nc, alpha, bj, C + j0, ldc);
+      for (int s = 0; s < n_strips; s++) {
+        const uint32_t *strip = Bpairs ? Bpairs + (size_t)s * P * STRIP : Bs;
+        if (!Bpairs && Bs) {
+          const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+          pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
+        }
+        strip_rows(&q, s, strip, part, r0, mr);
       }
-      if (round_c) round_strip(C + j0, ldc, M, nc); // the strip is complete: rounded while in cache
     }
   }
   scratch_done(parts, own_parts);
   scratch_done(Ap, own_a);
   scratch_done(Ap2, own_a2);
+  scratch_done(Ball, own_ball);
 }
 
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,

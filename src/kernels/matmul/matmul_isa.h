@@ -20,6 +20,7 @@ typedef enum {
   GM_SCRATCH_BF16_A2,   // the second part of A under a K split
   GM_SCRATCH_BF16_B,    // a worker's strip of B pairs
   GM_SCRATCH_BF16_PART, // the K split's partial sums (all threads' parts, the calling thread)
+  GM_SCRATCH_BF16_BALL, // all of B's pairs, when A is taken in row blocks (the calling thread)
   GM_SCRATCH_AMX_ACC,   // the AMX strip kernel's parked accumulators (matmul_bf16_amx.c)
   GM_SCRATCH_AMX_SUM,   // its finished K chunks
   GM_SCRATCH_AMX_BSEG,  // its aligned copy of a B segment
