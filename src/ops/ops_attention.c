@@ -405,6 +405,22 @@ static int bwd_bmm(const gm_op_ctx *one, bmm_views v, const float *A, int lda, c
   return 0;
 }
 
+// A backward bmm whose A is a transposed view, op(A) = A^T for A [K, M] (lda): under head_bmm's
+// plain bf16 route (gm_op_matmul: oneDNN's order) A^T is packed straight from A
+// (gm_matmul_bf16_ta, the same bits as the product of A^T made contiguous), else A^T is copied into
+// tbuf and run through bwd_bmm. Rounded to the dtype either way. 0, or -1 (out of memory).
+static int bwd_bmm_ta(const gm_op_ctx *one, bmm_views v, const float *A, int lda, float *tbuf, const float *B, int ldb,
+                      float *Cm, int ldc, int M, int N, int K) {
+  const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
+  if (one->dtype == GM_BF16 && isa != GM_ONEDNN_AVX2 && (int64_t)M * N * K >= 400) {
+    gm_matmul_bf16_ta(A, lda, B, ldb, false, NULL, 1.0f, Cm, ldc, M, N, K, 1);
+    for (int i = 0; i < M; i++) gm_op_round(one, Cm + (size_t)i * ldc, (size_t)N);
+    return 0;
+  }
+  transpose(tbuf, K, A, lda, K, M);
+  return bwd_bmm(one, v, tbuf, K, B, ldb, false, Cm, ldc, M, N, K);
+}
+
 int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, float *dscores, const float *dout,
                         const float *qkv, const float *probs, const float *scores) {
   const int D = a->C, H = a->NH, hd = D / H, B = a->B, T = a->T, len = a->t0 + a->T;
@@ -436,8 +452,7 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
     float *dS = dscores + bh * per_head;
     // dP = dO @ v^T; dv = P^T @ dO
     int rc = bwd_bmm(&one, (bmm_views){false, true}, dO, D, v, ld, true, dS, len, T, len, hd);
-    transpose(pT, T, P, len, T, len);
-    rc |= bwd_bmm(&one, (bmm_views){true, false}, pT, T, dO, D, false, dv, ld, len, hd, T);
+    rc |= bwd_bmm_ta(&one, (bmm_views){true, false}, P, len, pT, dO, D, dv, ld, len, hd, T);
     // softmax backward (the saved output: P, or megatron's f32 softmax of the scores)
     const float *Y = P;
     if (recompute) {
@@ -469,8 +484,7 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
     // dq = dS @ (k^T)^T, k^T a transposed view of the cache's contiguous k, so its transpose is k
     // as stored; dk^T = q^T @ dS, q^T a transposed view
     rc |= bwd_bmm(&one, (bmm_views){false, false}, dS, len, k, ld, false, dq, ld, T, hd, len);
-    transpose(pT, T, q, ld, T, hd); // q^T [hd, T]
-    rc |= bwd_bmm(&one, (bmm_views){true, false}, pT, T, dS, len, false, tmp, len, hd, len, T);
+    rc |= bwd_bmm_ta(&one, (bmm_views){true, false}, q, ld, pT, dS, len, tmp, len, hd, len, T); // q^T [hd, T]
     transpose(dk, ld, tmp, len, hd, len);
     failed |= rc != 0;
     if (baddbmm && s.alpha != 1.0f) { // baddbmm's backward: R(bmm) * alpha, rounded
