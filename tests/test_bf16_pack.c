@@ -146,12 +146,12 @@ int main(void) {
     for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
       for (int t = 0; t < 2; t++) check_pack(Ks[a], Ns[b], t == 1);
   gm_torch_target_set(GM_TT_INTEL_AMX);
-  // {200, 70, 3072}: more rows than one row block of the AMX kernel (160 at K = 3072), so A is taken
-  // in blocks and B's pairs packed whole first
-  static const int shapes[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {33, 64, 768}, {200, 70, 3072}};
+  // {200, 70, 3072} and {700, 40, 768}: more rows than one row block of the AMX kernel (160 rows at
+  // K = 3072, 672 at 768), so A is packed and taken a block at a time and B's pairs packed whole first
+  static const int shapes[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {33, 64, 768}, {200, 70, 3072}, {700, 40, 768}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int t = 0; t < 2; t++) check_product(shapes[s][0], shapes[s][1], shapes[s][2], t == 1);
-  static const int ta[][3] = {{1, 33, 65}, {5, 17, 31}, {17, 40, 33}, {40, 70, 97}, {33, 64, 256}, {70, 96, 768}};
+  static const int ta[][3] = {{1, 33, 65}, {5, 17, 31}, {17, 40, 33}, {40, 70, 97}, {33, 64, 256}, {70, 96, 768}, {200, 40, 3072}};
   for (size_t s = 0; s < sizeof ta / sizeof ta[0]; s++)
     for (int t = 0; t < 2; t++)
       for (int th = 1; th <= 2; th++)

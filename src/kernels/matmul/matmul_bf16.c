@@ -486,17 +486,16 @@ typedef struct {
   bf16_order ord;
   float alpha;
   float *C;
-  const uint32_t *Ap, *Ap2; // op(A)'s pairs (rows of P pairs; with a K split, of Ps and P - Ps)
 } product;
 
 // Rows [r0, r0 + mr) of strip s (columns j0 .. j0 + nc) from pairs `strip` (NULL: no scratch, the
 // unpacked order); part: this thread's two [mr, STRIP] partial sums under a K split.
-static void strip_rows(const product *q, int s, const uint32_t *strip, float *part, int r0, int mr) {
+// Ap: the pairs of row r0 (and on); Ap2 those of its second part under a K split.
+static void strip_rows(const product *q, int s, const uint32_t *strip, float *part, int r0, int mr, const uint32_t *Ap,
+                       const uint32_t *Ap2) {
   const int P = q->P, Ps = q->Ps, j0 = s * STRIP, nc = q->N - j0 < STRIP ? q->N - j0 : STRIP;
   float *C = q->C + (size_t)r0 * q->ldc + j0;
   const float *bj = q->bias ? q->bias + j0 : NULL;
-  const int P1 = Ps > 0 ? Ps : P;
-  const uint32_t *Ap = q->Ap + (size_t)r0 * P1, *Ap2 = Ps > 0 ? q->Ap2 + (size_t)r0 * (P - Ps) : NULL;
   if (!strip) { // no scratch for this thread: the same order, unpacked
     const float *Ar = q->A + (q->trans_a ? (size_t)r0 : (size_t)r0 * q->lda);
     unpacked(Ar, q->lda, q->trans_a, q->B + (q->trans_b ? (size_t)j0 * q->ldb : (size_t)j0), q->ldb, q->trans_b, NULL, bj,
@@ -555,8 +554,22 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   int Ps = 0, Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K, b_trans, threads, &Ps) : 0;
   // A's pairs (with a K split, its two parts packed apart: the kernels read rows of P pairs)
   const int P1 = Ps > 0 ? Ps : P, P2 = Ps > 0 ? P - Ps : 0;
-  bool own_a, own_a2 = false, own_parts = false, own_ball = false;
-  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)M * (P1 > 0 ? P1 : 1) * sizeof(uint32_t), &own_a);
+  const bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
+  product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, Ps, Pc, trans_a, trans_b, simd, round_c, ord, alpha, C};
+  int MB = row_block(&q);
+  bool own_a = false, own_a2 = false, own_parts = false, own_ball = false;
+  // Row blocks: B given as floats packed whole first (kept up to KEEP_MAX_B), then A packed one
+  // block at a time just before the strips meet it (so its pairs stay in L2 and the buffer is one
+  // block's, where the tied lm_head's dW would pack V x B*T / 2 words at once).
+  uint32_t *Ball = NULL;
+  if (!Bp && MB < M) {
+    const size_t ball_bytes = (size_t)n_strips * (P > 0 ? P : 1) * STRIP * sizeof(uint32_t);
+    own_ball = ball_bytes > KEEP_MAX_B;
+    Ball = own_ball ? aligned_alloc(64, (ball_bytes + 63) / 64 * 64) : gm_matmul_scratch(GM_SCRATCH_BF16_BALL, ball_bytes);
+    if (!Ball) MB = M; // strip-major, each strip packed as it comes
+  }
+  const bool blocks = MB < M;
+  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)MB * (P1 > 0 ? P1 : 1) * sizeof(uint32_t), &own_a);
   uint32_t *Ap2 = Ps > 0 ? scratch(GM_SCRATCH_BF16_A2, (size_t)M * (P2 > 0 ? P2 : 1) * sizeof(uint32_t), &own_a2) : NULL;
   if (threads > n_strips) threads = n_strips;
   float *parts = Ps > 0 ? scratch(GM_SCRATCH_BF16_PART, sizeof(float) * 2 * (size_t)M * STRIP * threads, &own_parts) : NULL;
@@ -564,31 +577,22 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     scratch_done(Ap, own_a);
     scratch_done(Ap2, own_a2);
     scratch_done(parts, own_parts);
+    scratch_done(Ball, own_ball);
     unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
     if (round_c) round_strip(C, ldc, M, N);
     return;
   }
-  product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, Ps, Pc, trans_a, trans_b, false, round_c, ord, alpha, C, Ap, Ap2};
-  q.simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
-  int MB = row_block(&q);
-  // B as floats under row blocks: all its strips packed once, before the first block
-  const size_t ball_bytes = (size_t)n_strips * (P > 0 ? P : 1) * STRIP * sizeof(uint32_t);
-  uint32_t *Ball = NULL;
-  if (!Bp && MB < M) {
-    own_ball = ball_bytes > KEEP_MAX_B;
-    Ball = own_ball ? aligned_alloc(64, (ball_bytes + 63) / 64 * 64) : gm_matmul_scratch(GM_SCRATCH_BF16_BALL, ball_bytes);
-    if (!Ball) MB = M; // strip-major, each strip packed as it comes
-  }
   const float *A2 = trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps; // where A's second part starts
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
-    // A's pairs, 64 rows of op(A) a piece, shared among the threads (the strips wait for all of them)
+    if (!blocks) { // all of A's pairs, 64 rows of op(A) a piece, shared among the threads
 #pragma omp for schedule(static)
-    for (int r0 = 0; r0 < M; r0 += 64) {
-      const int mr = M - r0 < 64 ? M - r0 : 64;
-      const size_t at = trans_a ? (size_t)r0 : (size_t)r0 * lda; // row r0 of op(A)
-      pack_rows(A + at, lda, trans_a, mr, Ps > 0 ? 2 * Ps : K, Ap + (size_t)r0 * P1);
-      if (Ps > 0) pack_rows(A2 + at, lda, trans_a, mr, K - 2 * Ps, Ap2 + (size_t)r0 * P2);
+      for (int r0 = 0; r0 < M; r0 += 64) {
+        const int mr = M - r0 < 64 ? M - r0 : 64;
+        const size_t at = trans_a ? (size_t)r0 : (size_t)r0 * lda; // row r0 of op(A)
+        pack_rows(A + at, lda, trans_a, mr, Ps > 0 ? 2 * Ps : K, Ap + (size_t)r0 * P1);
+        if (Ps > 0) pack_rows(A2 + at, lda, trans_a, mr, K - 2 * Ps, Ap2 + (size_t)r0 * P2);
+      }
     }
     if (Ball) {
 #pragma omp for schedule(dynamic, 4)
@@ -605,6 +609,14 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     float *part = parts ? parts + (size_t)omp_get_thread_num() * 2 * M * STRIP : NULL;
     for (int r0 = 0; r0 < M; r0 += MB) {
       const int mr = M - r0 < MB ? M - r0 : MB;
+      if (blocks) { // this block's pairs (no K split here), 32 rows a piece
+#pragma omp for schedule(static)
+        for (int x = 0; x < mr; x += 32) {
+          const size_t at = trans_a ? (size_t)(r0 + x) : (size_t)(r0 + x) * lda;
+          pack_rows(A + at, lda, trans_a, mr - x < 32 ? mr - x : 32, K, Ap + (size_t)x * P1);
+        }
+      }
+      const uint32_t *ab = blocks ? Ap : Ap + (size_t)r0 * P1, *ab2 = Ps > 0 ? Ap2 + (size_t)r0 * P2 : NULL;
 #pragma omp for schedule(dynamic, 4)
       for (int s = 0; s < n_strips; s++) {
         const uint32_t *strip = Bpairs ? Bpairs + (size_t)s * P * STRIP : Bs;
@@ -612,7 +624,7 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
           const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
           pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
         }
-        strip_rows(&q, s, strip, part, r0, mr);
+        strip_rows(&q, s, strip, part, r0, mr, ab, ab2);
       }
     }
   }
