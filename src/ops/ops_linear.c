@@ -100,14 +100,15 @@ static void ilp_cols(const float *x, size_t stride, int n, int w, float *out) {
 // column, groups of 32 columns (4 vectors of 8: ATen registers its AVX2 sum kernel on AVX512
 // CPUs too) take the cascade, then groups of 8 and single columns take the 4-lane one (with fewer
 // than 8 columns: groups of 4 the cascade, single columns the 4-lane one). Each chunk adds its
-// sums onto zeros. (The chunks are computed here one after another: the same bits.)
+// sums onto zeros. (The chunks run on as many threads: disjoint columns, the same bits.)
 static void aten_sum_rows(const float *x, int N, int OC, float *out, int threads) {
   int nt = (long)N * OC >= 32768 && threads > 1 ? threads : 1;
   if (nt > OC) nt = OC;
   const int chunk = (OC + nt - 1) / nt;
+#pragma omp parallel for num_threads(nt) if (nt > 1)
   for (int t = 0; t < nt; t++) {
     int b = t * chunk, e = b + chunk < OC ? b + chunk : OC;
-    if (b >= OC) break;
+    if (b >= OC) continue;
     b -= b % 32;
     if (e != OC) e -= e % 32;
     if (b >= e) continue;
