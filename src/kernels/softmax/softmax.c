@@ -38,15 +38,34 @@ static void div_row_scalar(float *x, int n, float d) {
   for (int j = 0; j < n; j++) x[j] = x[j] / d;
 }
 
+static float row_max_scalar(const float *s, int n) {
+  float m = -INFINITY;
+  for (int j = 0; j < n; j++)
+    if (s[j] > m) m = s[j];
+  return m;
+}
+
+static void lane_acc_scalar(float *lane, const float *e, int w, int j0, int n, int end, float rest) {
+  for (int j = j0; j < end; j++) lane[j % w] = lane[j % w] + (j < n ? e[j] : rest);
+}
+
+static void scale_row_scalar(float *s, int n, float inv) {
+  for (int j = 0; j < n; j++) s[j] = s[j] * inv;
+}
+
 // The bodies of one SIMD level (softmax_isa.h), chosen per call from gm_cpu_simd().
 typedef struct {
   void (*exp_shift)(float *s, int n, float m);
   void (*div_row)(float *x, int n, float d);
+  float (*row_max)(const float *s, int n);
+  void (*lane_acc)(float *lane, const float *e, int w, int j0, int n, int end, float rest);
+  void (*scale_row)(float *s, int n, float inv);
 } softmax_isa;
 
-static const softmax_isa isa_scalar = {exp_shift_scalar, div_row_scalar};
-static const softmax_isa isa_avx2 = {gm_exp_shift_avx2, gm_div_row_avx2};
-static const softmax_isa isa_avx512 = {gm_exp_shift_avx512, gm_div_row_avx2};
+static const softmax_isa isa_scalar = {exp_shift_scalar, div_row_scalar, row_max_scalar, lane_acc_scalar, scale_row_scalar};
+static const softmax_isa isa_avx2 = {gm_exp_shift_avx2, gm_div_row_avx2, gm_row_max_avx2, gm_lane_acc_avx2, gm_scale_row_avx2};
+static const softmax_isa isa_avx512 = {gm_exp_shift_avx512, gm_div_row_avx2, gm_row_max_avx2, gm_lane_acc_avx2,
+                                       gm_scale_row_avx2};
 
 static const softmax_isa *isa_now(void) {
   switch (gm_cpu_simd()) {
@@ -65,13 +84,10 @@ static inline float elem(const float *e, int n, int vec_end, float rest_vec, flo
 }
 
 // Lanes j % w over j < end (w = 16 or 8, end >= w), folded as vec_reduce_all.
-static float lane_sum(int w, const float *e, int n, int end, float rest_vec, float rest_tail) {
+static float lane_sum(const softmax_isa *isa, int w, const float *e, int n, int end, float rest_vec, float rest_tail) {
   float lane[16];
   for (int k = 0; k < w; k++) lane[k] = elem(e, n, end, rest_vec, rest_tail, k);
-  int j = w;
-  for (; j + w <= n && j + w <= end; j += w)
-    for (int k = 0; k < w; k++) lane[k] = lane[k] + e[j + k];
-  for (; j < end; j++) lane[j % w] = lane[j % w] + elem(e, n, end, rest_vec, rest_tail, j);
+  isa->lane_acc(lane, e, w, w, n, end, rest_vec); // below end, elem is e[j] or rest_vec
   for (int h = w / 2; h >= 1; h /= 2)
     for (int k = 0; k < h; k++) lane[k] = lane[k] + lane[k + h];
   return lane[0];
@@ -83,14 +99,13 @@ static int aten_lanes(void) {
 }
 
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool reduced) {
-  float m = -INFINITY;
-  for (int j = 0; j < n; j++)
-    if (s[j] > m) m = s[j];
+  const softmax_isa *isa = isa_now();
+  float m = isa->row_max(s, n);
   if (n_masked > 0 && mask_value > m) m = mask_value;
   const int w = aten_lanes();
   const int total = n + n_masked, vec_end = reduced ? total - total % w : total;
   int n_vec = n < vec_end ? n : vec_end;
-  gm_exp_shift_row(s, n_vec, m);
+  isa->exp_shift(s, n_vec, m);
   for (int j = n_vec; j < n; j++) s[j] = expf(s[j] - m);
   float rest_vec = n_masked > 0 ? exp1(gm_cpu_has(GM_CPU_FMA), mask_value - m) : 0.0f, rest_tail = n_masked > 0 ? expf(mask_value - m) : 0.0f;
   float sum;
@@ -99,14 +114,13 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
       sum = elem(s, n, total, rest_vec, rest_vec, 0);
       for (int j = 1; j < total; j++) sum = sum + elem(s, n, total, rest_vec, rest_vec, j);
     } else {
-      sum = lane_sum(w, s, n, total, rest_vec, rest_vec);
+      sum = lane_sum(isa, w, s, n, total, rest_vec, rest_vec);
     }
   } else {
-    sum = vec_end > 0 ? lane_sum(w, s, n, vec_end, rest_vec, rest_tail) : 0.0f;
+    sum = vec_end > 0 ? lane_sum(isa, w, s, n, vec_end, rest_vec, rest_tail) : 0.0f;
     for (int j = vec_end; j < total; j++) sum = sum + elem(s, n, vec_end, rest_vec, rest_tail, j);
   }
-  float inv = 1.0f / sum;
-  for (int j = 0; j < n; j++) s[j] = s[j] * inv;
+  isa->scale_row(s, n, 1.0f / sum);
 }
 
 void gm_div_row_f32(float *x, int n, float d) { isa_now()->div_row(x, n, d); }

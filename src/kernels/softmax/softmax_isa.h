@@ -8,5 +8,11 @@ void gm_exp_shift_avx512(float *s, int n, float m);
 void gm_exp_shift_avx2(float *s, int n, float m);
 // x[j] = x[j] / d for j < n (softmax_avx2.c; the AVX-512 level runs it too).
 void gm_div_row_avx2(float *x, int n, float d);
+// softmax.c's row pieces (softmax_avx2.c; the AVX-512 level runs them too): the maximum, the lane
+// sums (lane j % w of w = 8 or 16 takes e[j] below n, rest from there, up to end, from j0), and
+// s[j] = s[j] * inv.
+float gm_row_max_avx2(const float *s, int n);
+void gm_lane_acc_avx2(float *lane, const float *e, int w, int j0, int n, int end, float rest);
+void gm_scale_row_avx2(float *s, int n, float inv);
 
 #endif
