@@ -47,12 +47,16 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-  // OpenMP threads that spin between parallel regions collapse when the cores are shared (measured
-  // here: 2-thread decode 39 -> 2 tokens/s next to one busy process; f16 decode 62 -> 775 ms/token).
-  // libgomp reads its wait policy once, when it is loaded, so the first run sets the passive policy
-  // and starts gptmeg again. OMP_WAIT_POLICY=active in the environment keeps spinning (dedicated
-  // machines); any value set by the user is left alone.
-  if (!getenv("OMP_WAIT_POLICY") && setenv("OMP_WAIT_POLICY", "passive", 1) == 0) execv("/proc/self/exe", argv);
+  // OpenMP threads that spin long between parallel regions collapse when the cores are shared
+  // (libgomp's default, 300000 spins: 2-thread decode 39 -> 2 tokens/s next to one busy process; f16
+  // decode 62 -> 775 ms/token), and threads that sleep at once (OMP_WAIT_POLICY=passive) are woken
+  // in every gap of a forward (2-thread bf16 decode 43-45 tokens/s against 63-68 with a short spin,
+  // prefill 5-10% slower). A short spin, GOMP_SPINCOUNT=2000, keeps most of the spin's speed on a
+  // quiet machine and costs about 10% beside a busy process (docs/performance.md). libgomp reads
+  // these once, when it is loaded, so the first run sets it and starts gptmeg again; any
+  // OMP_WAIT_POLICY or GOMP_SPINCOUNT set by the user is left alone.
+  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT") && setenv("GOMP_SPINCOUNT", "2000", 1) == 0)
+    execv("/proc/self/exe", argv);
 #ifdef __GLIBC__
   // glibc raises its mmap threshold each time a large block is freed (up to 32 MiB), after which the
   // backward's per-step buffers come from the heap and stay resident between steps; a fixed

@@ -252,7 +252,7 @@ static int run_f32ish(gm_gelu_variant v, int deriv, gm_dtype dt, const void *x, 
   acc32_kernel k32 = p.fam == GELU_FAM_ERF ? isa->fwd32_erf : isa->fwd32;
   size_t nb = (n + BLOCK - 1) / BLOCK;
   // Guided: blocks are independent (the same bits under any split), and a thread that wakes late
-  // from gptmeg's passive OpenMP wait (src/cli/main.c) takes fewer of them; with a static split it
+  // from its OpenMP wait (src/cli/main.c: a short spin, then sleep) takes fewer of them; with a static split it
   // finishes last. f32 gelu_pytorch_tanh, 2^20 on two threads: 4,160-4,450 -> 4,640-4,680 Melem/s.
 #pragma omp parallel for schedule(guided, 2) num_threads(gelu_threads_for(n, threads))
   for (size_t b = 0; b < nb; b++) {
