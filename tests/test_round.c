@@ -1,7 +1,8 @@
 // Buffer rounding and conversion (kernels/round.c, SIMD paths) against core's scalar conversions,
 // over every f16/bf16 neighbourhood: all 2^16 upper halves with several lower halves, ties,
 // NaNs with payloads, infinities, subnormals, and odd buffer lengths (vector body + tail), at every
-// SIMD level this CPU has (GPTMEG_SIMD), in place and into another buffer (gm_round_copy).
+// SIMD level this CPU has (GPTMEG_SIMD), in place and into another buffer (gm_round_copy), and rows
+// of a strided buffer (gm_round_rows).
 #include "gptmeg/core.h"
 #include "gptmeg/cpu.h"
 #include "harness.h"
@@ -57,6 +58,16 @@ int main(void) {
       CHECK(bad_back == 0, "%s %s: gm_dtype_to_f32_buf differs at %zu", lvl, gm_dtype_name(dt), bad_back);
     }
     unsetenv("GPTMEG_SIMD");
+  }
+  // gm_round_rows: rows of 37 values 50 apart, the gaps between them untouched
+  for (int d = 0; d < 2; d++) {
+    gm_dtype dt = d ? GM_BF16 : GM_F16;
+    memcpy(y, x, n * sizeof(float));
+    memcpy(z, x, n * sizeof(float));
+    const int rows = (int)(n / 50) - 1;
+    gm_round_rows(dt, y, 50, rows, 37);
+    for (int i = 0; i < rows; i++) gm_round_inplace(dt, z + (size_t)i * 50, 37);
+    CHECK(memcmp(y, z, n * sizeof(float)) == 0, "%s: gm_round_rows differs from gm_round_inplace row by row", gm_dtype_name(dt));
   }
   memcpy(y, x, n * sizeof(float));
   gm_round_inplace(GM_F32, y, n);

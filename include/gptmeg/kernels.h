@@ -15,6 +15,9 @@ void gm_round_inplace(gm_dtype dt, float *x, size_t n);
 // y[i] = round_to_dt(x[i]) (the bits of gm_round_inplace on a copy, in one pass where it can); y
 // may be x.
 void gm_round_copy(gm_dtype dt, const float *x, float *y, size_t n);
+// x[i * ld + j] rounded to dt in place for i < rows, j < cols: gm_round_inplace row by row, the
+// SIMD level chosen once.
+void gm_round_rows(gm_dtype dt, float *x, size_t ld, int rows, int cols);
 // y[i] = bits of x[i] rounded to dt (F16 or BF16, RNE); and back, exactly.
 void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n);
 void gm_dtype_to_f32_buf(gm_dtype dt, const uint16_t *x, float *y, size_t n);

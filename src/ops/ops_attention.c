@@ -401,7 +401,7 @@ static void softmax_bwd_row(float *dy, const float *y, int n, bool reduced, bool
 static int bwd_bmm(const gm_op_ctx *one, bmm_views v, const float *A, int lda, const float *B, int ldb, bool trans_b,
                    float *Cm, int ldc, int M, int N, int K) {
   if (head_bmm(one, true, v, A, lda, B, ldb, trans_b, 1.0f, Cm, ldc, M, N, K)) return -1;
-  for (int i = 0; i < M; i++) gm_op_round(one, Cm + (size_t)i * ldc, (size_t)N);
+  gm_round_rows(one->dtype, Cm, (size_t)ldc, M, N);
   return 0;
 }
 
@@ -414,7 +414,7 @@ static int bwd_bmm_ta(const gm_op_ctx *one, bmm_views v, const float *A, int lda
   const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
   if (one->dtype == GM_BF16 && isa != GM_ONEDNN_AVX2 && (int64_t)M * N * K >= 400) {
     gm_matmul_bf16_ta(A, lda, B, ldb, false, NULL, 1.0f, Cm, ldc, M, N, K, 1);
-    for (int i = 0; i < M; i++) gm_op_round(one, Cm + (size_t)i * ldc, (size_t)N);
+    gm_round_rows(one->dtype, Cm, (size_t)ldc, M, N);
     return 0;
   }
   transpose(tbuf, K, A, lda, K, M);

@@ -66,6 +66,15 @@ void gm_round_inplace(gm_dtype dt, float *x, size_t n) {
   else isa->round_bf16(x, n);
 }
 
+void gm_round_rows(gm_dtype dt, float *x, size_t ld, int rows, int cols) {
+  if (dt == GM_F32 || rows <= 0 || cols <= 0) return;
+  const round_isa *isa = isa_now(); // once for all the rows
+  for (int i = 0; i < rows; i++) {
+    if (dt == GM_F16) isa->round_f16(x + (size_t)i * ld, (size_t)cols);
+    else isa->round_bf16(x + (size_t)i * ld, (size_t)cols);
+  }
+}
+
 void gm_round_copy(gm_dtype dt, const float *x, float *y, size_t n) {
   if (dt != GM_F32 && gm_cpu_simd() == GM_SIMD_AVX512) { // one pass
     if (dt == GM_F16) gm_round_f16_copy_avx512(x, y, n);
