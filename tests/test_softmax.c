@@ -112,6 +112,44 @@ static void test_rows(void) {
   CHECK(bad_div == 0, "division: %d of %d rows differ", bad_div, rows);
 }
 
+// gm_log_softmax_row_f32's vector path against its scalar definition (GPTMEG_SIMD=scalar), bit for
+// bit, at W 16 and 8, on rows of 1 to 100 entries and one of 50257: ordinary values, rows whose
+// maximum is a zero among values whose exps are 0 (one zero: the sum is 1 and its log 0; -0 and +0
+// in an order the lanes reverse, so the two paths' maxima differ in sign), rows with a NaN, an
+// infinity or only -inf's.
+static void test_log_softmax(void) {
+  if (!__builtin_cpu_supports("fma")) return;
+  enum { VMAX = 50257 };
+  float *x = malloc(VMAX * sizeof *x), *a = malloc(VMAX * sizeof *a), *b = malloc(VMAX * sizeof *b), *e = malloc(VMAX * sizeof *e);
+  if (!x || !a || !b || !e) { CHECK(0, "out of memory"); free(x); free(a); free(b); free(e); return; }
+  gm_rng r;
+  gm_rng_seed(&r, 5);
+  int bad = 0, rows = 0;
+  for (int V = 1; V <= 101; V++)
+    for (int kind = 0; kind < 6; kind++)
+      for (int W = 8; W <= 16; W += 8) {
+        const int n = V == 101 ? VMAX : V;
+        for (int j = 0; j < n; j++) x[j] = (float)((gm_rng_uniform(&r) - 0.5) * 20.0);
+        if (kind == 1) for (int j = 0; j < n; j++) x[j] = j == n / 2 ? (j % 2 ? -0.0f : 0.0f) : -INFINITY;
+        if (kind == 2) x[n / 3] = NAN;
+        if (kind == 3) x[n - 1] = INFINITY;
+        if (kind == 4) for (int j = 0; j < n; j++) x[j] = -INFINITY;
+        if (kind == 5) { // -0 first in the row, +0 first in lane 0: the two maxima differ in sign
+          for (int j = 0; j < n; j++) x[j] = -200.0f;
+          if (n > 1) x[1] = -0.0f;
+          if (n > 8) x[8] = 0.0f;
+        }
+        setenv("GPTMEG_SIMD", "scalar", 1);
+        gm_log_softmax_row_f32(x, a, n, W, e);
+        unsetenv("GPTMEG_SIMD");
+        gm_log_softmax_row_f32(x, b, n, W, e);
+        bad += memcmp(a, b, (size_t)n * sizeof(float)) != 0;
+        rows++;
+      }
+  CHECK(bad == 0, "log_softmax: %d of %d rows differ from the scalar definition", bad, rows);
+  free(x); free(a); free(b); free(e);
+}
+
 static float *get(const gm_safetensors *st, const char *dt, int n, const char *what, int64_t *rows) {
   char name[64];
   snprintf(name, sizeof name, "%s.%d.%s", dt, n, what);
@@ -152,6 +190,7 @@ static void test_torch(void) {
 int main(void) {
   test_torch();
   test_rows();
+  test_log_softmax();
   test_exp();
   return test_done("test_softmax");
 }

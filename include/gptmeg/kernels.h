@@ -218,6 +218,11 @@ int gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const
 // the row is an f16/bf16 tensor's (ATen's reduced-type kernel: the last total % W elements take
 // libm's expf and are added one by one after the fold).
 void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool reduced);
+// logp[0..V) = log_softmax(x[0..V)) as ATen's f32 last-dimension kernel computes it with W lanes
+// (16 AVX512, 8 AVX2): m the row's maximum (a NaN propagates), e = SLEEF expf_u10(x - m) (e: V
+// floats of scratch), their sum in W lanes folded as vec_reduce_all (below W elements one by one),
+// l = SLEEF logf_u10(sum), logp = (x - m) - l. logp may alias x.
+void gm_log_softmax_row_f32(const float *x, float *logp, int V, int W, float *e);
 // s[j] = expf_u10(s[j] - m) for j < n (SLEEF, the FMA builds: the same bits on AVX-512, AVX2 and scalar).
 void gm_exp_shift_row(float *s, int n, float m);
 // x[j] = x[j] / d for j < n (IEEE f32 division; vectorised where the CPU allows, same bits).

@@ -65,36 +65,13 @@ int gm_op_crossentropy_fwd(const gm_op_ctx *c, double *loss, int64_t *n_scored, 
 // (sum(g) is g or 0; GCC contracts it to one FMA), then .float()'s backward rounds d to the dtype.
 // Rows in parallel, the nll sum serial: the bits do not depend on c->threads (as torch's do not).
 
-float Sleef_logf1_u10purecfma(float); // libsleef's scalar FMA build (sleef.h declares it only under
-                                      // -mfma): the AVX-512 build's bits, one value at a time
-
 // ATen's lane count for the active torch target's capability (Vectorized<float>::size()).
 static int aten_lanes(void) {
   return gm_torch_target_get_info(gm_torch_target_active())->aten == GM_ATEN_AVX2 ? 8 : 16;
 }
 
-// logp[0..V) = log_softmax(x[0..V)) in ATen's order (W lanes); logp may alias x; e is V floats of
-// scratch (the exponentials, gm_exp_shift_row: SLEEF's expf_u10 bits, vectorised).
-static void log_softmax_row(const float *x, float *logp, int V, int W, float *e) {
-  float m = x[0];
-  for (int j = 1; j < V; j++) m = (x[j] > m || isnan(x[j])) && !isnan(m) ? x[j] : m;
-  memcpy(e, x, sizeof(float) * (size_t)V);
-  gm_exp_shift_row(e, V, m);
-  float s;
-  if (V < W) {
-    s = e[0];
-    for (int j = 1; j < V; j++) s += e[j];
-  } else {
-    float lane[16] = {0};
-    for (int k = 0; k < W; k++) lane[k] = e[k];
-    for (int j = W; j < V; j++) lane[j % W] += e[j];
-    for (int h = W / 2; h >= 1; h /= 2)
-      for (int k = 0; k < h; k++) lane[k] += lane[k + h];
-    s = lane[0];
-  }
-  const float l = Sleef_logf1_u10purecfma(s);
-  for (int j = 0; j < V; j++) logp[j] = (x[j] - m) - l;
-}
+// logp[0..V) = log_softmax(x[0..V)) in ATen's order (W lanes): gm_log_softmax_row_f32.
+static void log_softmax_row(const float *x, float *logp, int V, int W, float *e) { gm_log_softmax_row_f32(x, logp, V, W, e); }
 
 // The label row i is scored against, or GM_IGNORE_INDEX (the shift: the last position of a sequence).
 static int32_t shifted_label(const int32_t *labels, long i, int T) { return i % T == T - 1 ? GM_IGNORE_INDEX : labels[i + 1]; }

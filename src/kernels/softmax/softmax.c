@@ -21,9 +21,11 @@
 
 #include <math.h>
 #include <sleef.h>
+#include <string.h>
 
 // libsleef exports its scalar FMA build always; sleef.h declares it only under FP_FAST_FMA (-mfma).
 float Sleef_expf1_u10purecfma(float);
+float Sleef_logf1_u10purecfma(float);
 
 // One exp, SLEEF's scalar build: the FMA one wherever the CPU has FMA (fma = gm_cpu_has(GM_CPU_FMA)),
 // whatever GPTMEG_SIMD says (it caps the vector width; the non-FMA build's bits differ).
@@ -53,6 +55,10 @@ static void scale_row_scalar(float *s, int n, float inv) {
   for (int j = 0; j < n; j++) s[j] = s[j] * inv;
 }
 
+static void log_out_scalar(const float *x, float *y, int n, float m, float l) {
+  for (int j = 0; j < n; j++) y[j] = (x[j] - m) - l;
+}
+
 // The bodies of one SIMD level (softmax_isa.h), chosen per call from gm_cpu_simd().
 typedef struct {
   void (*exp_shift)(float *s, int n, float m);
@@ -60,12 +66,15 @@ typedef struct {
   float (*row_max)(const float *s, int n);
   void (*lane_acc)(float *lane, const float *e, int w, int j0, int n, int end, float rest);
   void (*scale_row)(float *s, int n, float inv);
+  void (*log_out)(const float *x, float *y, int n, float m, float l);
 } softmax_isa;
 
-static const softmax_isa isa_scalar = {exp_shift_scalar, div_row_scalar, row_max_scalar, lane_acc_scalar, scale_row_scalar};
-static const softmax_isa isa_avx2 = {gm_exp_shift_avx2, gm_div_row_avx2, gm_row_max_avx2, gm_lane_acc_avx2, gm_scale_row_avx2};
-static const softmax_isa isa_avx512 = {gm_exp_shift_avx512, gm_div_row_avx2, gm_row_max_avx2, gm_lane_acc_avx2,
-                                       gm_scale_row_avx2};
+static const softmax_isa isa_scalar = {exp_shift_scalar, div_row_scalar,   row_max_scalar,
+                                       lane_acc_scalar,  scale_row_scalar, log_out_scalar};
+static const softmax_isa isa_avx2 = {gm_exp_shift_avx2, gm_div_row_avx2,   gm_row_max_avx2,
+                                     gm_lane_acc_avx2,  gm_scale_row_avx2, gm_log_out_avx2};
+static const softmax_isa isa_avx512 = {gm_exp_shift_avx512, gm_div_row_avx2,   gm_row_max_avx2,
+                                       gm_lane_acc_avx2,    gm_scale_row_avx2, gm_log_out_avx2};
 
 static const softmax_isa *isa_now(void) {
   switch (gm_cpu_simd()) {
@@ -124,3 +133,50 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
 }
 
 void gm_div_row_f32(float *x, int n, float d) { isa_now()->div_row(x, n, d); }
+
+// log_softmax of one f32 row in ATen's order (the training loss's; contract in kernels.h). The
+// vector pieces skip NaN in the maximum, so a NaN anywhere (which makes the sum NaN) sends the row
+// to the scalar definition below, whose NaN propagation is ATen's.
+static void log_softmax_scalar(const float *x, float *logp, int V, int W, float *e) {
+  float m = x[0];
+  for (int j = 1; j < V; j++) m = (x[j] > m || isnan(x[j])) && !isnan(m) ? x[j] : m;
+  memcpy(e, x, sizeof(float) * (size_t)V);
+  gm_exp_shift_row(e, V, m);
+  float s;
+  if (V < W) {
+    s = e[0];
+    for (int j = 1; j < V; j++) s += e[j];
+  } else {
+    float lane[16] = {0};
+    for (int k = 0; k < W; k++) lane[k] = e[k];
+    for (int j = W; j < V; j++) lane[j % W] += e[j];
+    for (int h = W / 2; h >= 1; h /= 2)
+      for (int k = 0; k < h; k++) lane[k] += lane[k + h];
+    s = lane[0];
+  }
+  const float l = Sleef_logf1_u10purecfma(s);
+  for (int j = 0; j < V; j++) logp[j] = (x[j] - m) - l;
+}
+
+void gm_log_softmax_row_f32(const float *x, float *logp, int V, int W, float *e) {
+  const softmax_isa *isa = isa_now();
+  if (V < W || isa == &isa_scalar) {
+    log_softmax_scalar(x, logp, V, W, e);
+    return;
+  }
+  // (the vector maximum may be the other zero than the scalar one when the row holds both; both
+  // zeros then add 1 to the sum, so l > 0 and (x - m) - l is -l whichever zero m is)
+  const float m = isa->row_max(x, V);
+  memcpy(e, x, sizeof(float) * (size_t)V);
+  isa->exp_shift(e, V, m);
+  float lane[16];
+  for (int k = 0; k < W; k++) lane[k] = e[k];
+  isa->lane_acc(lane, e, W, W, V, V, 0.0f);
+  for (int h = W / 2; h >= 1; h /= 2)
+    for (int k = 0; k < h; k++) lane[k] = lane[k] + lane[k + h];
+  if (isnan(lane[0])) { // a NaN in the row (or inf - inf): the scalar definition decides
+    log_softmax_scalar(x, logp, V, W, e);
+    return;
+  }
+  isa->log_out(x, logp, V, m, Sleef_logf1_u10purecfma(lane[0]));
+}

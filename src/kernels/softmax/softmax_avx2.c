@@ -65,3 +65,11 @@ void gm_scale_row_avx2(float *s, int n, float inv) {
   for (; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), v));
   for (; j < n; j++) s[j] = s[j] * inv;
 }
+
+// y[j] = (x[j] - m) - l: log_softmax's output.
+void gm_log_out_avx2(const float *x, float *y, int n, float m, float l) {
+  const __m256 vm = _mm256_set1_ps(m), vl = _mm256_set1_ps(l);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm), vl));
+  for (; j < n; j++) y[j] = (x[j] - m) - l;
+}

@@ -14,5 +14,7 @@ void gm_div_row_avx2(float *x, int n, float d);
 float gm_row_max_avx2(const float *s, int n);
 void gm_lane_acc_avx2(float *lane, const float *e, int w, int j0, int n, int end, float rest);
 void gm_scale_row_avx2(float *s, int n, float inv);
+// y[j] = (x[j] - m) - l (log_softmax's output).
+void gm_log_out_avx2(const float *x, float *y, int n, float m, float l);
 
 #endif
