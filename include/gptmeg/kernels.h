@@ -223,6 +223,9 @@ void gm_softmax_row_f32(float *s, int n, int n_masked, float mask_value, bool re
 // floats of scratch), their sum in W lanes folded as vec_reduce_all (below W elements one by one),
 // l = SLEEF logf_u10(sum), logp = (x - m) - l. logp may alias x.
 void gm_log_softmax_row_f32(const float *x, float *logp, int V, int W, float *e);
+// d[j] = fmaf(-e[j], s, j == t ? g : 0) for j < n (t < 0: no such j): the loss's log-softmax
+// backward with e = exp(logp), one FMA per element as GCC contracts ATen's expression.
+void gm_nll_grad_row_f32(float *d, const float *e, int n, float s, int t, float g);
 // s[j] = expf_u10(s[j] - m) for j < n (SLEEF, the FMA builds: the same bits on AVX-512, AVX2 and scalar).
 void gm_exp_shift_row(float *s, int n, float m);
 // x[j] = x[j] / d for j < n (IEEE f32 division; vectorised where the CPU allows, same bits).

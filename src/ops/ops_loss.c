@@ -169,7 +169,7 @@ int gm_op_lmloss_bwd(const gm_op_ctx *c, float *dlogits, float dloss, const floa
       const float s = t == GM_IGNORE_INDEX ? 0.0f : g; // sum of the row's nll gradient (one entry)
       memcpy(e, d, sizeof(float) * (size_t)V);
       gm_exp_shift_row(e, V, 0.0f); // exp(logp)
-      for (int j = 0; j < V; j++) d[j] = fmaf(-e[j], s, j == t ? g : 0.0f);
+      gm_nll_grad_row_f32(d, e, V, s, t == GM_IGNORE_INDEX ? -1 : t, g);
       gm_op_round(c, d, (size_t)V);
     }
     free(e);

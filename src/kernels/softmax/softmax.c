@@ -59,6 +59,10 @@ static void log_out_scalar(const float *x, float *y, int n, float m, float l) {
   for (int j = 0; j < n; j++) y[j] = (x[j] - m) - l;
 }
 
+static void nll_grad_row_scalar(float *d, const float *e, int n, float s, int t, float g) {
+  for (int j = 0; j < n; j++) d[j] = fmaf(-e[j], s, j == t ? g : 0.0f);
+}
+
 // The bodies of one SIMD level (softmax_isa.h), chosen per call from gm_cpu_simd().
 typedef struct {
   void (*exp_shift)(float *s, int n, float m);
@@ -67,14 +71,15 @@ typedef struct {
   void (*lane_acc)(float *lane, const float *e, int w, int j0, int n, int end, float rest);
   void (*scale_row)(float *s, int n, float inv);
   void (*log_out)(const float *x, float *y, int n, float m, float l);
+  void (*nll_grad_row)(float *d, const float *e, int n, float s, int t, float g);
 } softmax_isa;
 
-static const softmax_isa isa_scalar = {exp_shift_scalar, div_row_scalar,   row_max_scalar,
-                                       lane_acc_scalar,  scale_row_scalar, log_out_scalar};
-static const softmax_isa isa_avx2 = {gm_exp_shift_avx2, gm_div_row_avx2,   gm_row_max_avx2,
-                                     gm_lane_acc_avx2,  gm_scale_row_avx2, gm_log_out_avx2};
-static const softmax_isa isa_avx512 = {gm_exp_shift_avx512, gm_div_row_avx2,   gm_row_max_avx2,
-                                       gm_lane_acc_avx2,    gm_scale_row_avx2, gm_log_out_avx2};
+static const softmax_isa isa_scalar = {exp_shift_scalar, div_row_scalar,   row_max_scalar, lane_acc_scalar,
+                                       scale_row_scalar, log_out_scalar,   nll_grad_row_scalar};
+static const softmax_isa isa_avx2 = {gm_exp_shift_avx2, gm_div_row_avx2, gm_row_max_avx2,     gm_lane_acc_avx2,
+                                     gm_scale_row_avx2, gm_log_out_avx2, gm_nll_grad_row_avx2};
+static const softmax_isa isa_avx512 = {gm_exp_shift_avx512, gm_div_row_avx2, gm_row_max_avx2,     gm_lane_acc_avx2,
+                                       gm_scale_row_avx2,   gm_log_out_avx2, gm_nll_grad_row_avx2};
 
 static const softmax_isa *isa_now(void) {
   switch (gm_cpu_simd()) {
@@ -180,3 +185,5 @@ void gm_log_softmax_row_f32(const float *x, float *logp, int V, int W, float *e)
   }
   isa->log_out(x, logp, V, m, Sleef_logf1_u10purecfma(lane[0]));
 }
+
+void gm_nll_grad_row_f32(float *d, const float *e, int n, float s, int t, float g) { isa_now()->nll_grad_row(d, e, n, s, t, g); }

@@ -73,3 +73,12 @@ void gm_log_out_avx2(const float *x, float *y, int n, float m, float l) {
   for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, _mm256_sub_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm), vl));
   for (; j < n; j++) y[j] = (x[j] - m) - l;
 }
+
+// d[j] = fma(-e[j], s, j == t ? g : 0): the loss's log-softmax backward (one FMA, as GCC contracts it).
+void gm_nll_grad_row_avx2(float *d, const float *e, int n, float s, int t, float g) {
+  const __m256 vs = _mm256_set1_ps(s), zero = _mm256_setzero_ps(), sign = _mm256_set1_ps(-0.0f);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(d + j, _mm256_fmadd_ps(_mm256_xor_ps(_mm256_loadu_ps(e + j), sign), vs, zero));
+  for (; j < n; j++) d[j] = __builtin_fmaf(-e[j], s, 0.0f);
+  if (t >= 0 && t < n) d[t] = __builtin_fmaf(-e[t], s, g);
+}

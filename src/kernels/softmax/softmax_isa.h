@@ -16,5 +16,7 @@ void gm_lane_acc_avx2(float *lane, const float *e, int w, int j0, int n, int end
 void gm_scale_row_avx2(float *s, int n, float inv);
 // y[j] = (x[j] - m) - l (log_softmax's output).
 void gm_log_out_avx2(const float *x, float *y, int n, float m, float l);
+// d[j] = fma(-e[j], s, j == t ? g : 0) (the loss's log-softmax backward).
+void gm_nll_grad_row_avx2(float *d, const float *e, int n, float s, int t, float g);
 
 #endif
