@@ -23,6 +23,8 @@
 // follow that split for T = `threads` (checked against torch for 1 to 4), dx does not depend on it.
 #include "gptmeg/core.h"
 #include "gptmeg/kernels.h"
+#include "gptmeg/cpu.h"
+#include "kernels/norm/layernorm_isa.h"
 
 #include <math.h>
 #include <omp.h>
@@ -82,6 +84,7 @@ int gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const
     buf = calloc((size_t)2 * chunks * D, sizeof(float));
     if (!buf) return gm_fail("layer norm backward: out of memory for 2 x %d x %d buffer floats", chunks, D);
   }
+  const bool avx2 = gm_cpu_simd() >= GM_SIMD_AVX2; // the row loops' AVX2 + FMA bodies (same bits)
 #pragma omp parallel for schedule(static, 1) num_threads(chunks)
   for (int t = 0; t < chunks; t++) {
     float *bw = buf ? buf + (size_t)t * D : NULL, *bb = buf ? buf + ((size_t)chunks + t) * D : NULL;
@@ -91,11 +94,15 @@ int gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const
       const float a = gm_round_f32(dt, rstd[i]), m = gm_round_f32(dt, mean[i]);
       if (want_w) {
         const float bm = -a * m;
-        for (int j = 0; j < D; j++) bw[j] = fmaf(dyr[j], fmaf(a, xr[j], bm), bw[j]);
+        if (avx2) gm_ln_bwd_dw_row_avx2(bw, dyr, xr, a, bm, D);
+        else
+          for (int j = 0; j < D; j++) bw[j] = fmaf(dyr[j], fmaf(a, xr[j], bm), bw[j]);
         if (reduced) gm_round_inplace(dt, bw, (size_t)D); // the buffer is a dtype tensor
       }
       if (want_b) {
-        for (int j = 0; j < D; j++) bb[j] = bb[j] + dyr[j];
+        if (avx2) gm_ln_bwd_db_row_avx2(bb, dyr, D);
+        else
+          for (int j = 0; j < D; j++) bb[j] = bb[j] + dyr[j];
         if (reduced) gm_round_inplace(dt, bb, (size_t)D);
       }
       if (dx) {
@@ -103,7 +110,9 @@ int gm_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *dy, const
         const float b2 = fmaf(dbs, m, -ds) * a * a * a * scale;
         const float c2 = fmaf(-b2, m, -(dbs * a * scale));
         float *dxr = dx + (size_t)i * D;
-        for (int j = 0; j < D; j++) dxr[j] = fmaf(b2, xr[j], (a * dyr[j]) * w[j]) + c2;
+        if (avx2) gm_ln_bwd_dx_row_avx2(dxr, dyr, xr, w, a, b2, c2, D);
+        else
+          for (int j = 0; j < D; j++) dxr[j] = fmaf(b2, xr[j], (a * dyr[j]) * w[j]) + c2;
         if (reduced) gm_round_inplace(dt, dxr, (size_t)D);
       }
     }
