@@ -52,7 +52,7 @@ enum { SUM_GROUP = 32 }; // columns summed side by side (ATen's 4 vectors of 8)
 // each level whose count of rows is a multiple of the next step moves up likewise (4 levels); the
 // rest of the rows onto level 0, then level 0 + 1, + 2, + 3, in order. Rows are read whole (w
 // contiguous floats), so the columns' chains run side by side.
-static void cascade_cols(const float *x, size_t stride, int n, int w, float *out) {
+static inline __attribute__((always_inline)) void cascade_cols_w(const float *x, size_t stride, int n, int w, float *out) {
   int lg = 1;
   while (n > 2 && (1L << lg) < n) lg++;
   const int power = lg / 4 > 4 ? lg / 4 : 4;
@@ -79,6 +79,13 @@ static void cascade_cols(const float *x, size_t stride, int n, int w, float *out
     for (int c = 0; c < w; c++) acc[0][c] = acc[0][c] + r[c];
   }
   for (int c = 0; c < w; c++) out[c] = ((acc[0][c] + acc[1][c]) + acc[2][c]) + acc[3][c];
+}
+
+// The same with w a constant for the common width, so the compiler turns the column loops into
+// vector adds (each column's adds stay in order: the same bits).
+static void cascade_cols(const float *x, size_t stride, int n, int w, float *out) {
+  if (w == SUM_GROUP) cascade_cols_w(x, stride, n, SUM_GROUP, out);
+  else cascade_cols_w(x, stride, n, w, out);
 }
 
 // ATen's row_sum of w side-by-side columns: per column 4 interleaved cascades (rows i = 4q + l,
