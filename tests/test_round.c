@@ -32,7 +32,7 @@ int main(void) {
       memcpy(y, x, n * sizeof(float));
       gm_round_inplace(dt, y, n);
       gm_f32_to_dtype_buf(dt, x, h, n);
-      gm_round_copy(dt, x, z, n);
+      gm_round_copy(dt, x, z, n, 1);
       size_t bad_round = 0, bad_to = 0, bad_back = 0, bad_copy = 0;
       for (size_t i = 0; i < n; i++) {
         uint16_t want = dt == GM_F16 ? gm_f32_to_f16(x[i]) : gm_f32_to_bf16(x[i]);
@@ -42,7 +42,7 @@ int main(void) {
         bad_to += h[i] != want;
       }
       memcpy(z, x, n * sizeof(float));
-      gm_round_copy(dt, z, z, n);
+      gm_round_copy(dt, z, z, n, 2);
       CHECK(memcmp(z, y, n * sizeof(float)) == 0, "%s %s: gm_round_copy in place differs from gm_round_inplace", lvl,
             gm_dtype_name(dt));
       CHECK(bad_copy == 0, "%s %s: gm_round_copy differs from the scalar rounding at %zu of %zu", lvl, gm_dtype_name(dt),

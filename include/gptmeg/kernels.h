@@ -13,8 +13,8 @@
 // x[i] = round_to_dt(x[i]) in place (RNE; the identity for f32). dt is F32, F16 or BF16.
 void gm_round_inplace(gm_dtype dt, float *x, size_t n);
 // y[i] = round_to_dt(x[i]) (the bits of gm_round_inplace on a copy, in one pass where it can); y
-// may be x.
-void gm_round_copy(gm_dtype dt, const float *x, float *y, size_t n);
+// may be x. threads (from 2 up, for 65536 elements and more) share it in whole 64-byte lines.
+void gm_round_copy(gm_dtype dt, const float *x, float *y, size_t n, int threads);
 // x[i * ld + j] rounded to dt in place for i < rows, j < cols: gm_round_inplace row by row, the
 // SIMD level chosen once.
 void gm_round_rows(gm_dtype dt, float *x, size_t ld, int rows, int cols);

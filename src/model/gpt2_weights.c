@@ -313,19 +313,20 @@ int gm_gpt2_save(const gm_gpt2 *m, const char *dir) {
 typedef struct {
   const float *w;
   int rows, cols; // w is [rows, cols]
+  bool trans;     // the product reads w^T (lm_head)
   void *out;      // where its copy goes
 } weight_job;
 
 static int weight_jobs(gm_gpt2 *m, weight_job *j) {
   const gm_gpt2_config *c = &m->cfg;
   int D = c->n_embd, I = c->n_inner, V = c->vocab_size, n = 0;
-  j[n++] = (weight_job){m->lm_head, V, D, NULL};
+  j[n++] = (weight_job){m->lm_head, V, D, true, NULL};
   for (int l = 0; l < c->n_layer; l++) {
     gm_gpt2_layer *y = &m->layers[l];
-    j[n++] = (weight_job){y->attn_w, D, 3 * D, NULL};
-    j[n++] = (weight_job){y->aproj_w, D, D, NULL};
-    j[n++] = (weight_job){y->fc_w, D, I, NULL};
-    j[n++] = (weight_job){y->mproj_w, I, D, NULL};
+    j[n++] = (weight_job){y->attn_w, D, 3 * D, false, NULL};
+    j[n++] = (weight_job){y->aproj_w, D, D, false, NULL};
+    j[n++] = (weight_job){y->fc_w, D, I, false, NULL};
+    j[n++] = (weight_job){y->mproj_w, I, D, false, NULL};
   }
   return n;
 }
@@ -357,8 +358,10 @@ static int pack_bf16(gm_gpt2 *m, int threads) {
   m->lm_head_p = at;
   j[0].out = at;
 #pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic, 1) if (threads > 1)
-  for (int k = 0; k < n; k++) // lm_head [V, D] is op(B) = lm_head^T; the others are [K, N] as stored
-    gm_bf16_pack(j[k].w, j[k].cols, k == 0, k == 0 ? j[k].cols : j[k].rows, k == 0 ? j[k].rows : j[k].cols, j[k].out);
+  for (int k = 0; k < n; k++) { // op(B) [K, N]: w as stored, or w^T
+    const weight_job *b = &j[k];
+    gm_bf16_pack(b->w, b->cols, b->trans, b->trans ? b->cols : b->rows, b->trans ? b->rows : b->cols, b->out);
+  }
   free(j);
   return 0;
 }
@@ -415,12 +418,7 @@ int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main, int threads) {
   if (m == main || m->storage == main->storage) return gm_fail("gm_gpt2_set_weights: the models must not share storage");
   // both storages are laid out by allocate() in describe() order, so one copy covers every tensor
   if (threads <= 0) threads = omp_get_max_threads();
-  const size_t n = (size_t)m->n_params, per = (n / (size_t)threads + 15) / 16 * 16; // whole 64-byte lines a thread
-#pragma omp parallel for num_threads(threads) if (threads > 1)
-  for (int t = 0; t < threads; t++) {
-    size_t a = (size_t)t * per, e = a + per < n ? a + per : n;
-    if (a < e) gm_round_copy(m->dtype, main->storage + a, m->storage + a, e - a);
-  }
+  gm_round_copy(m->dtype, main->storage, m->storage, (size_t)m->n_params, threads);
   if (m->packed) return pack_bf16(m, threads);
   if (m->half) return copy_f16(m, threads);
   return 0;

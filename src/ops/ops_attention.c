@@ -159,15 +159,21 @@ static int matmul_as(const gm_op_ctx *one, bool want_trans, const float *A, int 
 //     B transposed: the f32-arithmetic dot (gm_matmul_f16_torch, B transposed); both as stored or
 //     both transposed: four partial sums (gm_matmul_f16_torch, B as stored);
 //   - else the dtype's torch-order product (gm_op_matmul; on ctx one: one thread).
+// Whether head_bmm takes ATen's small kernel, and whether it takes the dtype's plain torch-order
+// product (gm_op_matmul) otherwise: not f16, and not bf16 where oneDNN has no bf16 (ATen's gemm).
+static bool bmm_small(bool small_ok, int M, int N, int K) { return small_ok && (int64_t)M * N * K < 400; }
+static bool bmm_plain(const gm_op_ctx *one) {
+  const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
+  return one->dtype != GM_F16 && !(one->dtype == GM_BF16 && isa == GM_ONEDNN_AVX2);
+}
+
 static int head_bmm(const gm_op_ctx *one, bool small_ok, bmm_views v, const float *A, int lda, const float *B, int ldb,
                     bool trans_b, float alpha, float *Cm, int ldc, int M, int N, int K) {
-  if (small_ok && (int64_t)M * N * K < 400) {
+  if (bmm_small(small_ok, M, N, K)) {
     small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
     return 0;
   }
-  const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
-  const bool aten_bf16 = one->dtype == GM_BF16 && isa == GM_ONEDNN_AVX2; // no bf16 in oneDNN there: ATen's gemm
-  if (one->dtype != GM_F16 && !aten_bf16) {
+  if (bmm_plain(one)) {
     gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
     return 0;
   }
@@ -405,15 +411,14 @@ static int bwd_bmm(const gm_op_ctx *one, bmm_views v, const float *A, int lda, c
   return 0;
 }
 
-// A backward bmm whose A is a transposed view, op(A) = A^T for A [K, M] (lda): under head_bmm's
-// plain bf16 route (gm_op_matmul: oneDNN's order) A^T is packed straight from A
-// (gm_matmul_bf16_ta, the same bits as the product of A^T made contiguous), else A^T is copied into
-// tbuf and run through bwd_bmm. Rounded to the dtype either way. 0, or -1 (out of memory).
+// A backward bmm whose A is a transposed view, op(A) = A^T for A [K, M] (lda): where head_bmm would
+// take the plain bf16 product, gm_op_matmul_t packs A^T straight from A (gm_matmul_bf16_ta, the
+// same bits as the product of A^T made contiguous); else A^T is copied into tbuf and run through
+// bwd_bmm. Rounded to the dtype either way. 0, or -1 (out of memory).
 static int bwd_bmm_ta(const gm_op_ctx *one, bmm_views v, const float *A, int lda, float *tbuf, const float *B, int ldb,
                       float *Cm, int ldc, int M, int N, int K) {
-  const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
-  if (one->dtype == GM_BF16 && isa != GM_ONEDNN_AVX2 && (int64_t)M * N * K >= 400) {
-    gm_matmul_bf16_ta(A, lda, B, ldb, false, NULL, 1.0f, Cm, ldc, M, N, K, 1);
+  if (one->dtype == GM_BF16 && !bmm_small(true, M, N, K) && bmm_plain(one)) {
+    if (gm_op_matmul_t(one, A, lda, true, B, ldb, false, NULL, 1.0f, Cm, ldc, M, N, K)) return -1;
     gm_round_rows(one->dtype, Cm, (size_t)ldc, M, N);
     return 0;
   }

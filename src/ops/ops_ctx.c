@@ -41,21 +41,8 @@ int gm_op_probe(const gm_op_ctx *c, int layer, gm_point pt, float *data, int ndi
   return 0;
 }
 
-// Elementwise, so the ctx's threads share long buffers (whole 64-byte lines each) without a change
-// of bits.
-void gm_op_round(const gm_op_ctx *c, float *x, size_t n) {
-  const int nt = c->threads > 1 && n >= ((size_t)1 << 16) && c->dtype != GM_F32 ? c->threads : 1;
-  if (nt == 1) {
-    gm_round_inplace(c->dtype, x, n);
-    return;
-  }
-  const size_t per = (n / (size_t)nt + 15) / 16 * 16;
-#pragma omp parallel for num_threads(nt)
-  for (int t = 0; t < nt; t++) {
-    size_t a = (size_t)t * per, e = a + per < n ? a + per : n;
-    if (a < e) gm_round_inplace(c->dtype, x + a, e - a);
-  }
-}
+// Elementwise, so the ctx's threads share long buffers without a change of bits.
+void gm_op_round(const gm_op_ctx *c, float *x, size_t n) { gm_round_copy(c->dtype, x, x, n, c->threads); }
 
 void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                   float alpha, float *Cm, int ldc, int M, int N, int K) {

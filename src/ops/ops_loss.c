@@ -70,9 +70,6 @@ static int aten_lanes(void) {
   return gm_torch_target_get_info(gm_torch_target_active())->aten == GM_ATEN_AVX2 ? 8 : 16;
 }
 
-// logp[0..V) = log_softmax(x[0..V)) in ATen's order (W lanes): gm_log_softmax_row_f32.
-static void log_softmax_row(const float *x, float *logp, int V, int W, float *e) { gm_log_softmax_row_f32(x, logp, V, W, e); }
-
 // The label row i is scored against, or GM_IGNORE_INDEX (the shift: the last position of a sequence).
 static int32_t shifted_label(const int32_t *labels, long i, int T) { return i % T == T - 1 ? GM_IGNORE_INDEX : labels[i + 1]; }
 
@@ -107,7 +104,7 @@ int gm_op_lmloss_fwd(const gm_op_ctx *c, float *loss, int64_t *n_scored, float *
     for (long i = 0; i < n; i++) {
       if (!e) continue;
       float *row = logp ? logp + (size_t)i * V : e + V;
-      log_softmax_row(logits + (size_t)i * V, row, V, W, e);
+      gm_log_softmax_row_f32(logits + (size_t)i * V, row, V, W, e);
       const int32_t t = shifted_label(labels, i, T);
       picked[i] = t == GM_IGNORE_INDEX ? 0.0f : row[t];
     }
@@ -163,7 +160,7 @@ int gm_op_lmloss_bwd(const gm_op_ctx *c, float *dlogits, float dloss, const floa
       if (logp) {
         if (d != logp + (size_t)i * V) memcpy(d, logp + (size_t)i * V, sizeof(float) * (size_t)V);
       } else {
-        log_softmax_row(logits + (size_t)i * V, d, V, W, e);
+        gm_log_softmax_row_f32(logits + (size_t)i * V, d, V, W, e);
       }
       const int32_t t = shifted_label(labels, i, T);
       const float s = t == GM_IGNORE_INDEX ? 0.0f : g; // sum of the row's nll gradient (one entry)

@@ -368,29 +368,33 @@ static void pack_cols(const float *B, int ldb, bool trans_b, int K, int N, uint3
     }
 }
 
+// Strip s of op(B) [K, N] (columns s * STRIP ..) as [ceil(K/2), STRIP] pairs at dst, the columns
+// past N zero.
+static void pack_strip(const float *B, int ldb, bool trans_b, int K, int N, int s, uint32_t *dst) {
+  const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+  if (nc < STRIP) memset(dst, 0, (size_t)((K + 1) / 2) * STRIP * sizeof(uint32_t)); // else every word is written
+  pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, dst, STRIP);
+}
+
 // The strips, then STRIP words (alignment kept) whose first says whether B came transposed.
 static size_t strips_size(int K, int N) { return (size_t)((K + 1) / 2) * ((N + STRIP - 1) / STRIP) * STRIP; }
 size_t gm_bf16_packed_size(int K, int N) { return strips_size(K, N) + STRIP; }
 
 void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp) {
-  int P = (K + 1) / 2;
-  for (int j0 = 0; j0 < N; j0 += STRIP) { // strip by strip, each [P, STRIP], zero-padded
-    int nc = N - j0 < STRIP ? N - j0 : STRIP;
-    uint32_t *strip = Bp + (size_t)(j0 / STRIP) * P * STRIP;
-    if (nc < STRIP) memset(strip, 0, (size_t)P * STRIP * sizeof(uint32_t)); // else every word is written
-    pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, strip, STRIP);
-  }
+  const int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
+  for (int s = 0; s < n_strips; s++) pack_strip(B, ldb, trans_b, K, N, s, Bp + (size_t)s * P * STRIP); // each [P, STRIP]
   uint32_t *tail = Bp + strips_size(K, N);
   memset(tail, 0, STRIP * sizeof(uint32_t));
   tail[0] = trans_b ? 1u : 0u;
 }
 
-// Scratch for one call: the thread's kept buffer of a slot (matmul_scratch.c) up to KEEP_MAX bytes,
+// Scratch for one call: the thread's kept buffer of a slot (matmul_scratch.c) up to keep_max bytes,
 // past it a buffer of its own (*owned; one product that large amortises its page faults, and the
-// thread does not keep tens of MB: the tied lm_head's dW packs V x B*T / 2 words).
-#define KEEP_MAX ((size_t)8 << 20)
-static void *scratch(gm_scratch_slot slot, size_t bytes, bool *owned) {
-  *owned = bytes > KEEP_MAX;
+// thread does not keep the largest ones).
+#define KEEP_MAX ((size_t)8 << 20)    // A's pairs and the K split's parts
+#define KEEP_MAX_B ((size_t)64 << 20) // all of B's pairs (row-blocked products of B given as floats)
+static void *scratch(gm_scratch_slot slot, size_t bytes, size_t keep_max, bool *owned) {
+  *owned = bytes > keep_max;
   if (*owned) return aligned_alloc(64, (bytes + 63) / 64 * 64);
   return gm_matmul_scratch(slot, bytes);
 }
@@ -468,16 +472,6 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
   unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
 }
 
-// C's strip [M, nc] rounded to bf16 where it was just written (gm_f32_to_bf16's bits).
-static void round_strip(float *C, int ldc, int M, int nc) {
-  if (gm_cpu_simd() == GM_SIMD_AVX512) {
-    gm_bf16_round_block_avx512(C, ldc, M, nc);
-    return;
-  }
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < nc; j++) C[(size_t)i * ldc + j] = gm_bf16_to_f32(gm_f32_to_bf16(C[(size_t)i * ldc + j]));
-}
-
 // One product's operands and choices, shared by its threads (run below).
 typedef struct {
   const float *A, *B, *bias;
@@ -521,7 +515,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
   } else if (q->simd && q->ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
-  if (q->round_c) round_strip(C, q->ldc, mr, nc); // the block is complete: rounded while in cache
+  if (q->round_c) gm_round_rows(GM_BF16, C, (size_t)q->ldc, mr, nc); // the block is complete: rounded while in cache
 }
 
 // Rows of A a block for the AMX kernel: A's pairs for one block in half of SPR's 2 MiB L2 (the
@@ -535,10 +529,6 @@ static int row_block(const product *q) {
   if (rows < 32) rows = 32;
   return rows >= q->M ? q->M : (int)rows;
 }
-
-// Past this many bytes the whole of B's pairs (row-blocked products of B given as floats) is not
-// kept for the thread's next call.
-#define KEEP_MAX_B ((size_t)64 << 20)
 
 // B given as floats (packed here, a strip at a time, or whole when A is taken in row blocks) or as
 // pairs Bp [P, N] (packed once). With trans_a, op(A) = A^T is packed straight from A [K, M]; with
@@ -563,23 +553,21 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   // block's, where the tied lm_head's dW would pack V x B*T / 2 words at once).
   uint32_t *Ball = NULL;
   if (!Bp && MB < M) {
-    const size_t ball_bytes = (size_t)n_strips * (P > 0 ? P : 1) * STRIP * sizeof(uint32_t);
-    own_ball = ball_bytes > KEEP_MAX_B;
-    Ball = own_ball ? aligned_alloc(64, (ball_bytes + 63) / 64 * 64) : gm_matmul_scratch(GM_SCRATCH_BF16_BALL, ball_bytes);
+    Ball = scratch(GM_SCRATCH_BF16_BALL, (size_t)n_strips * (P > 0 ? P : 1) * STRIP * sizeof(uint32_t), KEEP_MAX_B, &own_ball);
     if (!Ball) MB = M; // strip-major, each strip packed as it comes
   }
   const bool blocks = MB < M;
-  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)MB * (P1 > 0 ? P1 : 1) * sizeof(uint32_t), &own_a);
-  uint32_t *Ap2 = Ps > 0 ? scratch(GM_SCRATCH_BF16_A2, (size_t)M * (P2 > 0 ? P2 : 1) * sizeof(uint32_t), &own_a2) : NULL;
+  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)MB * (P1 > 0 ? P1 : 1) * sizeof(uint32_t), KEEP_MAX, &own_a);
+  uint32_t *Ap2 = Ps > 0 ? scratch(GM_SCRATCH_BF16_A2, (size_t)M * (P2 > 0 ? P2 : 1) * sizeof(uint32_t), KEEP_MAX, &own_a2) : NULL;
   if (threads > n_strips) threads = n_strips;
-  float *parts = Ps > 0 ? scratch(GM_SCRATCH_BF16_PART, sizeof(float) * 2 * (size_t)M * STRIP * threads, &own_parts) : NULL;
+  float *parts = Ps > 0 ? scratch(GM_SCRATCH_BF16_PART, sizeof(float) * 2 * (size_t)M * STRIP * threads, KEEP_MAX, &own_parts) : NULL;
   if (!Ap || (Ps > 0 && (!Ap2 || !parts))) {
     scratch_done(Ap, own_a);
     scratch_done(Ap2, own_a2);
     scratch_done(parts, own_parts);
     scratch_done(Ball, own_ball);
     unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
-    if (round_c) round_strip(C, ldc, M, N);
+    if (round_c) gm_round_rows(GM_BF16, C, (size_t)ldc, M, N);
     return;
   }
   const float *A2 = trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps; // where A's second part starts
@@ -596,12 +584,7 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     }
     if (Ball) {
 #pragma omp for schedule(dynamic, 4)
-      for (int s = 0; s < n_strips; s++) {
-        const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-        uint32_t *dst = Ball + (size_t)s * P * STRIP;
-        if (nc < STRIP) memset(dst, 0, (size_t)P * STRIP * sizeof(uint32_t));
-        pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, dst, STRIP);
-      }
+      for (int s = 0; s < n_strips; s++) pack_strip(B, ldb, trans_b, K, N, s, Ball + (size_t)s * P * STRIP);
     }
     const uint32_t *Bpairs = Bp ? Bp : Ball; // every strip's pairs, or NULL: packed per strip into Bs
     uint32_t *Bs = Bpairs ? NULL : gm_matmul_scratch(GM_SCRATCH_BF16_B, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
@@ -620,10 +603,7 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
 #pragma omp for schedule(dynamic, 4)
       for (int s = 0; s < n_strips; s++) {
         const uint32_t *strip = Bpairs ? Bpairs + (size_t)s * P * STRIP : Bs;
-        if (!Bpairs && Bs) {
-          const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-          pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, Bs, STRIP); // nc of STRIP used
-        }
+        if (!Bpairs && Bs) pack_strip(B, ldb, trans_b, K, N, s, Bs);
         strip_rows(&q, s, strip, part, r0, mr, ab, ab2);
       }
     }

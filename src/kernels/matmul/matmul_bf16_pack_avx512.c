@@ -35,6 +35,13 @@ static inline __m512i row_pairs(const float *row, int K, int p0) {
   return pairs_of(load_daz(first(K - k0), row + k0), load_daz(first(K - k0 - 16), row + k0 + 16));
 }
 
+// The pair words of 16 columns from two rows: element lo[c] in the low half of word c, hi[c] in the
+// high half (0 where hi is NULL: past K); lanes off in m are 0.
+static inline __m512i col_pairs(__mmask16 m, const float *lo, const float *hi) {
+  __m512i l = load_daz(m, lo), h = hi ? load_daz(m, hi) : _mm512_setzero_si512();
+  return _mm512_or_si512(_mm512_srli_epi32(l, 16), _mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u)));
+}
+
 // Bp[p * ldp + j] for p < ceil(K/2), j < N: the pairs of op(B) [K, N] (B [K, N] row stride ldb, or
 // B^T: B [N, K]). Nothing else of Bp is written.
 void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp, int ldp) {
@@ -45,9 +52,7 @@ void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int 
       bool has_hi = 2 * p + 1 < K;
       for (int j = 0; j < N; j += 16) {
         __mmask16 m = first(N - j);
-        __m512i l = load_daz(m, lo + j), h = has_hi ? load_daz(m, hi + j) : _mm512_setzero_si512();
-        __m512i w = _mm512_or_si512(_mm512_srli_epi32(l, 16), _mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u)));
-        _mm512_mask_storeu_epi32(Bp + (size_t)p * ldp + j, m, w);
+        _mm512_mask_storeu_epi32(Bp + (size_t)p * ldp + j, m, col_pairs(m, lo + j, has_hi ? hi + j : NULL));
       }
     }
     return;
@@ -87,31 +92,11 @@ void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t 
       for (int q = 0; q < 16; q++) {
         if (q >= np) { r[q] = _mm512_setzero_ps(); continue; }
         const float *lo = A + (size_t)(2 * (p0 + q)) * lda + i0;
-        __m512i l = load_daz(mi, lo), h = 2 * (p0 + q) + 1 < K ? load_daz(mi, lo + lda) : _mm512_setzero_si512();
-        r[q] = _mm512_castsi512_ps(
-            _mm512_or_si512(_mm512_srli_epi32(l, 16), _mm512_and_si512(h, _mm512_set1_epi32((int)0xffff0000u))));
+        r[q] = _mm512_castsi512_ps(col_pairs(mi, lo, 2 * (p0 + q) + 1 < K ? lo + lda : NULL));
       }
       gm_transpose16_avx512(r, T);
       for (int t = 0; t < ni; t++)
         _mm512_mask_storeu_epi32(Ap + (size_t)(i0 + t) * P + p0, first(np), _mm512_castps_si512(T[t]));
     }
   }
-}
-
-// C[i * ldc + j] for i < M, j < ncols rounded to bf16 in place (round to nearest even on the bit
-// pattern, a NaN made quiet with its sign: gm_f32_to_bf16's bits), for a strip a product has just
-// written (the rounding the forward's ops would otherwise do in a pass of their own).
-void gm_bf16_round_block_avx512(float *C, int ldc, int M, int ncols) {
-  const __m512i half = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), hi = _mm512_set1_epi32((int)0xffff0000u);
-  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000), quiet = _mm512_set1_epi32(0x00400000);
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < ncols; j += 16) {
-      __mmask16 m = first(ncols - j);
-      float *x = C + (size_t)i * ldc + j;
-      __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x));
-      __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs_mask), inf);
-      __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, half), _mm512_and_si512(_mm512_srli_epi32(u, 16), one));
-      r = _mm512_mask_or_epi32(r, nan, u, quiet);
-      _mm512_mask_storeu_ps(x, m, _mm512_castsi512_ps(_mm512_and_si512(r, hi)));
-    }
 }

@@ -117,8 +117,6 @@ void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int 
 void gm_bf16_pack_rows_avx512(const float *A, int lda, int M, int K, uint32_t *Ap);
 // The same rows for op(A) = A^T (A [K, M], row stride lda).
 void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t *Ap);
-// C [M, ncols] (row stride ldc) rounded to bf16 in place: gm_f32_to_bf16's bits.
-void gm_bf16_round_block_avx512(float *C, int ldc, int M, int ncols);
 // matmul_bf16_amx.c (AMX-BF16 tiles, the intel-amx order): a strip of pre-paired B (row stride
 // ldbs pairs, 32 columns, ncols of them kept) for M rows of pre-paired A (rows of P pairs); K chunks
 // of Pc pairs (a multiple of 16; 0: one chunk). gm_bf16_amx_ready asks Linux for the tile state

@@ -75,7 +75,7 @@ void gm_round_rows(gm_dtype dt, float *x, size_t ld, int rows, int cols) {
   }
 }
 
-void gm_round_copy(gm_dtype dt, const float *x, float *y, size_t n) {
+static void round_copy_one(gm_dtype dt, const float *x, float *y, size_t n) {
   if (dt != GM_F32 && gm_cpu_simd() == GM_SIMD_AVX512) { // one pass
     if (dt == GM_F16) gm_round_f16_copy_avx512(x, y, n);
     else gm_round_bf16_copy_avx512(x, y, n);
@@ -83,6 +83,21 @@ void gm_round_copy(gm_dtype dt, const float *x, float *y, size_t n) {
   }
   if (y != x) memcpy(y, x, n * sizeof(float));
   gm_round_inplace(dt, y, n);
+}
+
+void gm_round_copy(gm_dtype dt, const float *x, float *y, size_t n, int threads) {
+  if (dt == GM_F32 && y == x) return;
+  const int nt = threads > 1 && n >= ((size_t)1 << 16) ? threads : 1;
+  if (nt == 1) {
+    round_copy_one(dt, x, y, n);
+    return;
+  }
+  const size_t per = (n / (size_t)nt + 15) / 16 * 16; // whole 64-byte lines a thread
+#pragma omp parallel for num_threads(nt)
+  for (int t = 0; t < nt; t++) {
+    size_t a = (size_t)t * per, e = a + per < n ? a + per : n;
+    if (a < e) round_copy_one(dt, x + a, y + a, e - a);
+  }
 }
 
 void gm_f32_to_dtype_buf(gm_dtype dt, const float *x, uint16_t *y, size_t n) {
