@@ -154,13 +154,12 @@ static void log_softmax_scalar(const float *x, float *logp, int V, int W, float 
   } else {
     float lane[16] = {0};
     for (int k = 0; k < W; k++) lane[k] = e[k];
-    for (int j = W; j < V; j++) lane[j % W] += e[j];
+    lane_acc_scalar(lane, e, W, W, V, V, 0.0f);
     for (int h = W / 2; h >= 1; h /= 2)
       for (int k = 0; k < h; k++) lane[k] += lane[k + h];
     s = lane[0];
   }
-  const float l = Sleef_logf1_u10purecfma(s);
-  for (int j = 0; j < V; j++) logp[j] = (x[j] - m) - l;
+  log_out_scalar(x, logp, V, m, Sleef_logf1_u10purecfma(s));
 }
 
 void gm_log_softmax_row_f32(const float *x, float *logp, int V, int W, float *e) {
