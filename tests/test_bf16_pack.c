@@ -135,7 +135,105 @@ static void check_rounded(int M, int N, int K, int threads, bool scalar) {
   free(A); free(B); free(bias); free(cr); free(ct); free(Bp);
 }
 
+// An f32 that is not a bf16 value for index i (mostly; rounding ties, values rounding to bf16
+// subnormals and to infinity, and value()'s specials spread in).
+static float raw_value(uint32_t i) {
+  uint32_t h = i * 2246822519u + 0x9e3779b9u;
+  switch (h % 19) {
+  case 0: return value(i);
+  case 1: { uint32_t u = 0x3f808000u | (h & 0x007f0000u); float f; memcpy(&f, &u, 4); return f; } // a tie
+  case 2: { uint32_t u = 0x007f8000u | ((h >> 9) & 0x7fffu) | (h & 0x80000000u); float f; memcpy(&f, &u, 4); return f; } // near FLT_MIN
+  case 3: return (h & 1 ? 1.0f : -1.0f) * 3.3999e38f; // rounds to infinity
+  default: break;
+  }
+  uint32_t u = (((h >> 7) & 0xffu) + 0x3b80u) << 16 | (h & 0xffffu) | ((h >> 3) & 1u) << 31;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+// gm_bf16_pack_rounded(B) against gm_bf16_pack of B rounded by gm_round_copy, word for word.
+static void check_pack_rounded(int K, int N, bool trans_b, bool scalar) {
+  size_t n = (size_t)K * N, words = gm_bf16_packed_size(K, N);
+  float *B = malloc(n * sizeof *B), *R = malloc(n * sizeof *R);
+  uint32_t *pr = malloc(words * sizeof *pr), *pt = malloc(words * sizeof *pt);
+  if (!B || !R || !pr || !pt) { CHECK(false, "out of memory"); free(B); free(R); free(pr); free(pt); return; }
+  for (size_t i = 0; i < n; i++) B[i] = raw_value((uint32_t)(i + 3 * (size_t)N));
+  memset(pt, 0xa5, words * sizeof *pt); // every word must be written
+  int ldb = trans_b ? K : N;
+  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  gm_round_copy(GM_BF16, B, R, n, 1);
+  gm_bf16_pack(R, ldb, trans_b, K, N, pr);
+  int rc = gm_bf16_pack_rounded(B, ldb, trans_b, K, N, pt);
+  unsetenv("GPTMEG_SIMD");
+  size_t bad = 0, first = 0;
+  for (size_t w = 0; w < words; w++)
+    if (pr[w] != pt[w] && !bad++) first = w;
+  CHECK(rc == 0 && bad == 0, "gm_bf16_pack_rounded K %d N %d %s%s: %zu of %zu words differ from packing the rounded copy (first at %zu: %08x vs %08x)",
+        K, N, trans_b ? "B^T" : "B", scalar ? " (scalar)" : "", bad, words, first, bad ? pt[first] : 0u, bad ? pr[first] : 0u);
+  free(B); free(R); free(pr); free(pt);
+}
+
+// gm_bf16_pack_transposed(pairs of op(B)) against the pairs gm_bf16_pack makes of op(B)^T from the
+// floats (B read the other way round), word for word, orientation word included.
+static void check_transposed(int K, int N, bool trans_b, int threads, bool scalar) {
+  size_t n = (size_t)K * N, wb = gm_bf16_packed_size(K, N), wt = gm_bf16_packed_size(N, K);
+  float *B = malloc(n * sizeof *B);
+  uint32_t *bp = malloc(wb * sizeof *bp), *ref = malloc(wt * sizeof *ref), *got = malloc(wt * sizeof *got);
+  if (!B || !bp || !ref || !got) { CHECK(false, "out of memory"); free(B); free(bp); free(ref); free(got); return; }
+  for (size_t i = 0; i < n; i++) B[i] = value((uint32_t)(i * 3 + (size_t)K));
+  memset(got, 0x5a, wt * sizeof *got);
+  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  gm_bf16_pack(B, trans_b ? K : N, trans_b, K, N, bp);
+  // op(B)^T [N, K]: B as stored [K, N] read transposed, or B [N, K] as stored
+  gm_bf16_pack(B, trans_b ? K : N, !trans_b, N, K, ref);
+  gm_bf16_pack_transposed(bp, K, N, got, threads);
+  unsetenv("GPTMEG_SIMD");
+  size_t bad = 0, first = 0;
+  for (size_t w = 0; w < wt; w++)
+    if (ref[w] != got[w] && !bad++) first = w;
+  CHECK(bad == 0, "gm_bf16_pack_transposed K %d N %d %s, %d threads%s: %zu of %zu words differ from packing op(B)^T (first at %zu: %08x vs %08x)",
+        K, N, trans_b ? "B^T" : "B", threads, scalar ? " (scalar)" : "", bad, wt, first, bad ? got[first] : 0u, bad ? ref[first] : 0u);
+  free(B); free(bp); free(ref); free(got);
+}
+
+// gm_matmul_bf16_packed_t_rounded(A, pairs of X) against gm_matmul_bf16(A, X given transposed) then
+// rounding, bit for bit, under the intel-amx target.
+static void check_product_t(int M, int N, int K, int threads, bool scalar) {
+  float *A = malloc((size_t)M * K * sizeof *A), *X = malloc((size_t)N * K * sizeof *X);
+  float *cr = malloc((size_t)M * N * sizeof *cr), *ct = malloc((size_t)M * N * sizeof *ct);
+  uint32_t *Xp = malloc(gm_bf16_packed_size(N, K) * sizeof *Xp);
+  if (!A || !X || !cr || !ct || !Xp) { CHECK(false, "out of memory"); free(A); free(X); free(cr); free(ct); free(Xp); return; }
+  for (size_t i = 0; i < (size_t)M * K; i++) A[i] = finite_value((uint32_t)i * 7u + 5u);
+  for (size_t i = 0; i < (size_t)N * K; i++) X[i] = value((uint32_t)i * 5u + 9u);
+  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  gm_matmul_bf16(A, K, X, K, true, NULL, 1.0f, cr, N, M, N, K, threads);
+  gm_round_inplace(GM_BF16, cr, (size_t)M * N);
+  gm_bf16_pack(X, K, false, N, K, Xp);
+  int rc = gm_matmul_bf16_packed_t_rounded(A, K, Xp, ct, N, M, N, K, threads);
+  unsetenv("GPTMEG_SIMD");
+  int d = test_count_diff(cr, ct, (size_t)M * N);
+  CHECK(rc == 0 && d == 0, "gm_matmul_bf16_packed_t_rounded M %d N %d K %d, %d threads%s: %d of %d outputs differ from the product of X^T",
+        M, N, K, threads, scalar ? " (scalar)" : "", d, M * N);
+  free(A); free(X); free(cr); free(ct); free(Xp);
+}
+
 int main(void) {
+  // the pairs-to-pairs transposition and the rounding pack (bf16 working copies), every level here
+  const bool avx512 = gm_cpu_simd() == GM_SIMD_AVX512;
+  static const int TK[] = {1, 2, 3, 31, 32, 33, 64, 97, 768}, TN[] = {1, 2, 5, 31, 32, 33, 64, 100};
+  for (size_t a = 0; a < sizeof TK / sizeof TK[0]; a++)
+    for (size_t b = 0; b < sizeof TN / sizeof TN[0]; b++)
+      for (int t = 0; t < 2; t++)
+        for (int sc = avx512 ? 0 : 1; sc < 2; sc++) {
+          check_transposed(TK[a], TN[b], t == 1, 1 + (int)((a + b) % 2), sc == 1);
+          check_pack_rounded(TK[a], TN[b], t == 1, sc == 1);
+        }
+  gm_torch_target_set(GM_TT_INTEL_AMX);
+  static const int pt[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {64, 768, 768}, {70, 100, 3072}};
+  for (size_t s = 0; s < sizeof pt / sizeof pt[0]; s++)
+    for (int th = 1; th <= 2; th++)
+      for (int sc = avx512 ? 0 : 1; sc < 2; sc++) check_product_t(pt[s][0], pt[s][1], pt[s][2], th, sc == 1);
   if (gm_cpu_simd() != GM_SIMD_AVX512) {
     test_skip("bf16 pair packing", "no AVX-512 here: the scalar packing is the only one");
     return test_done("test_bf16_pack");

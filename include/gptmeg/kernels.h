@@ -187,6 +187,19 @@ void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const fl
 // strip of C as soon as it is complete, while it is in cache.
 void gm_matmul_bf16_packed_rounded(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C,
                                    int ldc, int M, int N, int K, int threads);
+// gm_bf16_pack of op(B) rounded to bf16 first (RNE): the pairs gm_bf16_pack makes from
+// gm_round_copy(GM_BF16) of B, without that copy (f32 main weights straight to a bf16 working copy's
+// pairs). -1 when out of memory.
+int gm_bf16_pack_rounded(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp);
+// Bt (gm_bf16_packed_size(N, K) words) = the pairs of op(B)^T [N, K] from Bp, the pairs of op(B)
+// [K, N]: the words gm_bf16_pack makes from op(B)^T as floats (its orientation word the opposite of
+// Bp's: op(B)^T given as stored is B given transposed). Moves bits only; threads share the strips.
+void gm_bf16_pack_transposed(const uint32_t *Bp, int K, int N, uint32_t *Bt, int threads);
+// C [M, N] = R(A [M, K] @ X^T) where Xp holds the pairs of X [N, K] (gm_bf16_pack layout): the bits
+// of gm_matmul_bf16 on B = X given transposed, then gm_round_inplace(GM_BF16) (a linear's dX from
+// the forward's pairs of its weight). -1 when out of memory.
+int gm_matmul_bf16_packed_t_rounded(const float *A, int lda, const uint32_t *Xp, float *C, int ldc, int M, int N, int K,
+                                    int threads);
 // Which of ATen's CPU layer-norm kernels to reproduce: the f32 one (8-element steps), or the
 // reduced-type one for f16 or bf16 rows (16-element steps as two 8-lane halves; the two differ only
 // in one rounding of the scalar tail).

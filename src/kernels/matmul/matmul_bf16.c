@@ -388,6 +388,70 @@ void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t 
   tail[0] = trans_b ? 1u : 0u;
 }
 
+// gm_bf16_pack of B rounded to bf16 (RNE, gm_round_copy), without a rounded copy of all of B: rows
+// of B as stored are rounded KC at a time into a small buffer and packed into every strip; B^T's
+// strips (rows of B) are rounded and packed one strip at a time. Returns -1 when the buffer cannot
+// be allocated.
+enum { KC = 16 }; // rows of B as stored rounded at a time (even: whole pairs)
+int gm_bf16_pack_rounded(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp) {
+  const int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
+  float *tmp = malloc(sizeof(float) * (trans_b ? (size_t)STRIP * (K > 0 ? K : 1) : (size_t)KC * (N > 0 ? N : 1)));
+  if (!tmp) return -1;
+  if (N % STRIP) memset(Bp + (size_t)(n_strips - 1) * P * STRIP, 0, (size_t)P * STRIP * sizeof(uint32_t)); // padding columns
+  if (trans_b) {
+    for (int s = 0; s < n_strips; s++) { // op(B)'s columns j0.. are rows of B [N, K]
+      const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+      for (int r = 0; r < nc; r++) gm_round_copy(GM_BF16, B + (size_t)(j0 + r) * ldb, tmp + (size_t)r * K, (size_t)K, 1);
+      pack_cols(tmp, K, true, K, nc, Bp + (size_t)s * P * STRIP, STRIP);
+    }
+  } else {
+    for (int k0 = 0; k0 < K; k0 += KC) {
+      const int kc = K - k0 < KC ? K - k0 : KC;
+      for (int r = 0; r < kc; r++) gm_round_copy(GM_BF16, B + (size_t)(k0 + r) * ldb, tmp + (size_t)r * N, (size_t)N, 1);
+      for (int s = 0; s < n_strips; s++) {
+        const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
+        pack_cols(tmp + j0, N, false, kc, nc, Bp + ((size_t)s * P + (size_t)k0 / 2) * STRIP, STRIP);
+      }
+    }
+  }
+  free(tmp);
+  uint32_t *tail = Bp + strips_size(K, N);
+  memset(tail, 0, STRIP * sizeof(uint32_t));
+  tail[0] = trans_b ? 1u : 0u;
+  return 0;
+}
+
+// Output strip t (columns j = 32t .. of op(B)^T [N, K], i.e. rows k of op(B)) of the transposition
+// of pairs: word (p', j) = (op(B)[j][2p'], op(B)[j][2p' + 1]), the halves j & 1 of Bp's words
+// (j / 2, 2p') and (j / 2, 2p' + 1); zero past K (and, from Bp's padding, past N).
+static void transpose_strip(const uint32_t *Bp, int K, int N, int t, uint32_t *dst) {
+  if (gm_cpu_simd() == GM_SIMD_AVX512) {
+    gm_bf16_transpose_strip_avx512(Bp, K, N, t, dst);
+    return;
+  }
+  const int P = (K + 1) / 2, Pt = (N + 1) / 2;
+  for (int pt = 0; pt < Pt; pt++)
+    for (int c = 0; c < STRIP; c++) {
+      const int j = t * STRIP + c, n = 2 * pt; // n + 1 <= N is inside Bp's (zero) padding
+      uint32_t w = 0;
+      if (j < K) {
+        const uint32_t *src = Bp + ((size_t)(n / STRIP) * P + (size_t)j / 2) * STRIP + n % STRIP;
+        const int sh = (j & 1) * 16;
+        w = (src[0] >> sh & 0xffffu) | (src[1] >> sh & 0xffffu) << 16;
+      }
+      dst[(size_t)pt * STRIP + c] = w;
+    }
+}
+
+void gm_bf16_pack_transposed(const uint32_t *Bp, int K, int N, uint32_t *Bt, int threads) {
+  const int n_strips = (K + STRIP - 1) / STRIP, Pt = (N + 1) / 2;
+#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic, 2) if (threads > 1)
+  for (int t = 0; t < n_strips; t++) transpose_strip(Bp, K, N, t, Bt + (size_t)t * Pt * STRIP);
+  uint32_t *tail = Bt + strips_size(N, K);
+  memset(tail, 0, STRIP * sizeof(uint32_t));
+  tail[0] = Bp[strips_size(K, N)] != 0 ? 0u : 1u;
+}
+
 // Scratch for one call: the thread's kept buffer of a slot (matmul_scratch.c) up to keep_max bytes,
 // past it a buffer of its own (*owned; one product that large amortises its page faults, and the
 // thread does not keep the largest ones).
@@ -627,6 +691,19 @@ void gm_matmul_bf16_ta(const float *A, int lda, const float *B, int ldb, bool tr
 void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
                            int M, int N, int K, int threads) {
   run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, false);
+}
+
+int gm_matmul_bf16_packed_t_rounded(const float *A, int lda, const uint32_t *Xp, float *C, int ldc, int M, int N, int K,
+                                    int threads) {
+  if (M <= 0 || N <= 0) return 0;
+  if (threads <= 0) threads = omp_get_max_threads();
+  bool owned = false;
+  uint32_t *Bt = scratch(GM_SCRATCH_BF16_BALL, gm_bf16_packed_size(K, N) * sizeof(uint32_t), KEEP_MAX_B, &owned);
+  if (!Bt) return -1;
+  gm_bf16_pack_transposed(Xp, N, K, Bt, threads); // the pairs of X^T [K, N]
+  run(A, lda, false, NULL, 0, false, Bt, NULL, 1.0f, C, ldc, M, N, K, threads, true);
+  scratch_done(Bt, owned);
+  return 0;
 }
 
 void gm_matmul_bf16_packed_rounded(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C,

@@ -100,3 +100,39 @@ void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t 
     }
   }
 }
+
+// Output strip t of gm_bf16_pack_transposed (matmul_bf16.c's transpose_strip, the same words): for
+// each strip s of Bp (32 words: the elements n, output rows p' = 16s ..) its 16 rows p = 16t ..
+// (the elements k = 2p, 2p + 1: output columns 32t + 2q, 2q + 1). Of each row's 64 halves (word w's
+// low half is lane 2w of the pair of vectors, its high half lane 2w + 1) the low halves of words 2q'
+// and 2q' + 1 form output column 2q's word q' (lanes 4q', 4q' + 2: index 2L for 16-bit lane L), the
+// high halves column 2q + 1's (index 2L + 1); then 32 columns by 16 rows, as two 16 x 16 blocks,
+// are transposed.
+void gm_bf16_transpose_strip_avx512(const uint32_t *Bp, int K, int N, int t, uint32_t *dst) {
+  enum { STRIP = 32 };
+  const int P = (K + 1) / 2, Pt = (N + 1) / 2, n_src = (N + STRIP - 1) / STRIP;
+  const __m512i lows = _mm512_set_epi16(62, 60, 58, 56, 54, 52, 50, 48, 46, 44, 42, 40, 38, 36, 34, 32, 30, 28, 26, 24, 22,
+                                        20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i highs = _mm512_add_epi16(lows, _mm512_set1_epi16(1));
+  for (int s = 0; s < n_src; s++) {
+    __m512 r[32], T0[16], T1[16]; // r[c]: output column 32t + c over the rows p' = 16s + q'
+    for (int q = 0; q < 16; q++) {
+      const int p = 16 * t + q;
+      __m512i w0 = _mm512_setzero_si512(), w1 = w0;
+      if (p < P) {
+        const uint32_t *src = Bp + ((size_t)s * P + p) * STRIP;
+        w0 = _mm512_loadu_si512(src);
+        w1 = _mm512_loadu_si512(src + 16);
+      }
+      r[2 * q] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(w0, lows, w1));
+      r[2 * q + 1] = _mm512_castsi512_ps(_mm512_permutex2var_epi16(w0, highs, w1));
+    }
+    gm_transpose16_avx512(r, T0);
+    gm_transpose16_avx512(r + 16, T1);
+    for (int q = 0; q < 16 && 16 * s + q < Pt; q++) {
+      uint32_t *o = dst + (size_t)(16 * s + q) * STRIP;
+      _mm512_storeu_si512(o, _mm512_castps_si512(T0[q]));
+      _mm512_storeu_si512(o + 16, _mm512_castps_si512(T1[q]));
+    }
+  }
+}

@@ -117,6 +117,8 @@ void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int 
 void gm_bf16_pack_rows_avx512(const float *A, int lda, int M, int K, uint32_t *Ap);
 // The same rows for op(A) = A^T (A [K, M], row stride lda).
 void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t *Ap);
+// Output strip t (32 columns, every row) of gm_bf16_pack_transposed: Bp the pairs of op(B) [K, N].
+void gm_bf16_transpose_strip_avx512(const uint32_t *Bp, int K, int N, int t, uint32_t *dst);
 // matmul_bf16_amx.c (AMX-BF16 tiles, the intel-amx order): a strip of pre-paired B (row stride
 // ldbs pairs, 32 columns, ncols of them kept) for M rows of pre-paired A (rows of P pairs); K chunks
 // of Pc pairs (a multiple of 16; 0: one chunk). gm_bf16_amx_ready asks Linux for the tile state
