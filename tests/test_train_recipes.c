@@ -16,6 +16,7 @@
 // run cut by a checkpoint gives the straight run's bytes under both recipes (the fp16 one across
 // the loss scaler's backoffs: its state is in train_state.json; fp16-deepspeed across a backoff and a growth).
 #include "gptmeg/inputs.h"
+#include "gptmeg/kernels.h"
 #include "gptmeg/npy.h"
 #include "gptmeg/target.h"
 #include "gptmeg/train.h"
@@ -108,6 +109,37 @@ static void test_set_weights(const char *dir, gm_dtype dt) {
   if (a.half && w.half) CHECK(memcmp(a.half, w.half, a.copy_bytes) == 0, "%s: the f16 copies differ", dir);
   CHECK((a.packed != NULL) == (w.packed != NULL) && (a.half != NULL) == (w.half != NULL), "fast copies present in one only");
   CHECK(gm_gpt2_set_weights(&w, &w, 1) != 0, "set_weights onto itself must fail");
+  gm_gpt2_free(&a);
+  gm_gpt2_free(&b);
+  gm_gpt2_free(&w);
+}
+
+// gm_gpt2_alloc_working(bf16) + gm_gpt2_set_weights == gm_gpt2_to_dtype(bf16) of the same weights:
+// the pairs word for word, wte's bits the rounded wte, every tensor it keeps in f32 the same, and no
+// f32 copy of the matrices (the memory the packed_only layout exists to save).
+static void test_working_bf16(const char *dir) {
+  gm_gpt2 a, b, w;
+  CHECK(gm_gpt2_load(&a, dir) == 0 && gm_gpt2_load(&b, dir) == 0, "%s", gm_errmsg());
+  CHECK(gm_gpt2_to_dtype(&a, GM_BF16) == 0, "%s", gm_errmsg());
+  CHECK(gm_gpt2_alloc_working(&w, &b, GM_BF16) == 0 && gm_gpt2_set_weights(&w, &b, 2) == 0, "%s", gm_errmsg());
+  CHECK(w.packed_only && !w.wte && !w.lm_head && !w.layers[0].attn_w && !w.layers[0].mproj_w && w.wpe && w.layers[0].ln1_w,
+        "%s: the working copy keeps f32 matrices or lacks its other tensors", dir);
+  const gm_gpt2_config *c = &a.cfg;
+  const size_t VD = (size_t)c->vocab_size * c->n_embd, pairs = (size_t)(a.lm_head_p - a.packed) + gm_bf16_packed_size(c->n_embd, c->vocab_size);
+  CHECK(memcmp(a.packed, w.packed, pairs * sizeof(uint32_t)) == 0, "%s: the working copy's bf16 pairs differ", dir);
+  uint16_t *bits = malloc(VD * sizeof *bits);
+  if (bits) {
+    gm_f32_to_dtype_buf(GM_BF16, a.wte, bits, VD);
+    CHECK(w.wte_bf16 && memcmp(bits, w.wte_bf16, VD * sizeof *bits) == 0, "%s: wte's bf16 bits differ", dir);
+  }
+  free(bits);
+  gm_gpt2_tensor ta[64], tw[64];
+  int n = c->n_layer <= 4 ? gm_gpt2_tensors(&a, ta) : 0;
+  CHECK(n == 0 || gm_gpt2_tensors(&w, tw) == n, "tensor lists differ");
+  for (int i = 0; i < n; i++)
+    if (tw[i].data) CHECK(memcmp(ta[i].data, tw[i].data, ta[i].numel * sizeof(float)) == 0, "%s: %s differs", dir, ta[i].name);
+  CHECK(w.copy_bytes == a.copy_bytes + (VD * 2 + 63) / 64 * 64, "the working copy's layout is %zu bytes (pairs %zu)", w.copy_bytes,
+        a.copy_bytes);
   gm_gpt2_free(&a);
   gm_gpt2_free(&b);
   gm_gpt2_free(&w);
@@ -240,6 +272,8 @@ int main(void) {
   gm_torch_target_set(GM_TT_INTEL_AMX); // the goldens' CPU class
   test_set_weights("tests/golden/model/base", GM_BF16);
   test_set_weights("tests/golden/model/quick_untied", GM_F16);
+  test_working_bf16("tests/golden/model/base");
+  test_working_bf16("tests/golden/model/quick_untied");
   const char *path = "tests/golden/targets/intel-amx/recipes/index.json";
   char *txt = test_slurp(path);
   CHECK(txt != NULL, "%s missing (run tools/ref/gen_recipe_goldens.py on an Intel AMX machine)", path);

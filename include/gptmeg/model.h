@@ -61,6 +61,11 @@ typedef struct {
   gm_dtype dtype;           // dtype the weights are rounded to (their f32 storage holds such values)
   const uint32_t *lm_head_p; // bf16 runs: lm_head^T as pairs (gm_bf16_pack layout)
   uint32_t *packed;         // one allocation holding every pair table above (bf16 runs), else NULL
+  const uint16_t *wte_bf16;  // bf16 working copies only (gm_gpt2_alloc_working): wte [V, D] as bf16
+                             // bits, in `packed` (the embedding reads it)
+  bool packed_only;         // gm_gpt2_alloc_working's bf16 copy: wte, lm_head and the layers' four
+                             // matrices exist only as the pairs (and wte_bf16); their f32 pointers
+                             // are NULL and `storage` holds the other tensors
   const uint16_t *lm_head_h; // f16 runs (as the layers' *_wh): lm_head [V, D] as f16 bits
   uint16_t *half;           // one allocation holding every f16 copy above, else NULL
   size_t copy_bytes;        // bytes of `packed` or `half` (0 without them)
@@ -117,6 +122,14 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt);
 // config and tying and must not share storage; main's file_dtype/dtype are not looked at. threads
 // (<= 0: OpenMP's default) share the copying; the result does not depend on it.
 int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main, int threads);
+// A mixed-precision recipe's working copy of main's weights in dt, for the forward and backward
+// (gm_gpt2_grad, gm_gpt2_run; its weights are then filled by gm_gpt2_set_weights): for bf16 the
+// layers' four matrices and lm_head exist only as the kernels' bf16 pairs and wte also as bf16 bits
+// (packed_only: 2 bytes a parameter where the f32 storage plus the pairs took 6); the other
+// tensors, and every tensor of other dtypes, as gm_gpt2_alloc_like + gm_gpt2_to_dtype make them.
+// The same bits through every op (the linears' dX read the pairs transposed). Not for decoding
+// (gm_gpt2_generate) or for writing checkpoints: main holds the weights.
+int gm_gpt2_alloc_working(gm_gpt2 *w, const gm_gpt2 *main, gm_dtype dt);
 
 // ---- forward ---------------------------------------------------------------------------------
 // KV cache for incremental decoding: k and v of every layer for B sequences, up to max_t steps.

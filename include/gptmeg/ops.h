@@ -155,7 +155,8 @@ int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, co
 // A weight matrix as the model holds it: f32 storage of dtype values, plus the optional copies the
 // fast kernels read instead (same bits).
 typedef struct {
-  const float *w;        // [C, OC] (Conv1D, as stored) or, with trans, [OC, C] (lm_head, wte)
+  const float *w;        // [C, OC] (Conv1D, as stored) or, with trans, [OC, C] (lm_head, wte); NULL
+                         // in bf16 when bf16p is given (a training working copy: the ops read the pairs)
   bool trans;
   const uint32_t *bf16p; // bf16 runs: op(w) as bf16 pairs (gm_bf16_pack layout) or NULL
   const uint16_t *f16h;  // f16 runs: w as f16 bits, same layout, or NULL (read for one row, or trans)
@@ -169,7 +170,8 @@ int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_
 // Autograd of addmm/linear: dinp (N, C) = R(dout @ op(w)^T), dweight (like w->w: [C, OC], or [OC, C]
 // with trans) = R(inp^T @ dout) (or R(dout^T @ inp)), dbias (OC) = R(sum over rows of dout), each
 // in torch's order for the dtype and target; any of the three may be NULL. dout (N, OC), inp (N, C)
-// hold dtype values; w->w is read (its packed copies are not). Conv1D (w->trans false): torch's
+// hold dtype values; w->w is read, except in bf16 with w->bf16p (dinp from the pairs transposed,
+// gm_matmul_bf16_packed_t_rounded: the same bits). Conv1D (w->trans false): torch's
 // mm(dout, W^T), mm(x^T, dout) and dout.sum(0); lm_head (trans, no bias: pass dbias NULL):
 // mm(dout, W), mm(dout^T, x). f32 on the Intel targets: torch's bits on c->threads = 1 or 2, except
 // the lm_head's dinp of one row (N = 1; MKL's one-row kernel, not reproduced); dbias is ATen's sum
@@ -270,9 +272,10 @@ int gm_op_residual_bwd(const gm_op_ctx *c, float *dresid, const float *dout, siz
 
 // ---- embedding (ops_embed.c) ---------------------------------------------------------------------
 // tokens (B, T) int32 in [0, V) (checked by the caller); wte (V, C), wpe (P, C) f32 storage of dtype
-// values; out (B*T, C): out[b, t] = R(wte[tok] + wpe[t0 + t]), one rounding.
-int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
-                        int T, int t0, int C);
+// values, or with wte NULL, wte_bf16 (V, C) as bf16 bits (a bf16 training working copy); out
+// (B*T, C): out[b, t] = R(wte[tok] + wpe[t0 + t]), one rounding.
+int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const uint16_t *wte_bf16,
+                        const float *wpe, int B, int T, int t0, int C);
 // Autograd of the embedding sum (GPT2Model: wte(input_ids) + wpe(position_ids), position_ids
 // [1, T] broadcast over the batch): dwte (V, C) and dwpe (P, C) written, zero where no token or
 // position; either may be NULL. dout (B*T, C). dwte[tok] = R(dwte[tok] + dout[b, t]) in (b, t)

@@ -57,7 +57,7 @@ int cmd_bench_train(int argc, char **argv) {
   gm_gpt2 m, g, work; // the f32 (main) weights, the gradients, the dtype copy the backward runs on
   memset(&work, 0, sizeof work);
   if (gm_gpt2_init_random(&m, &cfg, 1)) return cli_fail("%s", gm_errmsg());
-  if (dt != GM_F32 && (gm_gpt2_alloc_like(&work, &m) || gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, &m, (int)threads))) {
+  if (dt != GM_F32 && (gm_gpt2_alloc_working(&work, &m, dt) || gm_gpt2_set_weights(&work, &m, (int)threads))) {
     gm_gpt2_free(&work);
     gm_gpt2_free(&m);
     return cli_fail("%s", gm_errmsg());

@@ -67,7 +67,7 @@ int cmd_grad(int argc, char **argv) {
   int rc = gm_gpt2_to_dtype(&m, dt);
   if (!rc && autocast && m.file_dtype != GM_F32)
     rc = gm_fail("--autocast needs an f32 checkpoint (this one holds %s weights)", gm_dtype_name(m.file_dtype));
-  if (!rc && autocast) rc = gm_gpt2_alloc_like(&work, &m) || gm_gpt2_to_dtype(&work, GM_BF16) || gm_gpt2_set_weights(&work, &m, (int)threads);
+  if (!rc && autocast) rc = gm_gpt2_alloc_working(&work, &m, GM_BF16) || gm_gpt2_set_weights(&work, &m, (int)threads);
   if (!rc) rc = gm_gpt2_alloc_like(&g, &m);
   float loss = 0.0f;
   int64_t scored = 0;

@@ -145,7 +145,7 @@ static int forward(const gm_gpt2 *m, const gm_gpt2_run_opts *o, gm_kv_cache *kv,
 #define AT(l, pt) gm_acts_at(a, l, pt)
 #define STEP(l, pt, call) \
   if ((call) || emit(&c, a, l, pt)) return -1
-  STEP(-1, GM_PT_EMBED, gm_op_embedding_fwd(&cs, AT(-1, GM_PT_EMBED), o->tokens, m->wte, m->wpe, B, T, t0, D));
+  STEP(-1, GM_PT_EMBED, gm_op_embedding_fwd(&cs, AT(-1, GM_PT_EMBED), o->tokens, m->wte, m->wte_bf16, m->wpe, B, T, t0, D));
   const float *h = AT(-1, GM_PT_EMBED); // the residual stream: the last block's output
   for (int l = 0; l < cf->n_layer; l++) {
     const gm_gpt2_layer *w = &wm->layers[l], *wn = &m->layers[l];

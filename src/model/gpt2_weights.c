@@ -89,7 +89,10 @@ void gm_gpt2_free(gm_gpt2 *m) {
 }
 
 // Allocates the storage and the descriptor table; *out_d must be freed by the caller.
-static int allocate(gm_gpt2 *m, const gm_gpt2_config *cfg, bool tied, w_desc **out_d, int *out_n) {
+// The tensors a packed_only working copy holds only as pairs (and wte as bits): every matrix but wpe.
+static bool packed_away(const w_desc *d) { return d->ndim == 2 && strcmp(d->name, "wpe.weight") != 0; }
+
+static int allocate_as(gm_gpt2 *m, const gm_gpt2_config *cfg, bool tied, bool packed_only, w_desc **out_d, int *out_n) {
   memset(m, 0, sizeof *m);
   m->cfg = *cfg;
   m->tied = tied;
@@ -98,17 +101,29 @@ static int allocate(gm_gpt2 *m, const gm_gpt2_config *cfg, bool tied, w_desc **o
   w_desc *d = calloc((size_t)cfg->n_layer * 12 + 6, sizeof *d);
   if (!m->layers || !d) { free(d); gm_gpt2_free(m); return gm_fail("out of memory"); }
   int n = describe(m, d);
-  uint64_t total = 0;
-  for (int i = 0; i < n; i++) total += numel(&d[i]);
-  m->storage = malloc((size_t)total * sizeof(float));
-  if (!m->storage) { free(d); gm_gpt2_free(m); return gm_fail("out of memory for %llu parameters", (unsigned long long)total); }
+  uint64_t total = 0, stored = 0;
+  for (int i = 0; i < n; i++) {
+    total += numel(&d[i]);
+    if (!packed_only || !packed_away(&d[i])) stored += numel(&d[i]);
+  }
+  m->storage = malloc((size_t)stored * sizeof(float));
+  if (!m->storage) { free(d); gm_gpt2_free(m); return gm_fail("out of memory for %llu parameters", (unsigned long long)stored); }
   uint64_t off = 0;
-  for (int i = 0; i < n; i++) { *d[i].ptr = m->storage + off; off += numel(&d[i]); }
+  for (int i = 0; i < n; i++) {
+    if (packed_only && packed_away(&d[i])) continue; // the pointer stays NULL
+    *d[i].ptr = m->storage + off;
+    off += numel(&d[i]);
+  }
   if (tied) m->lm_head = m->wte;
   m->n_params = total;
+  m->packed_only = packed_only;
   *out_d = d;
   *out_n = n;
   return 0;
+}
+
+static int allocate(gm_gpt2 *m, const gm_gpt2_config *cfg, bool tied, w_desc **out_d, int *out_n) {
+  return allocate_as(m, cfg, tied, false, out_d, out_n);
 }
 
 static bool is_known_buffer(const char *name) {
@@ -317,12 +332,13 @@ typedef struct {
   void *out;      // where its copy goes
 } weight_job;
 
-static int weight_jobs(gm_gpt2 *m, weight_job *j) {
-  const gm_gpt2_config *c = &m->cfg;
+// The jobs for the matrices of src (m itself, or for a packed_only copy the f32 main weights).
+static int weight_jobs(const gm_gpt2 *src, weight_job *j) {
+  const gm_gpt2_config *c = &src->cfg;
   int D = c->n_embd, I = c->n_inner, V = c->vocab_size, n = 0;
-  j[n++] = (weight_job){m->lm_head, V, D, true, NULL};
+  j[n++] = (weight_job){src->lm_head, V, D, true, NULL};
   for (int l = 0; l < c->n_layer; l++) {
-    gm_gpt2_layer *y = &m->layers[l];
+    const gm_gpt2_layer *y = &src->layers[l];
     j[n++] = (weight_job){y->attn_w, D, 3 * D, false, NULL};
     j[n++] = (weight_job){y->aproj_w, D, D, false, NULL};
     j[n++] = (weight_job){y->fc_w, D, I, false, NULL};
@@ -333,20 +349,24 @@ static int weight_jobs(gm_gpt2 *m, weight_job *j) {
 
 static weight_job *alloc_jobs(const gm_gpt2 *m) { return malloc(((size_t)m->cfg.n_layer * 4 + 1) * sizeof(weight_job)); }
 
-// Lays out the four matrices of every layer and lm_head^T as bf16 pairs (gm_bf16_pack).
-static int pack_bf16(gm_gpt2 *m, int threads) {
+// Lays out the four matrices of every layer and lm_head^T as bf16 pairs (gm_bf16_pack) from m's own
+// rounded weights; for a packed_only copy from src's f32 weights, rounded on the way
+// (gm_bf16_pack_rounded: the same words), and wte's bits after the pairs.
+static int pack_bf16(gm_gpt2 *m, const gm_gpt2 *src, int threads) {
   const gm_gpt2_config *c = &m->cfg;
   int D = c->n_embd, I = c->n_inner, V = c->vocab_size;
   size_t s_attn = gm_bf16_packed_size(D, 3 * D), s_aproj = gm_bf16_packed_size(D, D), s_fc = gm_bf16_packed_size(D, I),
          s_mproj = gm_bf16_packed_size(I, D);
-  size_t total = (s_attn + s_aproj + s_fc + s_mproj) * c->n_layer + gm_bf16_packed_size(D, V);
+  size_t pairs = (s_attn + s_aproj + s_fc + s_mproj) * c->n_layer + gm_bf16_packed_size(D, V);
+  size_t bits = m->packed_only ? ((size_t)V * D + 31) / 32 * 16 : 0; // wte's bits in whole cache lines of words
+  size_t total = pairs + bits;
   // 64-byte aligned: every matrix's strips are whole cache lines, so AMX tile rows load from one line each.
   // (gm_gpt2_set_weights refills an existing table in place: same config, same layout)
   if (!m->packed) m->packed = aligned_alloc(64, (total * sizeof(uint32_t) + 63) / 64 * 64);
   weight_job *j = alloc_jobs(m);
   if (!m->packed || !j) { free(j); return gm_fail("out of memory for the bf16 weight layout (%zu MiB)", total * 4 >> 20); }
   m->copy_bytes = total * sizeof(uint32_t);
-  int n = weight_jobs(m, j);
+  int n = weight_jobs(m->packed_only ? src : m, j);
   uint32_t *at = m->packed;
   for (int l = 0; l < c->n_layer; l++) { // the layers' matrices in order, then lm_head^T
     gm_gpt2_layer *y = &m->layers[l];
@@ -357,12 +377,25 @@ static int pack_bf16(gm_gpt2 *m, int threads) {
   }
   m->lm_head_p = at;
   j[0].out = at;
-#pragma omp parallel for num_threads(threads > 1 ? threads : 1) schedule(dynamic, 1) if (threads > 1)
+  at += gm_bf16_packed_size(D, V);
+  const int nt = threads > 1 ? threads : 1;
+  int failed = 0;
+#pragma omp parallel for num_threads(nt) schedule(dynamic, 1) if (nt > 1) reduction(| : failed)
   for (int k = 0; k < n; k++) { // op(B) [K, N]: w as stored, or w^T
     const weight_job *b = &j[k];
-    gm_bf16_pack(b->w, b->cols, b->trans, b->trans ? b->cols : b->rows, b->trans ? b->rows : b->cols, b->out);
+    const int K = b->trans ? b->cols : b->rows, N = b->trans ? b->rows : b->cols;
+    if (m->packed_only) failed |= gm_bf16_pack_rounded(b->w, b->cols, b->trans, K, N, b->out) != 0;
+    else gm_bf16_pack(b->w, b->cols, b->trans, K, N, b->out);
   }
   free(j);
+  if (failed) return gm_fail("out of memory packing the bf16 weights");
+  if (m->packed_only) { // wte's bits, in row blocks shared among the threads
+    uint16_t *wb = (uint16_t *)at;
+    m->wte_bf16 = wb;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+    for (int r = 0; r < V; r += 256)
+      gm_f32_to_dtype_buf(GM_BF16, src->wte + (size_t)r * D, wb + (size_t)r * D, (size_t)(V - r < 256 ? V - r : 256) * D);
+  }
   return 0;
 }
 
@@ -407,7 +440,32 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
                                             : "bf16 has 8 significand bits, so f16 weights would be rounded again");
   gm_round_inplace(dt, m->storage, (size_t)m->n_params);
   m->dtype = dt;
-  return dt == GM_BF16 ? pack_bf16(m, 1) : copy_f16(m, 1);
+  return dt == GM_BF16 ? pack_bf16(m, m, 1) : copy_f16(m, 1);
+}
+
+// gm_gpt2_set_weights into a packed_only copy: the tensors it stores (layer norms, biases, wpe)
+// rounded one by one, the matrices and wte from main's f32 weights straight into pairs and bits.
+static int set_packed_only(gm_gpt2 *m, const gm_gpt2 *main, int threads) {
+  const size_t cap = (size_t)m->cfg.n_layer * 12 + 6;
+  w_desc *dm = calloc(2 * cap, sizeof *dm), *ds = dm + cap;
+  if (!dm) return gm_fail("out of memory");
+  gm_gpt2 mc = *m, sc = *main; // describe() takes the pointers' addresses: copies, not written through
+  int n = describe(&mc, dm);
+  describe(&sc, ds);
+  for (int i = 0; i < n; i++)
+    if (*dm[i].ptr) gm_round_copy(m->dtype, *ds[i].ptr, *dm[i].ptr, (size_t)numel(&dm[i]), threads);
+  free(dm);
+  return pack_bf16(m, main, threads);
+}
+
+int gm_gpt2_alloc_working(gm_gpt2 *w, const gm_gpt2 *main, gm_dtype dt) {
+  if (dt != GM_BF16) return gm_gpt2_alloc_like(w, main) || gm_gpt2_to_dtype(w, dt) ? -1 : 0;
+  w_desc *d;
+  int n;
+  if (allocate_as(w, &main->cfg, main->tied, true, &d, &n)) return -1;
+  free(d);
+  w->dtype = w->file_dtype = GM_BF16;
+  return 0;
 }
 
 int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main, int threads) {
@@ -416,10 +474,11 @@ int gm_gpt2_set_weights(gm_gpt2 *m, const gm_gpt2 *main, int threads) {
       m->cfg.vocab_size != main->cfg.vocab_size || m->cfg.n_positions != main->cfg.n_positions)
     return gm_fail("gm_gpt2_set_weights: the two models differ in layout");
   if (m == main || m->storage == main->storage) return gm_fail("gm_gpt2_set_weights: the models must not share storage");
-  // both storages are laid out by allocate() in describe() order, so one copy covers every tensor
   if (threads <= 0) threads = omp_get_max_threads();
+  if (m->packed_only) return set_packed_only(m, main, threads);
+  // both storages are laid out by allocate() in describe() order, so one copy covers every tensor
   gm_round_copy(m->dtype, main->storage, m->storage, (size_t)m->n_params, threads);
-  if (m->packed) return pack_bf16(m, threads);
+  if (m->packed) return pack_bf16(m, m, threads);
   if (m->half) return copy_f16(m, threads);
   return 0;
 }

@@ -12,19 +12,26 @@
 // Measured against torch 2.15 (tools/ref/gen_embedding_bwd_goldens.py): the bits do not depend on
 // the thread count (ATen splits embedding_dense_backward by weight row, the sum by output columns),
 // nor do gptmeg's (dwpe's column groups are shared between c->threads; dwte is one pass in order).
+#include "gptmeg/kernels.h"
 #include "ops/ops_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const float *wpe, int B,
-                        int T, int t0, int C) {
+int gm_op_embedding_fwd(const gm_op_ctx *c, float *out, const int32_t *tokens, const float *wte, const uint16_t *wte_bf16,
+                        const float *wpe, int B, int T, int t0, int C) {
   for (int b = 0; b < B; b++)
     for (int t = 0; t < T; t++) {
-      const float *e = wte + (size_t)tokens[b * T + t] * C, *pe = wpe + (size_t)(t0 + t) * C;
+      const size_t row = (size_t)tokens[b * T + t] * C;
+      const float *pe = wpe + (size_t)(t0 + t) * C;
       float *o = out + ((size_t)b * T + t) * C;
-      for (int i = 0; i < C; i++) o[i] = e[i] + pe[i];
+      if (wte) {
+        for (int i = 0; i < C; i++) o[i] = wte[row + i] + pe[i];
+      } else {
+        gm_dtype_to_f32_buf(GM_BF16, wte_bf16 + row, o, (size_t)C); // exact
+        for (int i = 0; i < C; i++) o[i] = o[i] + pe[i];
+      }
     }
   gm_op_round(c, out, (size_t)B * T * C);
   return 0;

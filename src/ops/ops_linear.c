@@ -134,7 +134,10 @@ static void aten_sum_rows(const float *x, int N, int OC, float *out, int threads
 
 int gm_op_linear_bwd(const gm_op_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                      const gm_op_weight *w, int N, int C, int OC) {
-  if (dinp) { // dout @ op(w)^T: Conv1D's W [C, OC] read transposed; lm_head's W [OC, C] as stored
+  if (dinp && c->dtype == GM_BF16 && w->bf16p) { // the same product from the forward's pairs of op(w), transposed
+    if (gm_matmul_bf16_packed_t_rounded(dout, OC, w->bf16p, dinp, C, N, C, OC, c->threads))
+      return gm_fail("linear backward: out of memory (%d x %d pairs)", C, OC);
+  } else if (dinp) { // dout @ op(w)^T: Conv1D's W [C, OC] read transposed; lm_head's W [OC, C] as stored
     if (gm_op_matmul_t(c, dout, OC, false, w->w, w->trans ? C : OC, !w->trans, NULL, 1.0f, dinp, C, N, C, OC)) return -1;
     gm_op_round(c, dinp, (size_t)N * C);
   }

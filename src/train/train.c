@@ -29,6 +29,7 @@
 // f32 weights are the parameters themselves (a fresh run starts at the checkpoint's values), a bf16
 // working copy of them feeds the linears (gm_gpt2_grad_opts.autocast), the gradients are f32
 // (gm_gpt2_grad under autocast); then the f32 recipe's clip and AdamW, and the copy = round(m).
+#include "gptmeg/kernels.h"
 #include "gptmeg/train.h"
 
 #include <math.h>
@@ -253,7 +254,7 @@ static int ds_adam(gm_gpt2 *m, gm_gpt2 *g, gm_train_state *s, const gm_train_opt
 // was built (the schedule's step 0; Megatron-DeepSpeed builds it before deepspeed.initialize). The
 // fp16 weights are not refreshed from it.
 static int ds_init(gm_gpt2 *m, const gm_gpt2 *work, gm_gpt2 *g, gm_train_state *s, const gm_train_opts *o) {
-  memcpy(m->storage, work->storage, (size_t)m->n_params * sizeof(float));
+  gm_round_copy(work->dtype, m->storage, m->storage, (size_t)m->n_params, o->threads); // work's values, widened
   memset(g->storage, 0, (size_t)g->n_params * sizeof(float));
   return ds_adam(m, g, s, o, gm_lr_at(&o->lr, 0), 1);
 }
@@ -308,8 +309,8 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   gm_gpt2 work, g; // the weights the forward/backward run on (mixed: the dtype copy of m), the gradients
   memset(&work, 0, sizeof work);
   if (mixed || ac) {
-    if (gm_gpt2_alloc_like(&work, m)) return -1;
-    if (gm_gpt2_to_dtype(&work, dt) || gm_gpt2_set_weights(&work, m, o->threads)) { gm_gpt2_free(&work); return -1; }
+    if (gm_gpt2_alloc_working(&work, m, dt)) return -1; // bf16: the matrices as the kernels' pairs only
+    if (gm_gpt2_set_weights(&work, m, o->threads)) { gm_gpt2_free(&work); return -1; }
   }
   const gm_gpt2 *w = mixed ? &work : m;
   if (gm_gpt2_alloc_like(&g, w)) { gm_gpt2_free(&work); return -1; }
@@ -319,7 +320,8 @@ int gm_train_run(gm_gpt2 *m, gm_train_state *s, const gm_train_opts *o) {
   // a fresh Megatron run: the main weights are the dtype model's widened (Float16Module converts the
   // model before the optimizer copies .float() of its parameters; a checkpoint without optimizer
   // state is loaded into the dtype model, then reload_model_params copies them again)
-  if (!rc && mixed && !ds && s->step == 0) memcpy(m->storage, work.storage, (size_t)m->n_params * sizeof(float));
+  // (the working copy's values are round(m): rounding m in place gives them, widened)
+  if (!rc && mixed && !ds && s->step == 0) gm_round_copy(dt, m->storage, m->storage, (size_t)m->n_params, o->threads);
   while (!rc && s->step < o->steps) {
     double t0 = gm_now_s();
     gm_train_step r;
