@@ -84,5 +84,29 @@ int main(void) {
     CHECK(test_count_diff(c2, want, (size_t)M * N) == 0, "%d rows against B^T, K %d: gm_matmul_f16_torch_h", M, K);
     free(A), free(B), free(c1), free(c2), free(want), free(Bh);
   }
+  // op(A) = A^T (the linears' dW): chains of 512 at any K, through the f32 chains in row blocks;
+  // K 1100 and 2500 tell 512 from the 1024 of A as stored; M 700 x K 2500 takes several row blocks
+  const int rows_ta[][4] = {{70, 1100, 33, 0}, {40, 300, 65, 1}, {700, 2500, 20, 0}, {9, 2500, 40, 1}}; // M, K, N, trans_b
+  for (int s = 0; s < (test_quick() ? 2 : 4); s++) {
+    const int M = rows_ta[s][0], K = rows_ta[s][1], N = rows_ta[s][2];
+    const bool tb = rows_ta[s][3] != 0;
+    float *A = malloc((size_t)K * M * 4), *B = malloc((size_t)N * K * 4), *bias = malloc((size_t)N * 4);
+    float *At = malloc((size_t)M * K * 4), *c1 = malloc((size_t)M * N * 4), *want = malloc((size_t)M * N * 4);
+    for (size_t i = 0; i < (size_t)K * M; i++) A[i] = rnd(1.0f); // A [K, M]
+    for (size_t i = 0; i < (size_t)N * K; i++) B[i] = rnd(0.1f);
+    for (int j = 0; j < N; j++) bias[j] = rnd(1.0f);
+    for (int k = 0; k < K; k++)
+      for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * M + i];
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < N; j++)
+        want[(size_t)i * N + j] =
+            bias[j] + 0.5f * chain(At + (size_t)i * K, tb ? B + (size_t)j * K : B + j, tb ? 1 : (size_t)N, K, 512);
+    for (int th = 1; th <= 2; th++) {
+      gm_matmul_f16_onednn(A, M, true, B, tb ? K : N, tb, bias, 0.5f, c1, N, M, N, K, th);
+      CHECK(test_count_diff(c1, want, (size_t)M * N) == 0, "A^T [%d, %d] against %s, N %d, %d threads: gm_matmul_f16_onednn", M, K,
+            tb ? "B^T" : "B", N, th);
+    }
+    free(A), free(B), free(bias), free(At), free(c1), free(want);
+  }
   return test_done("test_f16_amx_rows");
 }

@@ -459,7 +459,12 @@ static int set_packed_only(gm_gpt2 *m, const gm_gpt2 *main, int threads) {
 }
 
 int gm_gpt2_alloc_working(gm_gpt2 *w, const gm_gpt2 *main, gm_dtype dt) {
-  if (dt != GM_BF16) return gm_gpt2_alloc_like(w, main) || gm_gpt2_to_dtype(w, dt) ? -1 : 0;
+  if (dt != GM_BF16 && dt != GM_F16) return gm_gpt2_alloc_like(w, main) || gm_gpt2_to_dtype(w, dt) ? -1 : 0;
+  if (dt == GM_F16) { // f32 storage of f16 values, without the decode kernels' f16 copy (training does not decode)
+    if (gm_gpt2_alloc_like(w, main)) return -1;
+    w->dtype = w->file_dtype = GM_F16;
+    return 0;
+  }
   w_desc *d;
   int n;
   if (allocate_as(w, &main->cfg, main->tied, true, &d, &n)) return -1;

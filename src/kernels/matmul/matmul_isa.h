@@ -48,9 +48,10 @@ void gm_f32_torch_pack_trans_pf_avx512(const float *B, int ldb, int ncols, int K
 // C [M, N] = A op(B) as one FMA chain from zero per output and K block of `blocks`, the blocks'
 // sums added onto C in order (C = b1, C = C + b2, ...): no bias, no alpha. The f32 kernels and
 // drivers of gm_matmul_f32_torch, for other libraries' chains (gm_matmul_f16_onednn: f16 values,
-// exact products, so FMA or not gives the same bits).
-void gm_matmul_f32_chains(const float *A, int lda, const float *B, int ldb, bool trans_b, float *C, int ldc, int M, int N,
-                          int K, int threads, gm_f32_blocks blocks);
+// exact products, so FMA or not gives the same bits). With trans_a, op(A) = A^T for A [K, M], made
+// contiguous a row block (at most a few MiB) at a time; -1 when out of memory for that block.
+int gm_matmul_f32_chains(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, float *C, int ldc, int M,
+                         int N, int K, int threads, gm_f32_blocks blocks);
 // At [cols, rows] (row stride rows) = the transpose of X [rows, cols] (row stride ldx): op(A) = A^T
 // made contiguous for gm_matmul_f32_torch_mt (bits copied, nothing computed).
 void gm_f32_transpose_avx512(const float *X, int ldx, int rows, int cols, float *At);

@@ -25,9 +25,9 @@
 // against B transposed is ATen's gemv there too (fp16_dot_with_fp32_arith: the f32-arithmetic dot
 // above, measured live at K 768, 2304, 3072), in gm_matmul_f16_onednn as well.
 // Those chains are the f32 kernels' (one chain from zero per output and K block, blocks added in
-// order): with more than one row and A as stored they run on gm_matmul_f32_chains (the f32 kernels
-// and drivers of whatever SIMD level runs, GM_F32_BLOCKS_ONEDNN_F16), then alpha and the bias; the
-// loop below keeps A transposed and one row.
+// order): with more than one row they run on gm_matmul_f32_chains (the f32 kernels and drivers of
+// whatever SIMD level runs, GM_F32_BLOCKS_ONEDNN_F16, or _TA for A transposed), then alpha and the
+// bias; the loop below keeps one row (and is the fallback when a transposed block cannot be allocated).
 #include "gptmeg/cpu.h"
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
@@ -158,8 +158,11 @@ void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B,
     chain_row_blocks(A, B, NULL, ldb, K, N, alpha, bias, C, threads);
     return;
   }
-  if (!trans_a && M > 1 && K > 0) { // the f32 kernels (each ISA's, the scalar definition included) run the same chains
-    gm_matmul_f32_chains(A, lda, B, ldb, trans_b, C, ldc, M, N, K, threads, GM_F32_BLOCKS_ONEDNN_F16);
+  // the f32 kernels (each ISA's, the scalar definition included) run the same chains; A transposed:
+  // blocks of 512 at any K, op(A) made contiguous in row blocks (the loop below on out of memory)
+  if (M > 1 && K > 0 &&
+      gm_matmul_f32_chains(A, lda, trans_a, B, ldb, trans_b, C, ldc, M, N, K, threads,
+                           trans_a ? GM_F32_BLOCKS_ONEDNN_F16_TA : GM_F32_BLOCKS_ONEDNN_F16) == 0) {
     if (bias || alpha != 1.0f) // v = alpha * tot, then bias + v, as below
       for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {

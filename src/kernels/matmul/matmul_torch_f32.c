@@ -46,6 +46,7 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   int rest = K - k0;
   if (blocks == GM_F32_BLOCKS_INTEL_DOT16) return K;
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16) return rest <= (K <= 1024 ? 512 : 1024) ? K : k0 + (K <= 1024 ? 512 : 1024);
+  if (blocks == GM_F32_BLOCKS_ONEDNN_F16_TA) return rest <= 512 ? K : k0 + 512;
   if (blocks == GM_F32_BLOCKS_INTEL_SPLIT && K < 768) return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
   if (blocks == GM_F32_BLOCKS_AVX2_256) return rest <= 256 ? K : rest < 512 ? k0 + (rest + 1) / 2 : k0 + 256;
   if (rest <= 384) return K;
@@ -496,13 +497,6 @@ static void matmul_order(const float *A, int lda, const float *B, int ldb, bool 
   }
 }
 
-void gm_matmul_f32_chains(const float *A, int lda, const float *B, int ldb, bool trans_b, float *C, int ldc, int M, int N,
-                          int K, int threads, gm_f32_blocks blocks) {
-  if (M <= 0 || N <= 0) return;
-  if (threads <= 0) threads = omp_get_max_threads();
-  const f32_order o = {blocks, 1.0f, 1.0f};
-  matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o);
-}
 
 void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads) {
@@ -619,19 +613,11 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
 
 enum { TRANS_A_BLOCK_FLOATS = 1 << 20 }; // 4 MiB: op(A) = A^T is made contiguous at most this much at a time
 
-int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
-                           const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
-                           int torch_threads) {
-  if (M <= 0 || N <= 0) return 0;
-  if (threads <= 0) threads = omp_get_max_threads();
-  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
-  const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
-  int ks = alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
-  int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
-  f32_order o = order_for(M, N, K, trans_b, alpha);
-  if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
-  // A^T in row blocks (the tied lm_head's dW: [V, N] would be a 50257 x 256 copy), each of at least
-  // FEW_ROWS rows: the order and the splits were chosen for the whole shape above
+// The product in row blocks when op(A) = A^T (the tied lm_head's dW: [V, N] would be a 50257 x 256
+// copy), each of at least FEW_ROWS rows: the order o and the splits ks, ns were chosen for the whole
+// shape; otherwise one block. -1 when out of memory for the transposed block.
+static int blocked_rows(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
+                        float alpha, float *C, int ldc, int M, int N, int K, int threads, f32_order o, int ks, int ns) {
   int blocks = 1;
   if (trans_a && (size_t)M * (K > 0 ? K : 1) > TRANS_A_BLOCK_FLOATS) {
     blocks = (int)(((size_t)M * K + TRANS_A_BLOCK_FLOATS - 1) / TRANS_A_BLOCK_FLOATS);
@@ -646,4 +632,30 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   }
   free(At);
   return rc;
+}
+
+int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
+                           const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
+                           int torch_threads) {
+  if (M <= 0 || N <= 0) return 0;
+  if (threads <= 0) threads = omp_get_max_threads();
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
+  int ks = alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
+  int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
+  f32_order o = order_for(M, N, K, trans_b, alpha);
+  if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
+  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, ks, ns);
+}
+
+int gm_matmul_f32_chains(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, float *C, int ldc, int M,
+                         int N, int K, int threads, gm_f32_blocks blocks) {
+  if (M <= 0 || N <= 0) return 0;
+  if (threads <= 0) threads = omp_get_max_threads();
+  const f32_order o = {blocks, 1.0f, 1.0f};
+  if (!trans_a) {
+    matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o);
+    return 0;
+  }
+  return blocked_rows(A, lda, true, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o, 0, 0);
 }
