@@ -174,6 +174,19 @@ static void silu_bwd_chunk(gm_dtype dt, int lanes, const float *x, const float *
 
 // dx = act'(x) * dy for n values of dtype dt held in f32 buffers, as torch's backward computes it
 // on `threads` threads (GELU family through gm_gelu_bwd, which follows torch's split itself).
+// The GELU family's backward in f16/bf16 with its 16-bit operands in dx's own memory (its n floats
+// hold the 2n halves of bx and bdy; dx must not alias dy): bx already written there (n halves at dx),
+// dy's bits beside it, the result through a buffer of n halves, then widened into dx.
+static int gelu_bwd_in_dx(gm_gelu_spec s, gm_dtype dt, const float *dy, float *dx, size_t n, int threads) {
+  uint16_t *bx = (uint16_t *)dx, *bdy = bx + n, *bdx = malloc(n * sizeof *bdx);
+  if (!bdx) return gm_fail("out of memory for the activation's backward (%zu values)", n);
+  gm_f32_to_dtype_buf(dt, dy, bdy, n);
+  int rc = gm_gelu_bwd(s, dt, bx, bdy, bdx, n, threads);
+  if (!rc) gm_dtype_to_f32_buf(dt, bdx, dx, n);
+  free(bdx);
+  return rc;
+}
+
 static int act_bwd_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const float *x, const float *dy, float *dx,
                             size_t n, int threads) {
   long ln = (long)n;
@@ -196,6 +209,10 @@ static int act_bwd_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, con
   case GM_ACT_GELU_FAMILY: {
     gm_gelu_spec s = {a.gelu, mode};
     if (dt == GM_F32 || n == 0) return gm_gelu_bwd(s, GM_F32, x, dy, dx, n, threads);
+    if (dx != x && dx != dy) { // x's bits in dx's own memory (the peak of a training step holds one buffer less)
+      gm_f32_to_dtype_buf(dt, x, (uint16_t *)dx, n);
+      return gelu_bwd_in_dx(s, dt, dy, dx, n, threads);
+    }
     uint16_t *bx = malloc(n * sizeof(uint16_t)), *bdy = malloc(n * sizeof(uint16_t)), *bdx = malloc(n * sizeof(uint16_t));
     int rc = -1;
     if (!bx || !bdy || !bdx) {
@@ -347,6 +364,18 @@ int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbi
   }
   // Megatron's GeLUFunction.backward: bias_gelu_back(g, bias, y) op by op in the dtype (x = bias + y
   // rounded, then the variant's backward), the same tensor for input and bias.
+  if (dinp && c->dtype != GM_F32 && act.kind == GM_ACT_GELU_FAMILY && dinp != dout) { // x's bits straight into dinp
+    uint16_t *bx = (uint16_t *)dinp;
+    const bool f16 = c->dtype == GM_F16;
+    for (size_t i = 0; i < (size_t)N; i++)
+      for (size_t j = 0; j < (size_t)OC; j++) {
+        float v = bias[j] + inp[i * OC + j];
+        bx[i * OC + j] = f16 ? gm_f32_to_f16(v) : gm_f32_to_bf16(v); // the rounding gm_op_round applies
+      }
+    int rc = gelu_bwd_in_dx((gm_gelu_spec){act.gelu, mode}, c->dtype, dout, dinp, n, c->threads);
+    if (!rc && dbias) gm_op_sum_rows(c, dbias, dinp, N, OC);
+    return rc;
+  }
   float *x = malloc(n * sizeof(float)), *tmp = dinp ? dinp : malloc(n * sizeof(float));
   int rc = -1;
   if (!x || !tmp) {

@@ -611,7 +611,7 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
   return 0;
 }
 
-enum { TRANS_A_BLOCK_FLOATS = 1 << 20 }; // 4 MiB: op(A) = A^T is made contiguous at most this much at a time
+enum { TRANS_A_BLOCK_FLOATS = 1 << 18 }; // 1 MiB: op(A) = A^T is made contiguous at most this much at a time
 
 // The product in row blocks when op(A) = A^T (the tied lm_head's dW: [V, N] would be a 50257 x 256
 // copy), each of at least FEW_ROWS rows: the order o and the splits ks, ns were chosen for the whole
