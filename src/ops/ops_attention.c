@@ -276,9 +276,11 @@ static int head_scores(const head_view *h, const score_rule *s, const float *q, 
 }
 
 // P = R(softmax(X)) row by row in place, masked entries stay 0.
-static void head_softmax(const head_view *h, const score_rule *s, float *X) {
+// X = softmax of the rows of S (row by row: each copied while it is in cache; S may be X).
+static void head_softmax(const head_view *h, const score_rule *s, const float *S, float *X) {
   for (int i = 0; i < h->T; i++) {
     float *x = X + (size_t)i * h->len;
+    if (S != X) memcpy(x, S + (size_t)i * h->len, (size_t)h->len * sizeof(float));
     int vis = h->t0 + i + 1;
     gm_softmax_row_f32(x, vis, h->len - vis, s->mask, h->c->dtype != GM_F32 && !s->x_f32);
     gm_op_round(h->c, x, (size_t)vis);
@@ -310,9 +312,8 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
   if (failed) return gm_fail("attention: out of memory");
   const int64_t shape[4] = {B, H, T, len};
   if (gm_op_probe(c, l, GM_PT_SCORES, scores, 4, shape)) return -1;
-  if (probs != scores) memcpy(probs, scores, (size_t)B * H * per_head * sizeof(float));
 #pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads)
-  for (int bh = 0; bh < B * H; bh++) head_softmax(&hv, &s, probs + bh * per_head);
+  for (int bh = 0; bh < B * H; bh++) head_softmax(&hv, &s, scores + bh * per_head, probs + bh * per_head);
   if (gm_op_probe(c, l, GM_PT_PROBS, probs, 4, shape)) return -1;
   gm_op_ctx one = *c;
   one.threads = 1;
