@@ -138,6 +138,8 @@ static void test_working_bf16(const char *dir) {
   CHECK(n == 0 || gm_gpt2_tensors(&w, tw) == n, "tensor lists differ");
   for (int i = 0; i < n; i++)
     if (tw[i].data) CHECK(memcmp(ta[i].data, tw[i].data, ta[i].numel * sizeof(float)) == 0, "%s: %s differs", dir, ta[i].name);
+  CHECK(gm_gpt2_write_tensors(&w, "test_working_bf16.safetensors", GM_F32, NULL, 0) != 0 && access("test_working_bf16.safetensors", F_OK) != 0,
+        "writing a working copy's tensors must be refused, without a file");
   CHECK(w.copy_bytes == a.copy_bytes + (VD * 2 + 63) / 64 * 64, "the working copy's layout is %zu bytes (pairs %zu)", w.copy_bytes,
         a.copy_bytes);
   gm_gpt2_free(&a);

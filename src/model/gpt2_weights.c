@@ -284,6 +284,7 @@ int gm_gpt2_tensors(const gm_gpt2 *m_in, gm_gpt2_tensor *out) {
 
 int gm_gpt2_write_tensors(const gm_gpt2 *m, const char *path, gm_dtype dt, const gm_st_entry *extra, int n_extra) {
   if (dt != GM_F32 && dt != GM_F16 && dt != GM_BF16) return gm_fail("tensors are written as f32, f16 or bf16, not %s", gm_dtype_name(dt));
+  if (m->packed_only) return gm_fail("a bf16 working copy holds its matrices as pairs only: write the f32 main weights");
   const size_t cap = (size_t)m->cfg.n_layer * 12 + 6;
   gm_gpt2_tensor *t = calloc(cap, sizeof *t);
   gm_st_entry *e = calloc(cap + (size_t)n_extra, sizeof *e);
@@ -447,8 +448,9 @@ int gm_gpt2_to_dtype(gm_gpt2 *m, gm_dtype dt) {
 // rounded one by one, the matrices and wte from main's f32 weights straight into pairs and bits.
 static int set_packed_only(gm_gpt2 *m, const gm_gpt2 *main, int threads) {
   const size_t cap = (size_t)m->cfg.n_layer * 12 + 6;
-  w_desc *dm = calloc(2 * cap, sizeof *dm), *ds = dm + cap;
+  w_desc *dm = calloc(2 * cap, sizeof *dm);
   if (!dm) return gm_fail("out of memory");
+  w_desc *ds = dm + cap;
   gm_gpt2 mc = *m, sc = *main; // describe() takes the pointers' addresses: copies, not written through
   int n = describe(&mc, dm);
   describe(&sc, ds);
