@@ -6,7 +6,10 @@
 // (the AMX or AVX512-BF16 kernel against its scalar twin, bit for bit); and A^T packed straight
 // from A (gm_matmul_bf16_ta) against the product of A^T copied, and the product rounded strip by
 // strip (gm_matmul_bf16_packed_rounded) against the product then a rounding pass. Skipped without
-// AVX-512.
+// AVX-512. On every machine first: the pairs of op(B)^T made from those of op(B)
+// (gm_bf16_pack_transposed) against packing op(B)^T from the floats, the rounding pack from f32
+// (gm_bf16_pack_rounded) against packing a rounded copy, and a linear's dX from the pairs
+// (gm_matmul_bf16_packed_t_rounded) against the float route, under every torch CPU target.
 #include "harness.h"
 
 #include "gptmeg/cpu.h"
@@ -198,7 +201,7 @@ static void check_transposed(int K, int N, bool trans_b, int threads, bool scala
 }
 
 // gm_matmul_bf16_packed_t_rounded(A, pairs of X) against gm_matmul_bf16(A, X given transposed) then
-// rounding, bit for bit, under the intel-amx target.
+// rounding, bit for bit, under the target in force.
 static void check_product_t(int M, int N, int K, int threads, bool scalar) {
   float *A = malloc((size_t)M * K * sizeof *A), *X = malloc((size_t)N * K * sizeof *X);
   float *cr = malloc((size_t)M * N * sizeof *cr), *ct = malloc((size_t)M * N * sizeof *ct);
@@ -213,8 +216,8 @@ static void check_product_t(int M, int N, int K, int threads, bool scalar) {
   int rc = gm_matmul_bf16_packed_t_rounded(A, K, Xp, ct, N, M, N, K, threads);
   unsetenv("GPTMEG_SIMD");
   int d = test_count_diff(cr, ct, (size_t)M * N);
-  CHECK(rc == 0 && d == 0, "gm_matmul_bf16_packed_t_rounded M %d N %d K %d, %d threads%s: %d of %d outputs differ from the product of X^T",
-        M, N, K, threads, scalar ? " (scalar)" : "", d, M * N);
+  CHECK(rc == 0 && d == 0, "gm_matmul_bf16_packed_t_rounded M %d N %d K %d, %s, %d threads%s: %d of %d outputs differ from the product of X^T",
+        M, N, K, gm_torch_target_name(gm_torch_target_active()), threads, scalar ? " (scalar)" : "", d, M * N);
   free(A); free(X); free(cr); free(ct); free(Xp);
 }
 
@@ -229,11 +232,17 @@ int main(void) {
           check_transposed(TK[a], TN[b], t == 1, 1 + (int)((a + b) % 2), sc == 1);
           check_pack_rounded(TK[a], TN[b], t == 1, sc == 1);
         }
-  gm_torch_target_set(GM_TT_INTEL_AMX);
+  // every target's bf16 order (each reads B's orientation from the pairs' last word)
   static const int pt[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {64, 768, 768}, {70, 100, 3072}};
-  for (size_t s = 0; s < sizeof pt / sizeof pt[0]; s++)
-    for (int th = 1; th <= 2; th++)
-      for (int sc = avx512 ? 0 : 1; sc < 2; sc++) check_product_t(pt[s][0], pt[s][1], pt[s][2], th, sc == 1);
+  for (int tt = 0; tt < GM_TT_N; tt++) {
+    gm_torch_target_set((gm_torch_target)tt);
+    for (size_t s = 0; s < sizeof pt / sizeof pt[0]; s++) {
+      if (tt != GM_TT_INTEL_AMX && pt[s][0] * pt[s][1] * pt[s][2] > 1000000) continue; // the scalar orders: small shapes
+      for (int th = 1; th <= 2; th++)
+        for (int sc = avx512 ? 0 : 1; sc < 2; sc++) check_product_t(pt[s][0], pt[s][1], pt[s][2], th, sc == 1);
+    }
+  }
+  gm_torch_target_set(GM_TT_INTEL_AMX);
   if (gm_cpu_simd() != GM_SIMD_AVX512) {
     test_skip("bf16 pair packing", "no AVX-512 here: the scalar packing is the only one");
     return test_done("test_bf16_pack");
