@@ -51,6 +51,7 @@ report: all
 
 bench: all
 	if [ -x $(BUILD)/bench_fp_pipes ]; then $(BUILD)/bench_fp_pipes; fi
+	if [ -x $(BUILD)/bench_amx_peak ]; then $(BUILD)/bench_amx_peak; fi
 	$(BUILD)/gptmeg bench act --rounds 3
 	$(BUILD)/gptmeg bench model
 	$(BUILD)/gptmeg bench train
