@@ -54,6 +54,12 @@ static const product PRODUCTS[] = {
     {200, 3072, 768, 512, 768, 2, OP_LINEAR},
     // past 520 rows
     {600, 3072, 768, 768, 1536, 0, OP_ADDMM},  {700, 3072, 768, 768, 768, 0, OP_ADDMM},
+    {767, 768, 768, 384, 0, 0, OP_LINEAR},      {768, 768, 768, 0, 0, 0, OP_LINEAR},
+    {704, 768, 3072, 384, 384, 0, OP_LINEAR},   {705, 768, 3072, 0, 0, 0, OP_LINEAR},
+    {640, 2304, 768, 480, 1152, 0, OP_LINEAR},  {641, 2304, 768, 768, 768, 0, OP_LINEAR},
+    {700, 2304, 768, 480, 1152, 0, OP_LINEAR},  {768, 2304, 768, 768, 768, 0, OP_LINEAR},
+    {640, 3072, 768, 768, 1536, 0, OP_LINEAR},  {641, 3072, 768, 768, 768, 0, OP_LINEAR},
+    {704, 50257, 768, 768, 1536, 0, OP_MM},     {705, 50257, 768, 768, 768, 0, OP_MM},
 };
 // The scalar twin and the unpacked reference only below this many multiply-adds (slow), and under
 // GPTMEG_QUICK below the second.

@@ -36,6 +36,11 @@ PRODUCTS = [
     (34, 3072, 768, "linear"), (128, 3072, 768, "linear"), (200, 3072, 768, "linear"),
     # past 520 rows (K 3072 on 2 threads: 1536 to 640 rows, 768 from 641)
     (600, 3072, 768), (700, 3072, 768),
+    # past 520 rows with B transposed and the lm_head's dX (probe_bf16_amx_blocks.py --mrange 500 1100 1)
+    (767, 768, 768, "linear"), (768, 768, 768, "linear"), (704, 768, 3072, "linear"), (705, 768, 3072, "linear"),
+    (640, 2304, 768, "linear"), (641, 2304, 768, "linear"), (700, 2304, 768, "linear"), (768, 2304, 768, "linear"),
+    (640, 3072, 768, "linear"), (641, 3072, 768, "linear"),
+    (704, 50257, 768, "mm"), (705, 50257, 768, "mm"),
 ]
 COLS = 32  # the first and last COLS columns are stored
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3

@@ -21,9 +21,9 @@
 // (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N, K and the thread count
 // (a cost model), and on 2 threads may split K between the threads (two partial sums, added
 // last); gptmeg takes both from tables of measured shapes (amx_chunk_pairs: GPT-2 124M's Conv1D
-// forward, lm_head backward dX and Conv1D backward dX shapes at M 2-520 on 1 and 2 threads, the
-// thread count given choosing the table), else an earlier one-thread rule for B transposed and one
-// chunk for B as stored. For
+// forward, lm_head backward dX and Conv1D backward dX shapes at M 2-1100, then every 16th M to
+// 4100, on 1 and 2 threads, the thread count given choosing the table), else an earlier
+// one-thread rule for B transposed and one chunk for B as stored. For
 // M = 1 torch runs another kernel: one f32 chain over k in order (k = 0, 1, ..., no flushing;
 // measured for addmm and matmul, B as stored). With AMX tiles on the host (and the AVX-512 level)
 // the tile kernel matmul_bf16_amx.c runs; elsewhere the scalar twin here, same bits.
@@ -162,8 +162,9 @@ static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
 // from 2 to 520 on 1 and 2 threads for the four Conv1D shapes (K, N) = (768, 768), (768, 2304),
 // (768, 3072), (3072, 768) and the lm_head backward's dX (50257, 768), mm without bias
 // (tools/ref/probe_bf16_amx_blocks.py --mrange 2 521 1; the four Conv1D shapes also M 500-1024,
-// --mrange 500 1025 1); rows past the measured ones keep the last chunk, 3 or more threads take
-// the 2-thread table (neither measured); other shapes as stored keep one chunk (measured at N = 16,
+// --mrange 500 1025 1, and every 16th M to 4100; the lm_head's dX 515-1100 and every 64th M to
+// 4100); rows past the measured ones keep the last chunk, 3 or more threads take the 2-thread
+// table (neither measured); other shapes as stored keep one chunk (measured at N = 16,
 // M <= 32). On 2 threads oneDNN also splits K between the threads for some of them (nthr_k = 2):
 // each thread sums its chunks, then the two partial sums are added: e.g. (c0 + c1) + (c2 + c3) for K 3072 in chunks of
 // 768 at even M 18-32 and every M 33-255 (probe_bf16_amx_blocks.py's partial sums; where there are
@@ -203,19 +204,22 @@ static const amx_chunk_step k50257_n768_t2[] = {
     {81, 1600, 25600}, {91, 768, 25344}, {97, 1600, 25600}, {106, 768, 25344}, {113, 1600, 25600}, {121, 768, 25344},
     {129, 1600, 25600}, {136, 768, 25344}, {145, 1600, 25600}, {151, 768, 25344}, {161, 1600, 25600}, {166, 768, 25344},
     {177, 1600, 25600}, {181, 768, 25344}, {193, 1600, 25600}, {196, 768, 25344}, {209, 1600, 25600}, {211, 768, 25344},
-    {225, 1600, 25600}, {226, 768, 25344}, {256, 1536, 0}, {-1, 0, 0}};
-// B transposed (linear, and the Conv1D backward's dX = dY @ W^T), measured the same way for M 2-520
-// (probe_bf16_amx_blocks.py --ops linear --mrange 2 521 1).
-static const amx_chunk_step t_k768_n768_t1[] = {{2, 0, 0}, {33, 384, 0}, {-1, 0, 0}};
+    {225, 1600, 25600}, {226, 768, 25344}, {256, 1536, 0}, {705, 768, 0}, {-1, 0, 0}};
+// B transposed (linear, and the Conv1D backward's dX = dY @ W^T), measured the same way for M 2-1100
+// (probe_bf16_amx_blocks.py --ops linear --mrange 2 521 1, 500 1100 1) and every 16th M to 4100.
+static const amx_chunk_step t_k768_n768_t1[] = {{2, 0, 0}, {33, 384, 0}, {768, 0, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k768_n3072[] = {{2, 0, 0}, {33, 384, 0}, {705, 0, 0}, {-1, 0, 0}}; // 1 and 2 threads
 static const amx_chunk_step t_k768_n768_t2[] = {{2, 0, 0}, {33, 384, 0}, {384, 0, 0}, {-1, 0, 0}};
-static const amx_chunk_step t_k2304_n768_t1[] = {{2, 0, 0}, {33, 480, 0}, {257, 768, 0}, {449, 480, 0}, {513, 768, 0}, {-1, 0, 0}};
+static const amx_chunk_step t_k2304_n768_t1[] = {{2, 0, 0},     {33, 480, 0},  {257, 768, 0}, {449, 480, 0}, {513, 768, 0},
+                                                 {609, 480, 0}, {641, 768, 0}, {673, 480, 0}, {768, 768, 0}, {-1, 0, 0}};
 static const amx_chunk_step t_k2304_n768_t2[] = {{2, 0, 0},     {33, 384, 1152}, {225, 1152, 0},
-                                                 {256, 480, 0}, {257, 1152, 0},  {-1, 0, 0}};
+                                                 {256, 480, 0}, {257, 1152, 0},  {641, 768, 0},
+                                                 {673, 1152, 0}, {768, 768, 0},  {-1, 0, 0}};
 static const amx_chunk_step t_k3072_n768_t1[] = {{2, 0, 0},     {33, 512, 0},  {37, 448, 0},  {166, 512, 0},
                                                  {177, 448, 0}, {181, 512, 0}, {220, 448, 0}, {225, 768, 0},
                                                  {226, 448, 0}, {266, 768, 0}, {-1, 0, 0}};
 static const amx_chunk_step t_k3072_n768_t2[] = {{2, 0, 0},      {33, 512, 1536}, {37, 384, 1536}, {161, 768, 1536},
-                                                 {256, 448, 0},  {266, 1536, 0},  {-1, 0, 0}};
+                                                 {256, 448, 0},  {266, 1536, 0},  {641, 768, 0},   {-1, 0, 0}};
 #undef K768_STEPS
 
 // *split_pairs (when not NULL): where the second partial sum starts (pairs; 0: none).
@@ -223,7 +227,8 @@ static int amx_chunk_pairs(int M, int N, int K, bool trans_b, int threads, int *
   if (split_pairs) *split_pairs = 0;
   const bool t1 = threads <= 1;
   if (trans_b) {
-    const amx_chunk_step *tt = K == 768 && (N == 768 || N == 3072) ? (t1 || N == 3072 ? t_k768_n768_t1 : t_k768_n768_t2)
+    const amx_chunk_step *tt = K == 768 && N == 3072             ? t_k768_n3072
+                               : K == 768 && N == 768            ? (t1 ? t_k768_n768_t1 : t_k768_n768_t2)
                                : K == 2304 && N == 768           ? (t1 ? t_k2304_n768_t1 : t_k2304_n768_t2)
                                : K == 3072 && N == 768           ? (t1 ? t_k3072_n768_t1 : t_k3072_n768_t2)
                                                                  : NULL;
