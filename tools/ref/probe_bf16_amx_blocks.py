@@ -8,6 +8,8 @@ tile t + 1 and -2^24 at tile t + 2 (times rows of ones): the 1 survives only whe
 a K block whose sum is added to the blocks before it (C = big, then 1 - big). Prints the element
 index of every block start found, per shape, op and thread count.
   python3 tools/ref/probe_bf16_amx_blocks.py --m 7 130 --k 768 3072 --n 768 --ops addmm linear
+Ops: addmm (bias, A, W as stored), matmul (A, W), linear (A, W^T), mmta (A given transposed in
+memory, as the linears' dW = x^T @ dY: M = the layer's width, K = the batch's rows).
 """
 import argparse
 import functools
@@ -33,6 +35,7 @@ def starts(M, K, N, op):
     bias = torch.zeros(N, dtype=torch.bfloat16)
     if op == "addmm": y = torch.addmm(bias, x, W)
     elif op == "matmul": y = torch.matmul(x, W)
+    elif op == "mmta": y = torch.mm(x.t().contiguous().t(), W)  # A transposed in memory: the linears' dW = x^T @ dY
     else: y = torch.nn.functional.linear(x, W.T.contiguous(), bias)
     hit = (y.float().abs() != 0).any(dim=0).tolist()
     found, seen = set(), {}
@@ -72,6 +75,7 @@ def splits(M, K, N, op, chunk):
     bias = torch.zeros(N, dtype=torch.bfloat16)
     if op == "addmm": y = torch.addmm(bias, x, W)
     elif op == "matmul": y = torch.matmul(x, W)
+    elif op == "mmta": y = torch.mm(x.t().contiguous().t(), W)  # A transposed in memory: the linears' dW = x^T @ dY
     else: y = torch.nn.functional.linear(x, transposed(K, N, chunk), bias)
     hit = (y.float().abs() != 0).any(dim=0).tolist()
     return sorted({(1 + j % (n - 2)) * chunk for j in range(N) if hit[j]})
