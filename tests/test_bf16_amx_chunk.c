@@ -29,12 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OP_ADDMM, OP_MM, OP_LINEAR };
+enum { OP_ADDMM, OP_MM, OP_LINEAR, OP_MMTA };
 typedef struct {
   int M, K, N;
   int chunk1, chunk2; // K chunk in elements measured on 1 and 2 threads (0: one chunk)
   int split2;         // on 2 threads, the chunk where the second partial sum starts (0: none)
-  int op;             // OP_ADDMM: addmm(bias, A, W); OP_MM: mm(A, W); OP_LINEAR: linear(A, W^T, bias)
+  int op;             // OP_ADDMM: addmm(bias, A, W); OP_MM: mm(A, W); OP_LINEAR: linear(A, W^T, bias);
+                      // OP_MMTA: mm(A, W) with A transposed in memory (the linears' dW; gm_matmul_bf16_ta)
 } product;
 
 // The generator's PRODUCTS, in its order (p<index>), with the probe's chunks.
@@ -60,6 +61,10 @@ static const product PRODUCTS[] = {
     {700, 2304, 768, 480, 1152, 0, OP_LINEAR},  {768, 2304, 768, 768, 768, 0, OP_LINEAR},
     {640, 3072, 768, 768, 1536, 0, OP_LINEAR},  {641, 3072, 768, 768, 768, 0, OP_LINEAR},
     {704, 50257, 768, 768, 1536, 0, OP_MM},     {705, 50257, 768, 768, 768, 0, OP_MM},
+    // the linears' dW, K = the batch's rows (chunk by K tiles; these K give torch the same chunk on 2 threads)
+    {768, 864, 768, 0, 0, 0, OP_MMTA},          {768, 1024, 768, 512, 512, 0, OP_MMTA},
+    {768, 896, 3072, 448, 448, 0, OP_MMTA},     {3072, 1568, 768, 544, 544, 0, OP_MMTA},
+    {768, 4096, 2304, 704, 704, 0, OP_MMTA},
 };
 // The scalar twin and the unpacked reference only below this many multiply-adds (slow), and under
 // GPTMEG_QUICK below the second.
@@ -166,7 +171,8 @@ int main(void) {
     }
     float *A = malloc(sizeof(float) * (size_t)M * K), *biasv = malloc(sizeof(float) * N), *C = malloc(sizeof(float) * (size_t)M * N);
     if (!A || !W || !biasv || !C || !Wp || (lin && !Wt)) { CHECK(0, "out of memory"); return test_done("test_bf16_amx_chunk"); }
-    const float *bias = p->op == OP_MM ? NULL : biasv;
+    const bool ta = p->op == OP_MMTA;
+    const float *bias = p->op == OP_MM || ta ? NULL : biasv;
     fill(A, (size_t)M * K, 1);
     if (new_w) fill(W, (size_t)K * N, 2);
     fill(biasv, (size_t)N, 3);
@@ -182,6 +188,10 @@ int main(void) {
       for (int k = 0; k < K; k++)
         for (int j = 0; j < N; j++) Wt[(size_t)j * K + k] = W[(size_t)k * N + j];
     if (new_w) gm_bf16_pack(lin ? Wt : W, lin ? K : N, lin, K, N, Wp);
+    float *At = ta ? malloc(sizeof(float) * (size_t)M * K) : NULL; // A^T [K, M] as the dW products hold it
+    if (ta && !At) { CHECK(0, "out of memory"); return test_done("test_bf16_amx_chunk"); }
+    for (int i = 0; ta && i < M; i++)
+      for (int k = 0; k < K; k++) At[(size_t)k * M + i] = A[(size_t)i * K + k];
     float *g[3] = {NULL, NULL, NULL};
     int r[4], nr = sample_rows(M, r);
     for (int th = 1; th <= 2; th++) {
@@ -219,10 +229,11 @@ int main(void) {
         if (cap && (work > SCALAR_MAX || (test_quick() && work > QUICK_MAX))) continue;
         if (cap) setenv("GPTMEG_SIMD", "scalar", 1);
         memset(C, 0, sizeof(float) * (size_t)M * N);
-        gm_matmul_bf16(A, K, lin ? Wt : W, lin ? K : N, lin, bias, 1.0f, C, N, M, N, K, th);
+        if (ta) gm_matmul_bf16_ta(At, M, W, N, false, NULL, 1.0f, C, N, M, N, K, th);
+        else gm_matmul_bf16(A, K, lin ? Wt : W, lin ? K : N, lin, bias, 1.0f, C, N, M, N, K, th);
         int bad = diff_sampled(C, g[th], p);
         CHECK(bad == 0, "%dx%dx%d t%d%s: gm_matmul_bf16 misses %d sampled outputs", M, K, N, th, cap ? " scalar" : "", bad);
-        if (cap) { unsetenv("GPTMEG_SIMD"); continue; }
+        if (cap || ta) { unsetenv("GPTMEG_SIMD"); continue; } // (A as stored only below)
         memset(C, 0, sizeof(float) * (size_t)M * N);
         gm_matmul_bf16_packed(A, K, Wp, bias, 1.0f, C, N, M, N, K, th);
         bad = diff_sampled(C, g[th], p);
@@ -234,14 +245,14 @@ int main(void) {
       CHECK(test_count_diff(g[1], g[2], (size_t)nr * 2 * COLS) > 0, "%dx%dx%d: torch's 1- and 2-thread samples agree", M, K,
             N);
     }
-    if (g[1] && work <= SCALAR_MAX && (!test_quick() || work <= QUICK_MAX)) {
+    if (g[1] && !ta && work <= SCALAR_MAX && (!test_quick() || work <= QUICK_MAX)) {
       memset(C, 0, sizeof(float) * (size_t)M * N);
       gm_matmul_bf16_unpacked(A, K, lin ? Wt : W, lin ? K : N, lin, NULL, bias, 1.0f, C, N, M, N, K);
       int bad = diff_sampled(C, g[1], p);
       CHECK(bad == 0, "%dx%dx%d: gm_matmul_bf16_unpacked misses %d sampled outputs of 1 thread", M, K, N, bad);
     }
     free(g[1]); free(g[2]);
-    free(A); free(biasv); free(C);
+    free(A); free(At); free(biasv); free(C);
   }
   free(W);
   free(Wt);

@@ -41,6 +41,9 @@ PRODUCTS = [
     (640, 2304, 768, "linear"), (641, 2304, 768, "linear"), (700, 2304, 768, "linear"), (768, 2304, 768, "linear"),
     (640, 3072, 768, "linear"), (641, 3072, 768, "linear"),
     (704, 50257, 768, "mm"), (705, 50257, 768, "mm"),
+    # the linears' dW (A transposed in memory, K = the batch's rows: x^T @ dY), no bias
+    (768, 864, 768, "mmta"), (768, 1024, 768, "mmta"), (768, 896, 3072, "mmta"), (3072, 1568, 768, "mmta"),
+    (768, 4096, 2304, "mmta"),
 ]
 COLS = 32  # the first and last COLS columns are stored
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
@@ -114,6 +117,7 @@ def main():
             torch.set_num_threads(threads)
             if op == "addmm": y = torch.addmm(bias, a, w)
             elif op == "mm": y = torch.mm(a, w)
+            elif op == "mmta": y = torch.mm(a.t().contiguous().t(), w)
             else: y = torch.nn.functional.linear(a, w.T.contiguous(), bias)
             outs.append(y)
             t[f"p{pi}.out{threads}"] = y[rows(M)][:, cols].contiguous()
@@ -125,7 +129,8 @@ def main():
             "operands": "A = value(i*K+k, 1), W = value(k*N+n, 2), bias = value(n, 3) (the docstring's value), then cancel(A, W, K)",
             "settings": "native oneDNN (no ONEDNN_MAX_CPU_ISA / ATEN_CPU_CAPABILITY caps: brg_matmul avx10_1_512_amx); "
                         "torch.set_num_threads(1) for out1, (2) for out2; bf16 addmm(bias, A, W), or mm(A, W) where "
-                        "the product says mm (no bias), F.linear(A, W.T.contiguous(), bias) where it says linear",
+                        "the product says mm (no bias), F.linear(A, W.T.contiguous(), bias) where it says linear, "
+                        "mm(A.t().contiguous().t(), W) where it says mmta (A transposed in memory, no bias)",
             "onednn": "v3.13.3 (ONEDNN_VERBOSE)"}
     save_file(t, os.path.join(OUT, "addmm.safetensors"), metadata=meta)
     print(f"gen_bf16_amx_chunk_goldens: {len(PRODUCTS)} products -> {OUT}/addmm.safetensors ({meta['cpu']})")

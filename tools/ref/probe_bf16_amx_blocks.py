@@ -117,8 +117,29 @@ def main():
     ap.add_argument("--mrange", type=int, nargs=3, metavar=("FROM", "TO", "STEP"),
                     help="rows FROM, FROM + STEP, ... below TO (instead of --m); prints only where the starts change")
     ap.add_argument("--cols", action="store_true", help="for a start seen in some columns only, which")
+    ap.add_argument("--krange", type=int, nargs=3, metavar=("FROM", "TO", "STEP"),
+                    help="K FROM, FROM + STEP, ... below TO (FROM >= 96) at each --m, --n, op and thread count; prints "
+                         "only where the chunk changes (the linears' dW: --ops mmta, K = the batch's rows)")
     args = ap.parse_args()
     print(f"torch {torch.__version__}")
+    if args.krange:
+        for th in args.threads:
+            torch.set_num_threads(th)
+            for M in args.m:
+                for N in args.n:
+                    for op in args.ops:
+                        last = None
+                        for K in range(*args.krange):
+                            s, differ, mixed = starts(M, K, N, op)
+                            chunk = s[0] if s else 0
+                            sp = splits(M, K, N, op, chunk) if chunk and th > 1 else []
+                            key = (chunk, tuple(mixed), tuple(sp))
+                            if key != last:
+                                print(f"t{th} M {M:5d} N {N:5d} {op:6s} from K {K:5d}: chunk {chunk} starts {s[:4]}"
+                                      + (f" partial sums from {sp}" if sp else "")
+                                      + (f" (by column: {mixed})" if mixed else ""), flush=True)
+                                last = key
+        return 0
     if args.mrange:
         for th in args.threads:
             torch.set_num_threads(th)

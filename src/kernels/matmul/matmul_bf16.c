@@ -222,6 +222,45 @@ static const amx_chunk_step t_k3072_n768_t2[] = {{2, 0, 0},      {33, 512, 1536}
                                                  {256, 448, 0},  {266, 1536, 0},  {641, 768, 0},   {-1, 0, 0}};
 #undef K768_STEPS
 
+// The linears' dW (op(A) = A^T: x^T @ dY, and the lm_head's dlogits^T @ x; K = the batch's rows), one
+// thread: the chunk depends on the number of K tiles T = ceil(K / 32) alone for GPT-2 124M's five dW
+// shapes (M, N) = (768, 768), (768, 2304), (768, 3072), (3072, 768), (50257, 768): measured at every
+// multiple of 32 from 96 to 8320 (probe_bf16_amx_blocks.py --ops mmta --krange 96 8352 32; the
+// lm_head's every 256th); T past 260 keeps the last chunk. Here m_from counts tiles. K not a
+// multiple of 32 is not reproduced (the probe sees the same chunk starts, but torch's outputs show
+// another order for the partial last tile: a 768 x 880 x 3072 golden) and keeps the earlier rule.
+// On 2 threads torch's chunk is this one at 65-91% of those K (not reproduced: the 1-thread chunk
+// runs there too).
+static const amx_chunk_step dw_tiles_t1[] = {
+    {3, 0, 0}, {28, 448, 0}, {29, 0, 0}, {30, 480, 0}, {31, 0, 0}, {32, 512, 0}, {33, 0, 0}, {34, 544, 0},
+    {35, 0, 0}, {36, 576, 0}, {37, 0, 0}, {38, 608, 0}, {39, 0, 0}, {40, 640, 0}, {41, 0, 0}, {42, 672, 0},
+    {43, 0, 0}, {44, 704, 0}, {45, 0, 0}, {46, 736, 0}, {47, 0, 0}, {48, 768, 0}, {49, 544, 0}, {50, 800, 0},
+    {51, 544, 0}, {52, 832, 0}, {53, 576, 0}, {55, 608, 0}, {56, 896, 0}, {57, 608, 0}, {58, 928, 0}, {59, 640, 0},
+    {61, 672, 0}, {62, 992, 0}, {63, 672, 0}, {64, 1024, 0}, {65, 704, 0}, {67, 736, 0}, {68, 1088, 0}, {69, 736, 0},
+    {70, 1120, 0}, {71, 768, 0}, {73, 800, 0}, {74, 608, 0}, {75, 800, 0}, {76, 608, 0}, {77, 832, 0}, {79, 640, 0},
+    {81, 864, 0}, {82, 672, 0}, {85, 704, 0}, {87, 928, 0}, {88, 704, 0}, {89, 736, 0}, {90, 960, 0}, {91, 736, 0},
+    {93, 992, 0}, {94, 768, 0}, {97, 800, 0}, {99, 1056, 0}, {100, 800, 0}, {101, 832, 0}, {102, 672, 0},
+    {103, 832, 0}, {105, 672, 0}, {106, 864, 0}, {107, 704, 0}, {108, 864, 0}, {109, 704, 0}, {111, 736, 0},
+    {112, 896, 0}, {113, 736, 0}, {116, 928, 0}, {117, 768, 0}, {121, 800, 0}, {124, 992, 0}, {125, 800, 0},
+    {126, 832, 0}, {128, 704, 0}, {129, 832, 0}, {131, 864, 0}, {132, 704, 0}, {133, 864, 0}, {136, 736, 0},
+    {139, 896, 0}, {141, 928, 0}, {144, 768, 0}, {145, 928, 0}, {146, 800, 0}, {151, 832, 0}, {155, 992, 0},
+    {156, 832, 0}, {157, 864, 0}, {160, 736, 0}, {161, 864, 0}, {163, 768, 0}, {169, 800, 0}, {173, 928, 0},
+    {175, 800, 0}, {176, 832, 0}, {180, 960, 0}, {181, 832, 0}, {183, 864, 0}, {186, 992, 0}, {187, 864, 0},
+    {190, 768, 0}, {193, 896, 0}, {197, 800, 0}, {201, 928, 0}, {204, 832, 0}, {209, 864, 0}, {210, 960, 0},
+    {211, 864, 0}, {217, 800, 0}, {218, 896, 0}, {225, 800, 0}, {226, 928, 0}, {231, 832, 0}, {232, 928, 0},
+    {233, 832, 0}, {235, 864, 0}, {240, 960, 0}, {241, 864, 0}, {244, 896, 0}, {248, 800, 0}, {249, 896, 0},
+    {253, 928, 0}, {256, 832, 0}, {257, 928, 0}, {-1, 0, 0}};
+
+// Pairs per chunk of a dW product (trans_a) of one of the five shapes, or -1 (not a measured shape).
+static int dw_chunk_pairs(int M, int N, int K) {
+  const bool shape = (M == 768 && (N == 768 || N == 2304 || N == 3072)) || (M == 3072 && N == 768) || (M == 50257 && N == 768);
+  if (!shape || K % 32 != 0) return -1;
+  const int T = (K + 31) / 32;
+  int chunk = 0;
+  for (const amx_chunk_step *t = dw_tiles_t1; t->m_from >= 0 && t->m_from <= T; t++) chunk = t->chunk;
+  return chunk / 2;
+}
+
 // *split_pairs (when not NULL): where the second partial sum starts (pairs; 0: none).
 static int amx_chunk_pairs(int M, int N, int K, bool trans_b, int threads, int *split_pairs) {
   if (split_pairs) *split_pairs = 0;
@@ -610,7 +649,11 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   const bool b_trans = Bp ? Bp[strips_size(K, N)] != 0 : trans_b;
   bf16_order ord = order_for(M, b_trans);
   // torch's thread count (the chunk and the K split depend on it for B as stored)
-  int Ps = 0, Pc = ord == ORDER_AMX ? amx_chunk_pairs(M, N, K, b_trans, threads, &Ps) : 0;
+  int Ps = 0, Pc = 0;
+  if (ord == ORDER_AMX) { // A transposed: the dW table for its shapes, else (as stored) the tables by (K, N)
+    const int dw = trans_a ? dw_chunk_pairs(M, N, K) : -1;
+    Pc = dw >= 0 ? dw : amx_chunk_pairs(M, N, K, b_trans, threads, &Ps);
+  }
   // A's pairs (with a K split, its two parts packed apart: the kernels read rows of P pairs)
   const int P1 = Ps > 0 ? Ps : P, P2 = Ps > 0 ? P - Ps : 0;
   const bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
