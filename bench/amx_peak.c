@@ -19,11 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
-#include <unistd.h>
 
-enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18, RUNS = 5 };
+#include "kernels/matmul/amx_tilecfg.h"
+#include "kernels/matmul/matmul_isa.h"
+
+enum { RUNS = 5 };
 
 static double now(void) {
   struct timespec t;
@@ -31,23 +32,16 @@ static double now(void) {
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-typedef struct __attribute__((packed)) {
-  uint8_t palette, start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} tile_cfg;
-
 // Tiles 0-3 the accumulators (16 x 16 f32), 4-5 A (16 rows x 16 pairs), 6-7 B (16 pairs x 16 columns).
 static void configure(void) {
-  tile_cfg c;
+  gm_amx_tilecfg c;
   memset(&c, 0, sizeof c);
   c.palette = 1;
   for (int t = 0; t < 8; t++) {
     c.rows[t] = 16;
     c.colsb[t] = 64;
   }
-  __asm__ volatile("ldtilecfg %0" : : "m"(c)); // the whole 64 bytes as the operand (see matmul_bf16_amx.c)
+  gm_amx_load_tilecfg(&c);
 }
 
 // iters K tiles of the 2 x 2 block; A rows at a (stride lda bytes), the next 16 rows at a + 16 rows;
@@ -124,7 +118,7 @@ static double gemm_rate(int n, bool packed) {
 
 int main(int argc, char **argv) {
   const int n = argc > 1 ? atoi(argv[1]) : 2048;
-  if (!gm_cpu_has(GM_CPU_AMX_BF16) || syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) != 0) {
+  if (!gm_cpu_has(GM_CPU_AMX_BF16) || !gm_bf16_amx_ready()) { // (asks Linux for the tile state)
     printf("bench_amx_peak: no AMX-BF16 tiles on this CPU or OS; nothing to measure\n");
     return 0;
   }

@@ -107,6 +107,24 @@ def mixed_cols(M, K, N, op, b):
     return " ".join(runs)
 
 
+def scan(th, fixed, N, op, rng, over_k):
+    """Rows M (or, over_k, K) from rng[0] below rng[1] in steps of rng[2], the other fixed: prints the
+    first M (K) of every run with the same chunk starts, partial sums and per-column starts."""
+    last = None
+    for v in range(*rng):
+        M, K = (fixed, v) if over_k else (v, fixed)
+        s, differ, mixed = starts(M, K, N, op)
+        chunk = s[0] if s else 0
+        sp = splits(M, K, N, op, chunk) if chunk and th > 1 else []  # (one thread never splits K)
+        key = (chunk if over_k else tuple(s), tuple(mixed), tuple(sp))
+        if key != last:
+            where = f"M {M:5d} N {N:5d} {op:6s} from K {K:5d}" if over_k else f"K {K:5d} N {N:5d} {op:6s} from M {M:4d}"
+            print(f"t{th} {where}: chunk {chunk} starts {s[:4] if over_k else s}"
+                  + (f" partial sums from {sp}" if sp else "")
+                  + (f" (by column: {mixed})" if mixed else ""), flush=True)
+            last = key
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--m", type=int, nargs="+", default=[7, 130])
@@ -122,42 +140,14 @@ def main():
                          "only where the chunk changes (the linears' dW: --ops mmta, K = the batch's rows)")
     args = ap.parse_args()
     print(f"torch {torch.__version__}")
-    if args.krange:
+    if args.krange or args.mrange:
+        # one of M (--mrange: each --k) or K (--krange: each --m) scanned; a line where the chunk changes
         for th in args.threads:
             torch.set_num_threads(th)
-            for M in args.m:
+            for fixed in (args.m if args.krange else args.k):
                 for N in args.n:
                     for op in args.ops:
-                        last = None
-                        for K in range(*args.krange):
-                            s, differ, mixed = starts(M, K, N, op)
-                            chunk = s[0] if s else 0
-                            sp = splits(M, K, N, op, chunk) if chunk and th > 1 else []
-                            key = (chunk, tuple(mixed), tuple(sp))
-                            if key != last:
-                                print(f"t{th} M {M:5d} N {N:5d} {op:6s} from K {K:5d}: chunk {chunk} starts {s[:4]}"
-                                      + (f" partial sums from {sp}" if sp else "")
-                                      + (f" (by column: {mixed})" if mixed else ""), flush=True)
-                                last = key
-        return 0
-    if args.mrange:
-        for th in args.threads:
-            torch.set_num_threads(th)
-            for K in args.k:
-                for N in args.n:
-                    for op in args.ops:
-                        last = None
-                        for M in range(*args.mrange):
-                            s, differ, mixed = starts(M, K, N, op)
-                            chunk = s[0] if s else 0
-                            # (one thread never splits K between threads)
-                            sp = splits(M, K, N, op, chunk) if chunk and th > 1 else []
-                            key = (tuple(s), tuple(mixed), tuple(sp))
-                            if key != last:
-                                print(f"t{th} K {K:5d} N {N:5d} {op:6s} from M {M:4d}: chunk {chunk} starts {s}"
-                                      + (f" partial sums from {sp}" if sp else "")
-                                      + (f" (by column: {mixed})" if mixed else ""), flush=True)
-                                last = key
+                        scan(th, fixed, N, op, args.krange or args.mrange, bool(args.krange))
         return 0
     for th in args.threads:
         torch.set_num_threads(th)

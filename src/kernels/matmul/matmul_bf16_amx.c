@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kernels/matmul/amx_tilecfg.h"
 #include "kernels/matmul/matmul_isa.h"
 
 enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
@@ -39,18 +40,12 @@ bool gm_bf16_amx_ready(void) {
   return s == 1;
 }
 
-typedef struct __attribute__((packed)) {
-  uint8_t palette, start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-} tile_cfg;
 
 // Tiles: 0, 1 accumulators of the first row block (m0 rows x 16 f32, columns 0-15 and 16-31);
 // 2, 3 those of the second row block (m1 rows; unused when m1 = 0); 4, 5 the A tiles of the two
 // row blocks (m0, m1 rows x 16 pairs); 6, 7 the B tiles (16 pairs x 16 columns).
 static void configure(int m0, int m1) {
-  tile_cfg c;
+  gm_amx_tilecfg c;
   memset(&c, 0, sizeof c);
   c.palette = 1;
   c.rows[0] = c.rows[1] = c.rows[4] = (uint8_t)m0;
@@ -61,10 +56,7 @@ static void configure(int m0, int m1) {
   }
   c.rows[6] = c.rows[7] = 16;
   c.colsb[6] = c.colsb[7] = 64;
-  // Not _tile_loadconfig: GCC's macro names only the first 8 bytes of the configuration as its
-  // memory operand, so the stores of the rows and column widths may be dropped as dead (seen with
-  // GCC at -O1 and -O2 once configure is inlined); the operand here is the whole 64 bytes.
-  __asm__ volatile("ldtilecfg %0" : : "m"(c));
+  gm_amx_load_tilecfg(&c);
 }
 
 // One K tile for both row blocks (two = m1 > 0): A at a0 / a1 (row stride lda bytes), B at b
