@@ -61,10 +61,12 @@ static const product PRODUCTS[] = {
     {700, 2304, 768, 480, 1152, 0, OP_LINEAR},  {768, 2304, 768, 768, 768, 0, OP_LINEAR},
     {640, 3072, 768, 768, 1536, 0, OP_LINEAR},  {641, 3072, 768, 768, 768, 0, OP_LINEAR},
     {704, 50257, 768, 768, 1536, 0, OP_MM},     {705, 50257, 768, 768, 768, 0, OP_MM},
-    // the linears' dW, K = the batch's rows (chunk by K tiles; these K give torch the same chunk on 2 threads)
+    // the linears' dW, K = the batch's rows (chunk by K tiles; on 2 threads by shape too)
     {768, 864, 768, 0, 0, 0, OP_MMTA},          {768, 1024, 768, 512, 512, 0, OP_MMTA},
     {768, 896, 3072, 448, 448, 0, OP_MMTA},     {3072, 1568, 768, 544, 544, 0, OP_MMTA},
     {768, 4096, 2304, 704, 704, 0, OP_MMTA},
+    {768, 768, 768, 0, 384, 0, OP_MMTA},        {768, 2464, 2304, 832, 640, 0, OP_MMTA},
+    {3072, 2720, 768, 704, 928, 0, OP_MMTA},    {768, 3424, 3072, 704, 864, 0, OP_MMTA},
 };
 // The scalar twin and the unpacked reference only below this many multiply-adds (slow), and under
 // GPTMEG_QUICK below the second.

@@ -78,9 +78,9 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "oneDNN's K chunks and 2-thread K split come from tables measured for GPT-2 124M's shapes (Conv1D forward, "
            "its backward dX, the lm_head backward dX; every M to 1100, every 16th to 4100, 1 and 2 threads): its bf16 "
-           "logits (T 32, 64) and gradients (B 2, T 64) bit-identical on 1 and 2 threads; the linears' dW by K tiles to "
-           "8320 rows on 1 thread (K a multiple of 32); the dW on 2 threads past 640 rows, other shapes, M > 4100, 3+ "
-           "threads and the one-row B^T kernel are not reproduced";
+           "logits (T 32, 64) and gradients (B 2, T 64, and B 8 T 512) bit-identical on 1 and 2 threads; the linears' dW "
+           "by K tiles to 8320 rows (K a multiple of 32); other shapes, M > 4100, 3+ threads and the one-row B^T kernel "
+           "are not reproduced";
   if ((t == GM_TT_INTEL_AVX512 || t == GM_TT_AVX2) && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "torch's 2-thread K split for some shapes (e.g. M 2, K 3072 addmm) and subnormal bf16 inputs (the packed "
            "path reads them as zero) are not reproduced";

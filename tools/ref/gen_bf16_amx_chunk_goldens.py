@@ -44,6 +44,8 @@ PRODUCTS = [
     # the linears' dW (A transposed in memory, K = the batch's rows: x^T @ dY), no bias
     (768, 864, 768, "mmta"), (768, 1024, 768, "mmta"), (768, 896, 3072, "mmta"), (3072, 1568, 768, "mmta"),
     (768, 4096, 2304, "mmta"),
+    # ... where 2 threads take another chunk than 1
+    (768, 768, 768, "mmta"), (768, 2464, 2304, "mmta"), (3072, 2720, 768, "mmta"), (768, 3424, 3072, "mmta"),
 ]
 COLS = 32  # the first and last COLS columns are stored
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3

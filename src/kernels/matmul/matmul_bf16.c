@@ -150,148 +150,6 @@ static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
   return sum;
 }
 
-// Pairs per K chunk of the AMX order (a multiple of 16; 0: one chunk). oneDNN's brgemm matmul picks
-// the chunk (K_blk * brgemm_batch_size of one brgemm call) from M, N, K, the thread count and the
-// cache sizes with a cost model (matmul_amx_blocking_params_macro_t in oneDNN 3.13's
-// amx_blocking_heuristics.cpp; not reimplemented here). Measured (probe_bf16_amx_blocks.py):
-// B transposed (mm/linear of a transposed weight: the linear backward's Conv1D dX,
-// tools/ref/probe_linear_bwd.py), one thread, M > 32: K = 768 in chunks of 192 pairs (M 40-256,
-// N 768-3072), K = 2304 of 240 (M 64-512, N 768), K = 3072 of 224 (M 48-256, N 768; M = 64,
-// N = 3072); one chunk at M <= 32: the rule for other N (the lm_head's N 50257), the t_ tables
-// below for GPT-2's. B as stored (GPT-2's Conv1D addmm, W [in, out]): the tables below, every M
-// from 2 to 520 on 1 and 2 threads for the four Conv1D shapes (K, N) = (768, 768), (768, 2304),
-// (768, 3072), (3072, 768) and the lm_head backward's dX (50257, 768), mm without bias
-// (tools/ref/probe_bf16_amx_blocks.py --mrange 2 521 1; the four Conv1D shapes also M 500-1024,
-// --mrange 500 1025 1, and every 16th M to 4100; the lm_head's dX 515-1100 and every 64th M to
-// 4100); rows past the measured ones keep the last chunk, 3 or more threads take the 2-thread
-// table (neither measured); other shapes as stored keep one chunk (measured at N = 16,
-// M <= 32). On 2 threads oneDNN also splits K between the threads for some of them (nthr_k = 2):
-// each thread sums its chunks, then the two partial sums are added: e.g. (c0 + c1) + (c2 + c3) for K 3072 in chunks of
-// 768 at even M 18-32 and every M 33-255 (probe_bf16_amx_blocks.py's partial sums; where there are
-// only two chunks a split changes nothing).
-typedef struct {
-  int m_from, chunk; // from this M on (to the next entry's), chunks of `chunk` elements (0: one)
-  int split;         // the second thread's partial sum starts at this element (0: none)
-} amx_chunk_step;
-
-// K 768: one chunk below 24 rows, 384 elements at even M in 24..32 and every M from 34 to `upto`.
-#define K768_STEPS(upto)                                                                              \
-  {2, 0, 0}, {24, 384, 0}, {25, 0, 0}, {26, 384, 0}, {27, 0, 0}, {28, 384, 0}, {29, 0, 0}, {30, 384, 0}, {31, 0, 0}, {32, 384, 0}, \
-      {33, 0, 0}, {34, 384, 0}, {upto, 0, 0}, {-1, 0, 0}
-static const amx_chunk_step k768_n768_t1[] = {K768_STEPS(86)};
-static const amx_chunk_step k768_n768_t2[] = {{2, 0, 0}, {46, 384, 0}, {47, 0, 0}, {-1, 0, 0}};
-static const amx_chunk_step k768_n2304_t1[] = {K768_STEPS(242)};
-static const amx_chunk_step k768_n2304_t2[] = {K768_STEPS(180)};
-static const amx_chunk_step k768_n3072_t1[] = {K768_STEPS(266)};
-static const amx_chunk_step k768_n3072_t2[] = {K768_STEPS(220)};
-static const amx_chunk_step k3072_n768_t1[] = {{2, 0, 0},     {7, 1536, 0},  {18, 768, 0},  {31, 448, 0},  {32, 768, 0},  {86, 640, 0},
-                                               {144, 512, 0}, {220, 448, 0}, {225, 768, 0}, {226, 448, 0}, {266, 768, 0}, {-1, 0, 0}};
-static const amx_chunk_step k3072_n768_t2[] = {
-    {2, 0, 0},       {7, 1536, 0},    {18, 768, 1536}, {19, 768, 0},    {20, 768, 1536}, {21, 768, 0},
-    {22, 768, 1536}, {23, 768, 0},    {24, 768, 1536}, {25, 768, 0},    {26, 768, 1536}, {27, 768, 0},
-    {28, 768, 1536}, {29, 768, 0},    {30, 768, 1536}, {31, 768, 0},    {32, 768, 1536}, {256, 448, 0},
-    {266, 1536, 0},  {641, 768, 0},   {-1, 0, 0}};
-// K 50257, N 768: GPT-2 124M's lm_head backward dX (dlogits @ wte, wte as stored), mm without bias.
-static const amx_chunk_step k50257_n768_t1[] = {
-    {2, 10080, 0}, {3, 7200, 0},  {4, 4576, 0},  {6, 3616, 0},   {7, 2816, 0},   {10, 1888, 0},  {11, 1824, 0},
-    {15, 1760, 0}, {18, 960, 0},  {19, 928, 0},  {29, 896, 0},   {39, 864, 0},   {50, 832, 0},   {61, 800, 0},
-    {73, 768, 0},  {86, 736, 0},  {99, 704, 0},  {113, 672, 0},  {128, 640, 0},  {144, 608, 0},  {162, 576, 0},
-    {180, 544, 0}, {199, 512, 0}, {220, 480, 0}, {225, 1600, 0}, {226, 480, 0},  {242, 768, 0},  {-1, 0, 0}};
-static const amx_chunk_step k50257_n768_t2[] = {
-    {2, 10080, 0}, {3, 7200, 0}, {4, 5600, 0}, {6, 3616, 0}, {10, 1888, 0}, {11, 1824, 0},
-    {15, 1760, 0}, {18, 960, 0}, {19, 928, 0}, {29, 896, 0}, {34, 800, 25600}, {39, 864, 0},
-    {46, 768, 25344}, {49, 864, 0}, {50, 832, 0}, {61, 800, 0}, {66, 1600, 25600}, {76, 768, 25344},
-    {81, 1600, 25600}, {91, 768, 25344}, {97, 1600, 25600}, {106, 768, 25344}, {113, 1600, 25600}, {121, 768, 25344},
-    {129, 1600, 25600}, {136, 768, 25344}, {145, 1600, 25600}, {151, 768, 25344}, {161, 1600, 25600}, {166, 768, 25344},
-    {177, 1600, 25600}, {181, 768, 25344}, {193, 1600, 25600}, {196, 768, 25344}, {209, 1600, 25600}, {211, 768, 25344},
-    {225, 1600, 25600}, {226, 768, 25344}, {256, 1536, 0}, {705, 768, 0}, {-1, 0, 0}};
-// B transposed (linear, and the Conv1D backward's dX = dY @ W^T), measured the same way for M 2-1100
-// (probe_bf16_amx_blocks.py --ops linear --mrange 2 521 1, 500 1100 1) and every 16th M to 4100.
-static const amx_chunk_step t_k768_n768_t1[] = {{2, 0, 0}, {33, 384, 0}, {768, 0, 0}, {-1, 0, 0}};
-static const amx_chunk_step t_k768_n3072[] = {{2, 0, 0}, {33, 384, 0}, {705, 0, 0}, {-1, 0, 0}}; // 1 and 2 threads
-static const amx_chunk_step t_k768_n768_t2[] = {{2, 0, 0}, {33, 384, 0}, {384, 0, 0}, {-1, 0, 0}};
-static const amx_chunk_step t_k2304_n768_t1[] = {{2, 0, 0},     {33, 480, 0},  {257, 768, 0}, {449, 480, 0}, {513, 768, 0},
-                                                 {609, 480, 0}, {641, 768, 0}, {673, 480, 0}, {768, 768, 0}, {-1, 0, 0}};
-static const amx_chunk_step t_k2304_n768_t2[] = {{2, 0, 0},     {33, 384, 1152}, {225, 1152, 0},
-                                                 {256, 480, 0}, {257, 1152, 0},  {641, 768, 0},
-                                                 {673, 1152, 0}, {768, 768, 0},  {-1, 0, 0}};
-static const amx_chunk_step t_k3072_n768_t1[] = {{2, 0, 0},     {33, 512, 0},  {37, 448, 0},  {166, 512, 0},
-                                                 {177, 448, 0}, {181, 512, 0}, {220, 448, 0}, {225, 768, 0},
-                                                 {226, 448, 0}, {266, 768, 0}, {-1, 0, 0}};
-static const amx_chunk_step t_k3072_n768_t2[] = {{2, 0, 0},      {33, 512, 1536}, {37, 384, 1536}, {161, 768, 1536},
-                                                 {256, 448, 0},  {266, 1536, 0},  {641, 768, 0},   {-1, 0, 0}};
-#undef K768_STEPS
-
-// The linears' dW (op(A) = A^T: x^T @ dY, and the lm_head's dlogits^T @ x; K = the batch's rows), one
-// thread: the chunk depends on the number of K tiles T = ceil(K / 32) alone for GPT-2 124M's five dW
-// shapes (M, N) = (768, 768), (768, 2304), (768, 3072), (3072, 768), (50257, 768): measured at every
-// multiple of 32 from 96 to 8320 (probe_bf16_amx_blocks.py --ops mmta --krange 96 8352 32; the
-// lm_head's every 256th); T past 260 keeps the last chunk. Here m_from counts tiles. K not a
-// multiple of 32 is not reproduced (the probe sees the same chunk starts, but torch's outputs show
-// another order for the partial last tile: a 768 x 880 x 3072 golden) and keeps the earlier rule.
-// On 2 threads torch's chunk is this one at 65-91% of those K (not reproduced: the 1-thread chunk
-// runs there too).
-static const amx_chunk_step dw_tiles_t1[] = {
-    {3, 0, 0}, {28, 448, 0}, {29, 0, 0}, {30, 480, 0}, {31, 0, 0}, {32, 512, 0}, {33, 0, 0}, {34, 544, 0},
-    {35, 0, 0}, {36, 576, 0}, {37, 0, 0}, {38, 608, 0}, {39, 0, 0}, {40, 640, 0}, {41, 0, 0}, {42, 672, 0},
-    {43, 0, 0}, {44, 704, 0}, {45, 0, 0}, {46, 736, 0}, {47, 0, 0}, {48, 768, 0}, {49, 544, 0}, {50, 800, 0},
-    {51, 544, 0}, {52, 832, 0}, {53, 576, 0}, {55, 608, 0}, {56, 896, 0}, {57, 608, 0}, {58, 928, 0}, {59, 640, 0},
-    {61, 672, 0}, {62, 992, 0}, {63, 672, 0}, {64, 1024, 0}, {65, 704, 0}, {67, 736, 0}, {68, 1088, 0}, {69, 736, 0},
-    {70, 1120, 0}, {71, 768, 0}, {73, 800, 0}, {74, 608, 0}, {75, 800, 0}, {76, 608, 0}, {77, 832, 0}, {79, 640, 0},
-    {81, 864, 0}, {82, 672, 0}, {85, 704, 0}, {87, 928, 0}, {88, 704, 0}, {89, 736, 0}, {90, 960, 0}, {91, 736, 0},
-    {93, 992, 0}, {94, 768, 0}, {97, 800, 0}, {99, 1056, 0}, {100, 800, 0}, {101, 832, 0}, {102, 672, 0},
-    {103, 832, 0}, {105, 672, 0}, {106, 864, 0}, {107, 704, 0}, {108, 864, 0}, {109, 704, 0}, {111, 736, 0},
-    {112, 896, 0}, {113, 736, 0}, {116, 928, 0}, {117, 768, 0}, {121, 800, 0}, {124, 992, 0}, {125, 800, 0},
-    {126, 832, 0}, {128, 704, 0}, {129, 832, 0}, {131, 864, 0}, {132, 704, 0}, {133, 864, 0}, {136, 736, 0},
-    {139, 896, 0}, {141, 928, 0}, {144, 768, 0}, {145, 928, 0}, {146, 800, 0}, {151, 832, 0}, {155, 992, 0},
-    {156, 832, 0}, {157, 864, 0}, {160, 736, 0}, {161, 864, 0}, {163, 768, 0}, {169, 800, 0}, {173, 928, 0},
-    {175, 800, 0}, {176, 832, 0}, {180, 960, 0}, {181, 832, 0}, {183, 864, 0}, {186, 992, 0}, {187, 864, 0},
-    {190, 768, 0}, {193, 896, 0}, {197, 800, 0}, {201, 928, 0}, {204, 832, 0}, {209, 864, 0}, {210, 960, 0},
-    {211, 864, 0}, {217, 800, 0}, {218, 896, 0}, {225, 800, 0}, {226, 928, 0}, {231, 832, 0}, {232, 928, 0},
-    {233, 832, 0}, {235, 864, 0}, {240, 960, 0}, {241, 864, 0}, {244, 896, 0}, {248, 800, 0}, {249, 896, 0},
-    {253, 928, 0}, {256, 832, 0}, {257, 928, 0}, {-1, 0, 0}};
-
-// Pairs per chunk of a dW product (trans_a) of one of the five shapes, or -1 (not a measured shape).
-static int dw_chunk_pairs(int M, int N, int K) {
-  const bool shape = (M == 768 && (N == 768 || N == 2304 || N == 3072)) || (M == 3072 && N == 768) || (M == 50257 && N == 768);
-  if (!shape || K % 32 != 0) return -1;
-  const int T = (K + 31) / 32;
-  int chunk = 0;
-  for (const amx_chunk_step *t = dw_tiles_t1; t->m_from >= 0 && t->m_from <= T; t++) chunk = t->chunk;
-  return chunk / 2;
-}
-
-// *split_pairs (when not NULL): where the second partial sum starts (pairs; 0: none).
-static int amx_chunk_pairs(int M, int N, int K, bool trans_b, int threads, int *split_pairs) {
-  if (split_pairs) *split_pairs = 0;
-  const bool t1 = threads <= 1;
-  if (trans_b) {
-    const amx_chunk_step *tt = K == 768 && N == 3072             ? t_k768_n3072
-                               : K == 768 && N == 768            ? (t1 ? t_k768_n768_t1 : t_k768_n768_t2)
-                               : K == 2304 && N == 768           ? (t1 ? t_k2304_n768_t1 : t_k2304_n768_t2)
-                               : K == 3072 && N == 768           ? (t1 ? t_k3072_n768_t1 : t_k3072_n768_t2)
-                                                                 : NULL;
-    if (!tt) { // the earlier one-thread measurements (other N)
-      if (M <= 32) return 0;
-      return K == 768 ? 192 : K == 2304 ? 240 : K == 3072 ? 224 : 0;
-    }
-    int chunk = 0, split = 0;
-    for (; tt->m_from >= 0 && tt->m_from <= M; tt++) chunk = tt->chunk, split = tt->split;
-    if (split_pairs) *split_pairs = split / 2;
-    return chunk / 2;
-  }
-  const amx_chunk_step *tab = K == 768 && N == 768     ? (t1 ? k768_n768_t1 : k768_n768_t2)
-                              : K == 768 && N == 2304  ? (t1 ? k768_n2304_t1 : k768_n2304_t2)
-                              : K == 768 && N == 3072  ? (t1 ? k768_n3072_t1 : k768_n3072_t2)
-                              : K == 3072 && N == 768  ? (t1 ? k3072_n768_t1 : k3072_n768_t2)
-                              : K == 50257 && N == 768 ? (t1 ? k50257_n768_t1 : k50257_n768_t2)
-                                                       : NULL;
-  int chunk = 0, split = 0;
-  for (; tab && tab->m_from >= 0 && tab->m_from <= M; tab++) chunk = tab->chunk, split = tab->split;
-  if (split_pairs) *split_pairs = split / 2;
-  return chunk / 2;
-}
-
 // One output's state in the AMX order.
 typedef struct {
   float e, o, acc, sum;
@@ -576,7 +434,7 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
 // The public reference: the chunks of one thread (gm_matmul_bf16 with threads = 1).
 void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
                              const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
-  int Ps = 0, Pc = amx_chunk_pairs(M, N, K, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, 1, &Ps);
+  int Ps = 0, Pc = gm_bf16_amx_chunk_pairs(M, N, K, false, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, 1, &Ps);
   unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
 }
 
@@ -649,11 +507,7 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   const bool b_trans = Bp ? Bp[strips_size(K, N)] != 0 : trans_b;
   bf16_order ord = order_for(M, b_trans);
   // torch's thread count (the chunk and the K split depend on it for B as stored)
-  int Ps = 0, Pc = 0;
-  if (ord == ORDER_AMX) { // A transposed: the dW table for its shapes, else (as stored) the tables by (K, N)
-    const int dw = trans_a ? dw_chunk_pairs(M, N, K) : -1;
-    Pc = dw >= 0 ? dw : amx_chunk_pairs(M, N, K, b_trans, threads, &Ps);
-  }
+  int Ps = 0, Pc = ord == ORDER_AMX ? gm_bf16_amx_chunk_pairs(M, N, K, trans_a, b_trans, threads, &Ps) : 0;
   // A's pairs (with a K split, its two parts packed apart: the kernels read rows of P pairs)
   const int P1 = Ps > 0 ? Ps : P, P2 = Ps > 0 ? P - Ps : 0;
   const bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;

@@ -106,6 +106,10 @@ float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
 float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
 
 // ---- bf16, oneDNN's order (matmul_bf16.c) ---------------------------------------------------------
+// matmul_bf16_chunks.c: pairs per K chunk of the AMX order (0: one chunk) for op(A) [M, K] (A given
+// transposed: trans_a) times op(B) [K, N] on `threads` threads, as torch 2.15 picks it under
+// intel-amx; *split_pairs (when not NULL): where the second thread's partial sum starts (0: none).
+int gm_bf16_amx_chunk_pairs(int M, int N, int K, bool trans_a, bool trans_b, int threads, int *split_pairs);
 // matmul_bf16_avx512.c (AVX512-BF16): a strip of pre-paired B for M rows of pre-paired A.
 void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
                               float alpha, const float *bias, float *C, int ldc);// The intel-amx one-row order (one f32 chain over k), same arguments less the block size.
