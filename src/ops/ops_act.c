@@ -366,12 +366,13 @@ int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbi
   // rounded, then the variant's backward), the same tensor for input and bias.
   if (dinp && c->dtype != GM_F32 && act.kind == GM_ACT_GELU_FAMILY && dinp != dout) { // x's bits straight into dinp
     uint16_t *bx = (uint16_t *)dinp;
-    const bool f16 = c->dtype == GM_F16;
-    for (size_t i = 0; i < (size_t)N; i++)
-      for (size_t j = 0; j < (size_t)OC; j++) {
-        float v = bias[j] + inp[i * OC + j];
-        bx[i * OC + j] = f16 ? gm_f32_to_f16(v) : gm_f32_to_bf16(v); // the rounding gm_op_round applies
-      }
+    float *row = malloc((size_t)OC * sizeof *row); // one row of bias + y, then its bits (gm_op_round's rounding)
+    if (!row) return gm_fail("out of memory for the fused activation's backward (%d values)", OC);
+    for (size_t i = 0; i < (size_t)N; i++) {
+      for (size_t j = 0; j < (size_t)OC; j++) row[j] = bias[j] + inp[i * OC + j];
+      gm_f32_to_dtype_buf(c->dtype, row, bx + i * OC, (size_t)OC);
+    }
+    free(row);
     int rc = gelu_bwd_in_dx((gm_gelu_spec){act.gelu, mode}, c->dtype, dout, dinp, n, c->threads);
     if (!rc && dbias) gm_op_sum_rows(c, dbias, dinp, N, OC);
     return rc;

@@ -20,7 +20,7 @@
 // hardware). The accumulator runs over the tiles of a K chunk; the chunks' sums are added in order
 // (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N, K and the thread count
 // (a cost model), and on 2 threads may split K between the threads (two partial sums, added
-// last); gptmeg takes both from tables of measured shapes (amx_chunk_pairs: GPT-2 124M's Conv1D
+// last); gptmeg takes both from tables of measured shapes (matmul_bf16_chunks.c: GPT-2 124M's Conv1D
 // forward, lm_head backward dX and Conv1D backward dX shapes at M 2-1100, then every 16th M to
 // 4100, on 1 and 2 threads, the thread count given choosing the table), else an earlier
 // one-thread rule for B transposed and one chunk for B as stored. For

@@ -208,54 +208,54 @@ static const amx_chunk_step dw_tiles_t2_50257_768[] = {
     {235, 864, 0}, {240, 960, 0}, {241, 864, 0}, {244, 896, 0}, {248, 992, 0}, {249, 896, 0}, {253, 928, 0},
     {256, 768, 0}, {257, 928, 0}, {-1, 0, 0}};
 
-// Pairs per chunk of a dW product (trans_a) of one of the five shapes with K a multiple of 32, or -1
-// (not measured): the 1-thread table, or on 2 threads and more the shape's own.
-static int dw_chunk_pairs(int M, int N, int K, int threads) {
+// The entry of a table in force at `at` (its last entry from at or below): the chunk in elements,
+// *split where the second partial sum starts (elements; 0: none). No table: one chunk.
+static int table_at(const amx_chunk_step *t, int at, int *split) {
+  int chunk = 0;
+  *split = 0;
+  for (; t && t->m_from >= 0 && t->m_from <= at; t++) chunk = t->chunk, *split = t->split;
+  return chunk;
+}
+
+// The dW table (trans_a) of one of the five shapes for K a multiple of 32, or NULL (not measured):
+// the 1-thread table, or on 2 threads and more the shape's own. Its entries count K tiles.
+static const amx_chunk_step *dw_table(int M, int N, int K, int threads) {
   const amx_chunk_step *t2 = M == 768 && N == 768    ? dw_tiles_t2_768_768
                              : M == 768 && N == 2304 ? dw_tiles_t2_768_2304
                              : M == 768 && N == 3072 ? dw_tiles_t2_768_3072
                              : M == 3072 && N == 768 ? dw_tiles_t2_3072_768
                              : M == 50257 && N == 768 ? dw_tiles_t2_50257_768
                                                       : NULL;
-  if (!t2 || K % 32 != 0) return -1;
-  const int T = K / 32;
-  int chunk = 0;
-  for (const amx_chunk_step *t = threads <= 1 ? dw_tiles_t1 : t2; t->m_from >= 0 && t->m_from <= T; t++) chunk = t->chunk;
-  return chunk / 2;
+  if (!t2 || K % 32 != 0) return NULL;
+  return threads <= 1 ? dw_tiles_t1 : t2;
 }
 
 // *split_pairs (when not NULL): where the second partial sum starts (pairs; 0: none).
 int gm_bf16_amx_chunk_pairs(int M, int N, int K, bool trans_a, bool trans_b, int threads, int *split_pairs) {
-  const int dw = trans_a ? dw_chunk_pairs(M, N, K, threads) : -1; // A transposed: the dW tables for their shapes
-  if (dw >= 0) {
-    if (split_pairs) *split_pairs = 0;
-    return dw;
-  }
-  if (split_pairs) *split_pairs = 0;
   const bool t1 = threads <= 1;
-  if (trans_b) {
-    const amx_chunk_step *tt = K == 768 && N == 3072             ? t_k768_n3072
-                               : K == 768 && N == 768            ? (t1 ? t_k768_n768_t1 : t_k768_n768_t2)
-                               : K == 2304 && N == 768           ? (t1 ? t_k2304_n768_t1 : t_k2304_n768_t2)
-                               : K == 3072 && N == 768           ? (t1 ? t_k3072_n768_t1 : t_k3072_n768_t2)
-                                                                 : NULL;
-    if (!tt) { // the earlier one-thread measurements (other N)
+  const amx_chunk_step *dw = trans_a ? dw_table(M, N, K, threads) : NULL; // A transposed: by K tiles
+  const amx_chunk_step *tab = NULL;
+  if (!dw && trans_b) {
+    tab = K == 768 && N == 3072    ? t_k768_n3072
+          : K == 768 && N == 768  ? (t1 ? t_k768_n768_t1 : t_k768_n768_t2)
+          : K == 2304 && N == 768 ? (t1 ? t_k2304_n768_t1 : t_k2304_n768_t2)
+          : K == 3072 && N == 768 ? (t1 ? t_k3072_n768_t1 : t_k3072_n768_t2)
+                                  : NULL;
+    if (!tab) { // the earlier one-thread measurements (other N)
+      if (split_pairs) *split_pairs = 0;
       if (M <= 32) return 0;
       return K == 768 ? 192 : K == 2304 ? 240 : K == 3072 ? 224 : 0;
     }
-    int chunk = 0, split = 0;
-    for (; tt->m_from >= 0 && tt->m_from <= M; tt++) chunk = tt->chunk, split = tt->split;
-    if (split_pairs) *split_pairs = split / 2;
-    return chunk / 2;
+  } else if (!dw) {
+    tab = K == 768 && N == 768     ? (t1 ? k768_n768_t1 : k768_n768_t2)
+          : K == 768 && N == 2304  ? (t1 ? k768_n2304_t1 : k768_n2304_t2)
+          : K == 768 && N == 3072  ? (t1 ? k768_n3072_t1 : k768_n3072_t2)
+          : K == 3072 && N == 768  ? (t1 ? k3072_n768_t1 : k3072_n768_t2)
+          : K == 50257 && N == 768 ? (t1 ? k50257_n768_t1 : k50257_n768_t2)
+                                   : NULL;
   }
-  const amx_chunk_step *tab = K == 768 && N == 768     ? (t1 ? k768_n768_t1 : k768_n768_t2)
-                              : K == 768 && N == 2304  ? (t1 ? k768_n2304_t1 : k768_n2304_t2)
-                              : K == 768 && N == 3072  ? (t1 ? k768_n3072_t1 : k768_n3072_t2)
-                              : K == 3072 && N == 768  ? (t1 ? k3072_n768_t1 : k3072_n768_t2)
-                              : K == 50257 && N == 768 ? (t1 ? k50257_n768_t1 : k50257_n768_t2)
-                                                       : NULL;
-  int chunk = 0, split = 0;
-  for (; tab && tab->m_from >= 0 && tab->m_from <= M; tab++) chunk = tab->chunk, split = tab->split;
+  int split = 0;
+  const int chunk = dw ? table_at(dw, K / 32, &split) : table_at(tab, M, &split);
   if (split_pairs) *split_pairs = split / 2;
   return chunk / 2;
 }

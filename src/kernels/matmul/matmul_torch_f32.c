@@ -653,9 +653,5 @@ int gm_matmul_f32_chains(const float *A, int lda, bool trans_a, const float *B, 
   if (M <= 0 || N <= 0) return 0;
   if (threads <= 0) threads = omp_get_max_threads();
   const f32_order o = {blocks, 1.0f, 1.0f};
-  if (!trans_a) {
-    matmul_order(A, lda, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o);
-    return 0;
-  }
-  return blocked_rows(A, lda, true, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o, 0, 0);
+  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o, 0, 0);
 }
