@@ -14,7 +14,8 @@
 // zero-padded copies: the padded pairs' products are +0 and each chain starts from +0, so adding
 // them changes neither chain (a chain from +0 never becomes -0 by adding +0). Each K chunk starts
 // from zero tiles and is added in f32 to the chunks before it, then alpha * sum (+ bias), with
-// AVX-512.
+// AVX-512. While a row group runs its last K tiles, the next group's lines of C are prefetched for
+// writing, a few rows per K tile (PREFETCHW; prefetches change no value).
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -95,6 +96,29 @@ static void copy_b_rows(uint32_t *dst, const uint32_t *src, size_t ld, int n, in
   if (n16 > n) memset(dst + (size_t)n * 32, 0, (size_t)(n16 - n) * 32 * 4);
 }
 
+// The cache lines of C's rows [i0, i0 + mg), columns 0 .. ncols - 1, fetched for writing (the
+// group before runs its last K tiles meanwhile): C's rows lie a row stride apart (the lm_head's
+// 201 KB), beyond the hardware prefetchers, and each row's first store otherwise waited on memory
+// (the lm_head over 512 rows took twice as long).
+// (PREFETCHW written as an instruction: gcc 12 drops __builtin_prefetch from these loops.)
+static inline void prefetchw(const char *p) { __asm__ volatile("prefetchw %0" : : "m"(*p)); }
+
+static void prefetch_rows(const float *C, int ldc, int i0, int mg, int ncols) {
+  for (int r = i0; r < i0 + mg; r++) {
+    const char *c = (const char *)(C + (size_t)r * ldc);
+    for (int b = 0; b < ncols * 4; b += 64) prefetchw(c + b);
+    prefetchw(c + ncols * 4 - 1);
+  }
+}
+
+// Rows pf .. of C up to pf_end, at most PF_ROWS of them (one K tile's share); returns the next.
+enum { PF_ROWS = 4 };
+static inline int prefetch_some(const float *C, int ldc, int pf, int pf_end, int ncols) {
+  if (pf >= pf_end) return pf;
+  prefetch_rows(C, ldc, pf, pf_end - pf < PF_ROWS ? pf_end - pf : PF_ROWS, ncols);
+  return pf + PF_ROWS;
+}
+
 // Row groups outermost, each over all of K: for K within one segment, for A larger than L2, and as
 // the fallback when the segmented order cannot allocate its buffers. Scratch on the stack, plus an
 // aligned copy of a misaligned B strip (read in place when that allocation fails).
@@ -130,6 +154,9 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, 
     const bool two = m1 > 0;
     if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1); cfg0 = m0; cfg1 = m1; }
     const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
+    if (i0 == 0) prefetch_rows(C, ldc, 0, mg, ncols);
+    int pf = i0 + 32; // the next group's rows of C, a few per K tile
+    const int pf_end = M - i0 < 64 ? M : i0 + 64;
     if (rem) {
       memset(atail, 0, sizeof atail);
       for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * P + full, (size_t)rem * sizeof(uint32_t));
@@ -142,10 +169,10 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, 
       if (two) { _tile_zero(2); _tile_zero(3); }
       int p = c0;
       const int pe = c1 < full ? c1 : full;
-      if (two)
-        for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, true);
-      else
-        for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, false);
+      for (; p < pe; p += 16) {
+        K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, two);
+        pf = prefetch_some(C, ldc, pf, pf_end, ncols);
+      }
       if (p < c1) K_TILE(&atail[0][0], &atail[16][0], 64, &btail[0][0], 128, two); // the tail, in the last chunk
       _tile_stored(0, &dst[0][0], 128);
       _tile_stored(1, &dst[0][16], 128);
@@ -159,6 +186,7 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, 
             _mm512_store_ps(&sum[r][j], add_nan_first(_mm512_load_ps(&part[r][j]), _mm512_load_ps(&sum[r][j])));
       if (c1 >= P) break;
     }
+    if (pf < pf_end) prefetch_rows(C, ldc, pf, pf_end - pf, ncols);
     for (int j = 0; j < ncols; j += 16) {
       const __mmask16 m = (__mmask16)(ncols - j >= 16 ? 0xffffu : (1u << (ncols - j)) - 1u);
       const __m512 vb = bias ? _mm512_maskz_loadu_ps(m, bias + j) : _mm512_setzero_ps();
@@ -254,16 +282,22 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
         const bool two = m1 > 0;
         if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1); cfg0 = m0; cfg1 = m1; }
         const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
+        // in the last segment: C's rows of this group (the first) and of the next, a few per K tile
+        const bool last = s1 >= c1 && c1 >= P;
+        if (last && i0 == 0) prefetch_rows(C, ldc, 0, mg, ncols);
+        int pf = last ? i0 + 32 : M;
+        const int pf_end = M - i0 < 64 ? M : i0 + 64;
         if (s0 == c0) {
           _tile_zero(0);
           _tile_zero(1);
           if (two) { _tile_zero(2); _tile_zero(3); }
         } else load_group(acc, i0, two);
         int p = s0;
-        if (two)
-          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, true);
-        else
-          for (; p < pe; p += 16) K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, false);
+        for (; p < pe; p += 16) {
+          K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, two);
+          pf = prefetch_some(C, ldc, pf, pf_end, ncols);
+        }
+        if (pf < pf_end) prefetch_rows(C, ldc, pf, pf_end - pf, ncols);
         if (p < s1) { // the K tail: rem pairs, at the end of the last chunk
           memset(atail, 0, sizeof atail);
           for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * P + full, (size_t)rem * sizeof(uint32_t));
