@@ -1,5 +1,6 @@
 #include "harness.h"
 
+#include "gptmeg/cpu.h"
 #include "gptmeg/target.h"
 
 #include <unistd.h>
@@ -15,6 +16,12 @@
 int test_failures = 0;
 int test_checks = 0;
 static int skips = 0;
+
+void test_set_simd(const char *cap) {
+  if (cap) setenv("GPTMEG_SIMD", cap, 1);
+  else unsetenv("GPTMEG_SIMD");
+  gm_simd_cap_reload();
+}
 
 bool test_quick(void) {
   const char *q = getenv("GPTMEG_QUICK");

@@ -23,6 +23,8 @@ extern int test_checks;
 
 // True under `make test-asan` (GPTMEG_QUICK=1): tests shrink their sweeps, never their assertions.
 bool test_quick(void);
+// Sets GPTMEG_SIMD to cap (NULL: unsets it) and makes the library read it again.
+void test_set_simd(const char *cap);
 // Prints "SKIP: why" and returns; counted in the summary.
 void test_skip(const char *what, const char *why);
 // Path to ../shared/data/<rel> if present (caller frees), else NULL.

@@ -229,13 +229,13 @@ int main(void) {
       // gptmeg: the AMX kernel (or what this host runs), then the scalar twin
       for (int cap = 0; cap < 2; cap++) {
         if (cap && (work > SCALAR_MAX || (test_quick() && work > QUICK_MAX))) continue;
-        if (cap) setenv("GPTMEG_SIMD", "scalar", 1);
+        if (cap) test_set_simd("scalar");
         memset(C, 0, sizeof(float) * (size_t)M * N);
         if (ta) gm_matmul_bf16_ta(At, M, W, N, false, NULL, 1.0f, C, N, M, N, K, th);
         else gm_matmul_bf16(A, K, lin ? Wt : W, lin ? K : N, lin, bias, 1.0f, C, N, M, N, K, th);
         int bad = diff_sampled(C, g[th], p);
         CHECK(bad == 0, "%dx%dx%d t%d%s: gm_matmul_bf16 misses %d sampled outputs", M, K, N, th, cap ? " scalar" : "", bad);
-        if (cap || ta) { unsetenv("GPTMEG_SIMD"); continue; } // (A as stored only below)
+        if (cap || ta) { test_set_simd(NULL); continue; } // (A as stored only below)
         memset(C, 0, sizeof(float) * (size_t)M * N);
         gm_matmul_bf16_packed(A, K, Wp, bias, 1.0f, C, N, M, N, K, th);
         bad = diff_sampled(C, g[th], p);

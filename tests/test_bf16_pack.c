@@ -49,9 +49,9 @@ static void check_pack(int K, int N, bool trans_b) {
   if (!B || !ps || !pv) { CHECK(false, "out of memory"); free(B); free(ps); free(pv); return; }
   for (size_t i = 0; i < n; i++) B[i] = value((uint32_t)(i + 7 * (size_t)K));
   int ldb = trans_b ? K : N;
-  setenv("GPTMEG_SIMD", "scalar", 1);
+  test_set_simd("scalar");
   gm_bf16_pack(B, ldb, trans_b, K, N, ps);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
   gm_bf16_pack(B, ldb, trans_b, K, N, pv);
   size_t bad = 0, first = 0;
   for (size_t w = 0; w < words; w++)
@@ -71,9 +71,9 @@ static void check_product(int M, int N, int K, bool trans_b) {
   for (size_t i = 0; i < (size_t)M * K; i++) A[i] = finite_value((uint32_t)i * 3u + 1u);
   for (size_t i = 0; i < (size_t)K * N; i++) B[i] = finite_value((uint32_t)i * 5u + 2u);
   int ldb = trans_b ? K : N;
-  setenv("GPTMEG_SIMD", "scalar", 1);
+  test_set_simd("scalar");
   gm_matmul_bf16(A, K, B, ldb, trans_b, NULL, 1.0f, cs, N, M, N, K, 1);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
   gm_matmul_bf16(A, K, B, ldb, trans_b, NULL, 1.0f, cv, N, M, N, K, 1);
   int d = test_count_diff(cs, cv, (size_t)M * N);
   CHECK(d == 0, "gm_matmul_bf16 M %d N %d K %d %s: %d of %d outputs differ from the scalar twin", M, N, K, trans_b ? "B^T" : "B", d,
@@ -95,10 +95,10 @@ static void check_product_ta(int M, int N, int K, bool trans_b, int threads, boo
     for (int i = 0; i < M; i++) At[(size_t)i * K + k] = A[(size_t)k * M + i];
   for (size_t i = 0; i < (size_t)K * N; i++) B[i] = finite_value((uint32_t)i * 5u + 2u);
   int ldb = trans_b ? K : N;
-  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  if (scalar) test_set_simd("scalar");
   gm_matmul_bf16(At, K, B, ldb, trans_b, NULL, 1.0f, cr, N, M, N, K, threads);
   gm_matmul_bf16_ta(A, M, B, ldb, trans_b, NULL, 1.0f, ct, N, M, N, K, threads);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
   int d = test_count_diff(cr, ct, (size_t)M * N);
   CHECK(d == 0, "gm_matmul_bf16_ta M %d N %d K %d %s, %d threads%s: %d of %d outputs differ from the product of A^T copied", M,
         N, K, trans_b ? "B^T" : "B", threads, scalar ? " (scalar)" : "", d, M * N);
@@ -126,12 +126,12 @@ static void check_rounded(int M, int N, int K, int threads, bool scalar) {
     A[i] = i < (size_t)K ? value((uint32_t)i * 7u + 3u) : finite_value((uint32_t)i * 7u + 3u);
   for (size_t i = 0; i < (size_t)K * N; i++) B[i] = finite_value((uint32_t)i * 5u + 2u);
   for (int j = 0; j < N; j++) bias[j] = finite_value((uint32_t)j * 13u + 1u) * 0.75f; // not bf16 values: the sum rounds
-  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  if (scalar) test_set_simd("scalar");
   gm_bf16_pack(B, N, false, K, N, Bp);
   gm_matmul_bf16_packed(A, K, Bp, bias, 1.0f, cr, N, M, N, K, threads);
   gm_round_inplace(GM_BF16, cr, (size_t)M * N);
   gm_matmul_bf16_packed_rounded(A, K, Bp, bias, 1.0f, ct, N, M, N, K, threads);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
   int d = test_count_diff(cr, ct, (size_t)M * N);
   CHECK(d == 0, "gm_matmul_bf16_packed_rounded M %d N %d K %d, %d threads%s: %d of %d outputs differ from product then rounding",
         M, N, K, threads, scalar ? " (scalar)" : "", d, M * N);
@@ -164,11 +164,11 @@ static void check_pack_rounded(int K, int N, bool trans_b, bool scalar) {
   for (size_t i = 0; i < n; i++) B[i] = raw_value((uint32_t)(i + 3 * (size_t)N));
   memset(pt, 0xa5, words * sizeof *pt); // every word must be written
   int ldb = trans_b ? K : N;
-  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  if (scalar) test_set_simd("scalar");
   gm_round_copy(GM_BF16, B, R, n, 1);
   gm_bf16_pack(R, ldb, trans_b, K, N, pr);
   int rc = gm_bf16_pack_rounded(B, ldb, trans_b, K, N, pt);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
   size_t bad = 0, first = 0;
   for (size_t w = 0; w < words; w++)
     if (pr[w] != pt[w] && !bad++) first = w;
@@ -186,12 +186,12 @@ static void check_transposed(int K, int N, bool trans_b, int threads, bool scala
   if (!B || !bp || !ref || !got) { CHECK(false, "out of memory"); free(B); free(bp); free(ref); free(got); return; }
   for (size_t i = 0; i < n; i++) B[i] = value((uint32_t)(i * 3 + (size_t)K));
   memset(got, 0x5a, wt * sizeof *got);
-  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  if (scalar) test_set_simd("scalar");
   gm_bf16_pack(B, trans_b ? K : N, trans_b, K, N, bp);
   // op(B)^T [N, K]: B as stored [K, N] read transposed, or B [N, K] as stored
   gm_bf16_pack(B, trans_b ? K : N, !trans_b, N, K, ref);
   gm_bf16_pack_transposed(bp, K, N, got, threads);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
   size_t bad = 0, first = 0;
   for (size_t w = 0; w < wt; w++)
     if (ref[w] != got[w] && !bad++) first = w;
@@ -209,12 +209,12 @@ static void check_product_t(int M, int N, int K, int threads, bool scalar) {
   if (!A || !X || !cr || !ct || !Xp) { CHECK(false, "out of memory"); free(A); free(X); free(cr); free(ct); free(Xp); return; }
   for (size_t i = 0; i < (size_t)M * K; i++) A[i] = finite_value((uint32_t)i * 7u + 5u);
   for (size_t i = 0; i < (size_t)N * K; i++) X[i] = value((uint32_t)i * 5u + 9u);
-  if (scalar) setenv("GPTMEG_SIMD", "scalar", 1);
+  if (scalar) test_set_simd("scalar");
   gm_matmul_bf16(A, K, X, K, true, NULL, 1.0f, cr, N, M, N, K, threads);
   gm_round_inplace(GM_BF16, cr, (size_t)M * N);
   gm_bf16_pack(X, K, false, N, K, Xp);
   int rc = gm_matmul_bf16_packed_t_rounded(A, K, Xp, ct, N, M, N, K, threads);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
   int d = test_count_diff(cr, ct, (size_t)M * N);
   CHECK(rc == 0 && d == 0, "gm_matmul_bf16_packed_t_rounded M %d N %d K %d, %s, %d threads%s: %d of %d outputs differ from the product of X^T",
         M, N, K, gm_torch_target_name(gm_torch_target_active()), threads, scalar ? " (scalar)" : "", d, M * N);

@@ -125,9 +125,9 @@ static void run(gm_gelu_variant v, gm_gelu_mode m, int bwd, gm_dtype dt, const v
 // run under GPTMEG_SIMD=cap (NULL: the CPU's own ISA), the variable unset again afterwards.
 static void run_capped(const char *cap, gm_gelu_variant v, gm_gelu_mode m, int bwd, gm_dtype dt, const void *x,
                        const void *dy, void *out, size_t n, int th) {
-  if (cap) setenv("GPTMEG_SIMD", cap, 1);
+  if (cap) test_set_simd(cap);
   run(v, m, bwd, dt, x, dy, out, n, th);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
 }
 
 // Exhaustive u16 patterns (stride in quick mode); dy: a fixed pseudo-random dtype value per index.
@@ -399,7 +399,7 @@ static void check_u16_isa(void) {
     for (size_t i = 0; i < n; i++) { x[i] = (uint16_t)i; dy[i] = (uint16_t)((i * 40503u + 7) & 0xffff); }
     for (int v = 0; v < GM_GELU_N_VARIANTS; v++)
       for (int bwd = 0; bwd < 2; bwd++) {
-        unsetenv("GPTMEG_SIMD");
+        test_set_simd(NULL);
         run(v, GM_MODE_ACCURATE, bwd, dts[k], x, dy, a, n, 1);
         const char *caps[] = {"scalar", "avx2"};
         for (int c = 0; c < 2; c++) {
@@ -409,13 +409,13 @@ static void check_u16_isa(void) {
         }
         const char *direct_caps[] = {"avx512", "avx2", "scalar"};
         for (int c = 0; c < 3; c++) {
-          setenv("GPTMEG_SIMD", direct_caps[c], 1);
+          test_set_simd(direct_caps[c]);
           if (bwd) gm_gelu_acc_bwd16_direct(v, dts[k], x, dy, b, n);
           else gm_gelu_acc_fwd16_direct(v, dts[k], x, b, n);
           CHECK(memcmp(a, b, n * 2) == 0, "%s %s %s: the table differs from the direct evaluation (%s)",
                 gm_gelu_variant_info(v)->name, gm_dtype_name(dts[k]), bwd ? "bwd" : "fwd", direct_caps[c]);
         }
-        unsetenv("GPTMEG_SIMD");
+        test_set_simd(NULL);
       }
   }
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {

@@ -170,12 +170,12 @@ int main(void) {
   // GPTMEG_SIMD caps the fast path's ISA.
   const char *old = getenv("GPTMEG_SIMD");
   char *saved = old ? strdup(old) : NULL;
-  setenv("GPTMEG_SIMD", "scalar", 1);
+  test_set_simd("scalar");
   CHECK(gm_gelu_fast_pick_isa() == GELU_FAST_ISA_SCALAR, "GPTMEG_SIMD=scalar does not select the scalar stages");
-  setenv("GPTMEG_SIMD", "avx2", 1);
+  test_set_simd("avx2");
   CHECK(gm_gelu_fast_pick_isa() == GELU_FAST_ISA_SCALAR, "GPTMEG_SIMD=avx2 does not select the scalar stages");
-  if (saved) setenv("GPTMEG_SIMD", saved, 1);
-  else unsetenv("GPTMEG_SIMD");
+  if (saved) test_set_simd(saved);
+  else test_set_simd(NULL);
   free(saved);
   printf("torch-cpu fast path vs op graph: %ld cases, %ld elements compared (MKL VML %s), %ld NaN outputs with "
          "another payload (%.1f s)\n",

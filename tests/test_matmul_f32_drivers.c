@@ -67,9 +67,9 @@ int main(void) {
             if (targets[t] == GM_TT_INTEL_AMX && alpha == 1.0f && th == 2) {
               float *C1 = malloc(sizeof(float) * M * N);
               unsetenv("GPTMEG_F32_GEMM");
-              setenv("GPTMEG_SIMD", "scalar", 1);
+              test_set_simd("scalar");
               int rc0 = gm_matmul_f32_torch_mt(A, K, false, B, ldb, trans, hb ? bias : NULL, 1.0f, C1, N, M, N, K, 1, 2);
-              unsetenv("GPTMEG_SIMD");
+              test_set_simd(NULL);
               setenv("GPTMEG_F32_GEMM", DRIVERS[d], 1);
               int rc1 = gm_matmul_f32_torch_mt(A, K, false, B, ldb, trans, hb ? bias : NULL, 1.0f, C, N, M, N, K, 2, 2);
               bad = test_count_diff(C, C1, (size_t)M * N);
@@ -87,9 +87,9 @@ int main(void) {
       float *At = malloc(sizeof(float) * M * K), *C1 = malloc(sizeof(float) * M * N);
       for (int i = 0; i < M; i++)
         for (int k = 0; k < K; k++) At[(size_t)k * M + i] = A[(size_t)i * K + k];
-      setenv("GPTMEG_SIMD", "scalar", 1);
+      test_set_simd("scalar");
       int rc0 = gm_matmul_f32_torch_mt(At, M, true, B, N, false, bias, 1.0f, ref, N, M, N, K, 1, 1);
-      unsetenv("GPTMEG_SIMD");
+      test_set_simd(NULL);
       if (targets[t] == GM_TT_ZEN4) {
         gm_matmul_f32_torch_scalar(A, K, B, N, false, bias, 1.0f, C1, N, M, N, K);
         CHECK(test_count_diff(ref, C1, (size_t)M * N) == 0, "zen4 trans_a scalar (M %d N %d K %d): not the definition", M, N, K);

@@ -115,7 +115,7 @@ int main(void) {
     if (differ) split_kinds[p->op]++;
     float *out = malloc(sizeof(float) * (n + 1)), *o1 = malloc(sizeof(float) * (n + 1));
     for (int pa = 0; pa < n_paths; pa++) {
-      if (PATHS[pa].simd) setenv("GPTMEG_SIMD", PATHS[pa].simd, 1);
+      if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
       for (int tt = 1; tt <= 2; tt++) {
         memset(out, 0xff, sizeof(float) * (n + 1));
         int rc = gm_matmul_f32_torch_mt(A, (int)K, false, Bp, ldb, trans, bp, 1.0f, out, N, M, N, (int)K,
@@ -128,7 +128,7 @@ int main(void) {
           CHECK((test_count_diff(o1, out, n) > 0) == differ, "%s %d x %d x %d, %s: gptmeg's 1- and 2-thread orders %s",
                 OP_NAMES[p->op], M, (int)K, N, PATHS[pa].name, differ ? "agree where torch's differ" : "differ where torch's agree");
       }
-      unsetenv("GPTMEG_SIMD");
+      test_set_simd(NULL);
     }
     for (int th = 1; th <= 2; th++) { // the op layer at c->threads = th
       gm_op_ctx c;

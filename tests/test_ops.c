@@ -141,7 +141,7 @@ static const op_def OPS[] = {
 static void mm_run(const op_path *p, const op_case *c, const float *A, const float *B, const float *bias, float *C) {
   int M = c->M, K = c->K, N = c->N, ldb = c->trans ? K : N;
   const float *bs = c->bias ? bias : NULL;
-  if (p->simd) setenv("GPTMEG_SIMD", p->simd, 1);
+  if (p->simd) test_set_simd(p->simd);
   switch (p->entry) {
   case E_F32: gm_matmul_f32_torch(A, K, B, ldb, c->trans, bs, c->alpha, C, N, M, N, K, p->threads); break;
   case E_F32_SCALAR: gm_matmul_f32_torch_scalar(A, K, B, ldb, c->trans, bs, c->alpha, C, N, M, N, K); break;
@@ -169,7 +169,7 @@ static void mm_run(const op_path *p, const op_case *c, const float *A, const flo
     break;
   }
   }
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
 }
 
 // Positions of got outside the budget from want: bits differ (budget 0) or more than budget ULPs.

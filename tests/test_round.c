@@ -25,7 +25,7 @@ int main(void) {
   static const char *levels[] = {"scalar", "avx2", "avx512"};
   const int top = (int)gm_cpu_simd();
   for (int lv = 0; lv <= top; lv++) {
-    setenv("GPTMEG_SIMD", levels[lv], 1);
+    test_set_simd(levels[lv]);
     const char *lvl = levels[lv];
     for (int d = 0; d < 2; d++) {
       gm_dtype dt = d ? GM_BF16 : GM_F16;
@@ -57,7 +57,7 @@ int main(void) {
       CHECK(bad_to == 0, "%s %s: gm_f32_to_dtype_buf differs at %zu", lvl, gm_dtype_name(dt), bad_to);
       CHECK(bad_back == 0, "%s %s: gm_dtype_to_f32_buf differs at %zu", lvl, gm_dtype_name(dt), bad_back);
     }
-    unsetenv("GPTMEG_SIMD");
+    test_set_simd(NULL);
   }
   // gm_round_rows: rows of 37 values 50 apart, the gaps between them untouched
   for (int d = 0; d < 2; d++) {

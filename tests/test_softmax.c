@@ -139,9 +139,9 @@ static void test_log_softmax(void) {
           if (n > 1) x[1] = -0.0f;
           if (n > 8) x[8] = 0.0f;
         }
-        setenv("GPTMEG_SIMD", "scalar", 1);
+        test_set_simd("scalar");
         gm_log_softmax_row_f32(x, a, n, W, e);
-        unsetenv("GPTMEG_SIMD");
+        test_set_simd(NULL);
         gm_log_softmax_row_f32(x, b, n, W, e);
         bad += memcmp(a, b, (size_t)n * sizeof(float)) != 0;
         rows++;

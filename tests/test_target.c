@@ -80,5 +80,13 @@ int main(void) {
         CHECK(s.family && strcmp(s.family, "?") != 0, "target %d op %d: a family", t, op);
         if (t == GM_TT_ZEN4 && !(op == GM_KOP_GELU_OPS && d == 0)) CHECK(s.exact, "zen4 op %d dtype %d exact", op, d);
       }
+  // GPTMEG_SIMD is read once and cached; gm_simd_cap_reload makes a change take effect.
+  const gm_simd_level own = gm_cpu_host()->simd;
+  test_set_simd("scalar");
+  CHECK(gm_cpu_simd() == GM_SIMD_SCALAR, "GPTMEG_SIMD=scalar, reloaded: level %d", (int)gm_cpu_simd());
+  setenv("GPTMEG_SIMD", "avx512", 1);
+  CHECK(gm_cpu_simd() == GM_SIMD_SCALAR, "a change without a reload is not read (the cached cap holds)");
+  test_set_simd(NULL);
+  CHECK(gm_cpu_simd() == own, "GPTMEG_SIMD unset, reloaded: level %d, this CPU's %d", (int)gm_cpu_simd(), (int)own);
   return test_done("test_target");
 }

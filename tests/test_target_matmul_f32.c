@@ -55,11 +55,11 @@ static bool known(gm_mkl_sgemm mkl, int M, int N, int K, bool trans) {
 static void run_path(const path *p, const float *A, const float *B, const product *pr, const float *bias, float *C, int M,
                      int N, int K) {
   int ldb = pr->trans ? K : N;
-  if (p->simd) setenv("GPTMEG_SIMD", p->simd, 1);
+  if (p->simd) test_set_simd(p->simd);
   if (p->threads == 0)
     gm_matmul_f32_torch_scalar(A, K, B, ldb, pr->trans, pr->bias ? bias : NULL, pr->alpha, C, N, M, N, K);
   else gm_matmul_f32_torch(A, K, B, ldb, pr->trans, pr->bias ? bias : NULL, pr->alpha, C, N, M, N, K, p->threads);
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
 }
 
 static void run_target(gm_torch_target t) {

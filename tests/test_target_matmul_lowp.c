@@ -44,7 +44,7 @@ static const path PATHS[] = {{"1 thread", P_DEFAULT, NULL, 1},       {"2 threads
 static void mm(gm_dtype dt, const path *p, const float *A, const float *B, bool trans, const float *bias, float alpha,
                float *C, int M, int N, int K) {
   int ldb = trans ? K : N;
-  if (p->simd) setenv("GPTMEG_SIMD", p->simd, 1);
+  if (p->simd) test_set_simd(p->simd);
   if (dt == GM_F16 && p->kind == P_PACKED) { // "pre-packed" for f16: B as f16 bits
     uint16_t *Bh = malloc(sizeof(uint16_t) * ((size_t)K * N + 1));
     gm_f32_to_dtype_buf(GM_F16, B, Bh, (size_t)K * N);
@@ -59,7 +59,7 @@ static void mm(gm_dtype dt, const path *p, const float *A, const float *B, bool 
     gm_matmul_bf16_packed(A, K, Bp, bias, alpha, C, N, M, N, K, p->threads);
     free(Bp);
   }
-  unsetenv("GPTMEG_SIMD");
+  test_set_simd(NULL);
 }
 
 // Runs every golden product of one target and dtype; returns whether it ran (the file differs).

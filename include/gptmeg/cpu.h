@@ -69,8 +69,10 @@ bool gm_cpu_has(gm_cpu_features f);
 
 // GPTMEG_SIMD caps the vector instructions the kernels may use, for tests and comparisons:
 // "scalar", "avx2" or "avx512". Unset or empty: no cap. The library treats any other value as no
-// cap; the command line refuses it (gm_simd_cap_check). Read on every call, so a test may change it.
+// cap; the command line refuses it (gm_simd_cap_check). Read once, on first use; a program that
+// changes the variable afterwards (the tests) calls gm_simd_cap_reload.
 gm_simd_level gm_simd_cap(void);
+void gm_simd_cap_reload(void);
 int gm_simd_cap_check(void); // 0, or non-zero with gm_fail naming the value
 // The level the kernels run: the CPU's, capped by GPTMEG_SIMD. Every family dispatches from it.
 gm_simd_level gm_cpu_simd(void);

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,11 +136,21 @@ static int simd_level_of_env(const char **value) {
   return -1;
 }
 
+// The cap as read from the environment, or -1 before the first read (and after a reload). The
+// kernels ask for the level per row in places, and getenv walks the whole environment each time.
+static atomic_int simd_cap_cached = -1;
+
 gm_simd_level gm_simd_cap(void) {
+  int c = atomic_load_explicit(&simd_cap_cached, memory_order_relaxed);
+  if (c >= 0) return (gm_simd_level)c;
   const char *v;
   int lvl = simd_level_of_env(&v);
-  return lvl < 0 ? GM_SIMD_AVX512 : (gm_simd_level)lvl;
+  c = lvl < 0 ? GM_SIMD_AVX512 : lvl;
+  atomic_store_explicit(&simd_cap_cached, c, memory_order_relaxed);
+  return (gm_simd_level)c;
 }
+
+void gm_simd_cap_reload(void) { atomic_store_explicit(&simd_cap_cached, -1, memory_order_relaxed); }
 
 int gm_simd_cap_check(void) {
   const char *v;
