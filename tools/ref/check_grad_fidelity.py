@@ -38,6 +38,7 @@ ap.add_argument("--batch", type=int, default=2)
 ap.add_argument("--seq", type=int, default=64)
 ap.add_argument("--threads", type=int, default=1)
 ap.add_argument("--seed", type=int, default=1)
+ap.add_argument("--list", action="store_true", help="also name every tensor that differs, with its count")
 args = ap.parse_args()
 
 
@@ -100,6 +101,8 @@ def main():
                     total += g.numel()
                     if k:
                         m = float((a - b).abs().max())
+                        if args.list:
+                            print(f"  {name}: {k}/{g.numel()} differ, largest {m:.3g}")
                         if m > worst[1]:
                             worst = (name, m)
                 print(f"{args.config} {dn} {prof} B={args.batch} T={args.seq} threads={args.threads}: loss "
