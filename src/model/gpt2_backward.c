@@ -46,33 +46,57 @@ typedef struct { // the backward's working gradients of activations
   float *dh, *dra, *dx, *dtmp;    // [N, D]: the stream's gradient, resid_attn's, a layer norm's input, scratch
   float *dwide, *dwide2;          // [N, 3D] or [N, I], whichever is larger
   float *dscores;                 // [B, H, T, T]
+  bool in_logits;                 // dra, dtmp, dwide, dwide2 and dscores are to be carved from logits
+  size_t nd, nw, ns;              // floats of an [N, D], an [N, wide] and the [B, H, T, T] buffer
 } scratch;
 
 static void scratch_free(scratch *s) {
-  float *all[] = {s->logits, s->dh, s->dra, s->dx, s->dtmp, s->dwide, s->dwide2, s->dscores};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) free(all[i]);
+  float *all[] = {s->dh, s->dx, s->dra, s->dtmp, s->dwide, s->dwide2, s->dscores};
+  const size_t n = s->in_logits ? 2 : sizeof all / sizeof *all; // the carved ones are the logits buffer's
+  for (size_t i = 0; i < n; i++) free(all[i]);
   memset(s, 0, sizeof *s);
 }
 
-// logits: the workspace's [N, V] buffer (not owned: the caller clears s->logits before scratch_free).
+static size_t round16(size_t n) { return (n + 15) / 16 * 16; } // whole cache lines
+
+// logits: the workspace's [N, V] buffer (not owned). dh and dx are allocated here; the other
+// buffers too, unless they fit in the logits buffer: its values are dead once the lm_head's
+// backward has read them, so the layers' backward works in memory the step has already touched
+// (at GPT-2 124M, B 8, T 512: about 240 MB a step that was mapped and zeroed afresh).
 static int scratch_alloc(scratch *s, const gm_gpt2_config *c, int B, int T, float *logits) {
   memset(s, 0, sizeof *s);
   const size_t N = (size_t)B * T, D = (size_t)c->n_embd, I = (size_t)c->n_inner;
   const size_t wide = 3 * D > I ? 3 * D : I;
   s->logits = logits;
-  s->dh = malloc(N * D * sizeof(float));
-  s->dra = malloc(N * D * sizeof(float));
-  s->dx = malloc(N * D * sizeof(float));
-  s->dtmp = malloc(N * D * sizeof(float));
-  s->dwide = malloc(N * wide * sizeof(float));
-  s->dwide2 = malloc(N * wide * sizeof(float));
-  s->dscores = malloc((size_t)B * c->n_head * T * T * sizeof(float));
-  if (!s->dh || !s->dra || !s->dx || !s->dtmp || !s->dwide || !s->dwide2 || !s->dscores) {
-    s->logits = NULL;
+  s->nd = N * D;
+  s->nw = N * wide;
+  s->ns = (size_t)B * c->n_head * T * T;
+  s->in_logits = 2 * round16(s->nd) + 2 * round16(s->nw) + s->ns <= N * (size_t)c->vocab_size;
+  s->dh = malloc(s->nd * sizeof(float));
+  s->dx = malloc(s->nd * sizeof(float));
+  if (!s->in_logits) {
+    s->dra = malloc(s->nd * sizeof(float));
+    s->dtmp = malloc(s->nd * sizeof(float));
+    s->dwide = malloc(s->nw * sizeof(float));
+    s->dwide2 = malloc(s->nw * sizeof(float));
+    s->dscores = malloc(s->ns * sizeof(float));
+  }
+  if (!s->dh || !s->dx || (!s->in_logits && (!s->dra || !s->dtmp || !s->dwide || !s->dwide2 || !s->dscores))) {
     scratch_free(s);
     return gm_fail("out of memory for the backward's buffers (B=%d, T=%d)", B, T);
   }
   return 0;
+}
+
+// After the lm_head's backward: the buffers that live in the logits buffer.
+static void scratch_carve(scratch *s) {
+  if (!s->in_logits) return;
+  float *p = s->logits;
+  s->dra = p;
+  s->dtmp = p += round16(s->nd);
+  s->dwide = p += round16(s->nd);
+  s->dwide2 = p += round16(s->nw);
+  s->dscores = p + round16(s->nw);
 }
 
 // One block's backward: dh holds the gradient of the block's output on entry, of its input on exit.
@@ -151,6 +175,7 @@ static int backward(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, fl
   if (gm_op_lmloss_bwd(&c, logits, o->dloss != 0.0f ? o->dloss : 1.0f, logits, NULL, labels, B, T, V)) return -1;
   const gm_op_weight lm = {wm->lm_head, true, wm->lm_head_p, wm->lm_head_h};
   if (gm_op_linear_bwd(&c, s->dx, g->lm_head, NULL, logits, gm_acts_at(a, -1, GM_PT_LNF), &lm, N, D, V)) return -1;
+  scratch_carve(s); // the logits are dead from here on
   const float *h_last = L > 0 ? gm_acts_at(a, L - 1, GM_PT_RESID) : gm_acts_at(a, -1, GM_PT_EMBED);
   if (gm_op_layernorm_bwd(&cs, s->dh, g->lnf_w, g->lnf_b, s->dx, h_last, m->lnf_w, gm_acts_mean(a, -1, GM_PT_LNF),
                           gm_acts_rstd(a, -1, GM_PT_LNF), N, D))
@@ -168,8 +193,9 @@ static int backward(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, fl
 
 // Kept on the gradients between calls (gm_gpt2.grad_ws): the kept activations and the logits, the
 // bulk of a step's buffers. The working gradients (about 3% of it at GPT-2 124M, B 4, T 64) are
-// allocated per call, so they are not resident outside the backward (the forward's end is a
-// training step's peak).
+// not kept, so they are not resident outside the backward (the forward's end is a training step's
+// peak): two [N, D] buffers are allocated per call, the rest lives in the logits buffer when it
+// fits (scratch_alloc).
 struct gm_grad_ws {
   int B, T;
   float *logits; // [N, V]
@@ -205,7 +231,6 @@ int gm_gpt2_grad(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, float
   scratch s;
   if (scratch_alloc(&s, &m->cfg, o->B, o->T, w->logits)) return -1;
   int rc = backward(m, o, g, loss, n_scored, &w->a, &s);
-  s.logits = NULL; // the workspace's
   scratch_free(&s);
   return rc;
 }
