@@ -389,18 +389,28 @@ static void pack_rows(const float *A, int lda, bool trans_a, int M, int K, uint3
 
 // The same order without any scratch memory (the fallback when the packing buffers cannot be
 // allocated, and the tests' reference): pairs are formed element by element from A and B or Bp.
-// Pc: the AMX order's chunk (pairs; 0: one chunk); Ps: where its second partial sum starts (pairs;
-// 0: none). With trans_a, op(A) = A^T for A [K, M].
+// plan: the AMX order's chunk and K parts (NULL for the other orders). With trans_a, op(A) = A^T
+// for A [K, M].
+static uint32_t pair_a(const float *A, size_t ra, size_t ka, int i, int p, int K) {
+  const float *a = A + (size_t)i * ra + (size_t)(2 * p) * ka;
+  return pair(a[0], 2 * p + 1 < K ? a[ka] : 0.0f);
+}
+
+static uint32_t pair_b(const float *B, int ldb, bool trans_b, const uint32_t *Bp, int P, int j, int p, int K) {
+  if (Bp) return Bp[((size_t)(j / STRIP) * P + p) * STRIP + j % STRIP];
+  float lo = trans_b ? B[(size_t)j * ldb + 2 * p] : B[(size_t)(2 * p) * ldb + j];
+  float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
+  return pair(lo, hi);
+}
+
 static void unpacked(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
-                     float alpha, float *C, int ldc, int M, int N, int K, int Pc, int Ps) {
+                     float alpha, float *C, int ldc, int M, int N, int K, const gm_bf16_amx_plan *plan) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
   bf16_order ord = order_for(M, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
-  if (Pc <= 0) Pc = P > 0 ? P : 1;
   const size_t ra = trans_a ? 1 : (size_t)lda, ka = trans_a ? (size_t)lda : 1; // op(A)[i][k] = A[i * ra + k * ka]
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
       float acc = 0.0f, sum = 0.0f;
-      amx_state st = {0.0f, 0.0f, 0.0f, 0.0f}, st2 = st;
       if (ord >= ORDER_GEMM512) { // element by element from A and B (or Bp)
         vec_src a = {NULL, A + (size_t)i * ra, ka}, b = {NULL, trans_b ? B + (size_t)j * ldb : B + j, trans_b ? 1 : (size_t)ldb};
         if (Bp) b = (vec_src){Bp + (size_t)(j / STRIP) * P * STRIP + j % STRIP, NULL, STRIP};
@@ -408,71 +418,74 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
         C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
         continue;
       }
-      for (int p = 0; p < P; p++) {
-        const float *a = A + (size_t)i * ra + (size_t)(2 * p) * ka;
-        uint32_t ap = pair(a[0], 2 * p + 1 < K ? a[ka] : 0.0f), bp;
-        if (Bp) bp = Bp[((size_t)(j / STRIP) * P + p) * STRIP + j % STRIP];
-        else {
-          float lo = trans_b ? B[(size_t)j * ldb + 2 * p] : B[(size_t)(2 * p) * ldb + j];
-          float hi = 2 * p + 1 >= K ? 0.0f : trans_b ? B[(size_t)j * ldb + 2 * p + 1] : B[(size_t)(2 * p + 1) * ldb + j];
-          bp = pair(lo, hi);
+      if (ord == ORDER_AMX) { // each part's chunks from its start, then the parts in order
+        for (int t = 0; t < plan->n_parts; t++) {
+          const int p0 = plan->start[t], len = plan->start[t + 1] - p0;
+          amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
+          for (int p = p0; p < p0 + len; p++)
+            amx_step(&st, pair_a(A, ra, ka, i, p, K), pair_b(B, ldb, trans_b, Bp, P, j, p, K), p - p0, len, plan->chunk > 0 ? plan->chunk : len);
+          sum = t == 0 ? st.sum : sum + st.sum;
         }
-        if (ord == ORDER_AMX && Ps > 0 && p >= Ps) amx_step(&st2, ap, bp, p - Ps, P - Ps, Pc);
-        else if (ord == ORDER_AMX) amx_step(&st, ap, bp, p, Ps > 0 ? Ps : P, Pc);
-        else if (ord == ORDER_SEQ) acc = seq_step(acc, ap, bp);
-        else {
-          acc = pair_step(acc, ap, bp);
-          end_of_pair(p, P, Pb, &acc, &sum);
+      } else
+        for (int p = 0; p < P; p++) {
+          uint32_t ap = pair_a(A, ra, ka, i, p, K), bp = pair_b(B, ldb, trans_b, Bp, P, j, p, K);
+          if (ord == ORDER_SEQ) acc = seq_step(acc, ap, bp);
+          else {
+            acc = pair_step(acc, ap, bp);
+            end_of_pair(p, P, Pb, &acc, &sum);
+          }
         }
-      }
-      if (ord == ORDER_AMX && Ps > 0) st.sum = st.sum + st2.sum;
-      float v = alpha * (ord == ORDER_AMX ? st.sum : ord == ORDER_SEQ ? acc : sum);
+      float v = alpha * (ord == ORDER_SEQ ? acc : sum);
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
     }
 }
 
-// The public reference: the chunks of one thread (gm_matmul_bf16 with threads = 1).
+// The public reference: the plan of one thread (gm_matmul_bf16 with threads = 1).
 void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
                              const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
-  int Ps = 0, Pc = gm_bf16_amx_chunk_pairs(M, N, K, false, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, 1, &Ps);
-  unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
+  gm_bf16_amx_plan plan;
+  gm_bf16_amx_plan_for(M, N, K, false, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, bias != NULL, 1, &plan);
+  unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, &plan);
 }
 
 // One product's operands and choices, shared by its threads (run below).
 typedef struct {
   const float *A, *B, *bias;
-  int lda, ldb, ldc, M, N, K, P, Ps, Pc;
+  int lda, ldb, ldc, M, N, K, P, Pc;
+  const gm_bf16_amx_plan *plan; // the AMX order's (NULL for the others)
   bool trans_a, trans_b, simd, round_c;
   bf16_order ord;
   float alpha;
   float *C;
 } product;
 
+static int n_parts(const product *q) { return q->plan ? q->plan->n_parts : 1; }
+
 // Rows [r0, r0 + mr) of strip s (columns j0 .. j0 + nc) from pairs `strip` (NULL: no scratch, the
-// unpacked order); part: this thread's two [mr, STRIP] partial sums under a K split.
-// Ap: the pairs of row r0 (and on); Ap2 those of its second part under a K split.
-static void strip_rows(const product *q, int s, const uint32_t *strip, float *part, int r0, int mr, const uint32_t *Ap,
-                       const uint32_t *Ap2) {
-  const int P = q->P, Ps = q->Ps, j0 = s * STRIP, nc = q->N - j0 < STRIP ? q->N - j0 : STRIP;
+// unpacked order). Ap: the pairs of row r0 (and on); under a K split, all of A's pairs, part t
+// (pairs start[t] .. start[t + 1]) at Ap + M * start[t] in rows of its own length, and part: this
+// thread's [n_parts, mr, STRIP] partial sums.
+static void strip_rows(const product *q, int s, const uint32_t *strip, float *part, int r0, int mr, const uint32_t *Ap) {
+  const int P = q->P, j0 = s * STRIP, nc = q->N - j0 < STRIP ? q->N - j0 : STRIP, np = n_parts(q);
   float *C = q->C + (size_t)r0 * q->ldc + j0;
   const float *bj = q->bias ? q->bias + j0 : NULL;
   if (!strip) { // no scratch for this thread: the same order, unpacked
     const float *Ar = q->A + (q->trans_a ? (size_t)r0 : (size_t)r0 * q->lda);
     unpacked(Ar, q->lda, q->trans_a, q->B + (q->trans_b ? (size_t)j0 * q->ldb : (size_t)j0), q->ldb, q->trans_b, NULL, bj,
-             q->alpha, C, q->ldc, mr, nc, q->K, q->Pc, Ps);
-  } else if (Ps > 0) { // two partial sums (rows [0, Ps) and [Ps, P) of the strip), then alpha * (s1 + s2) (+ bias)
-    float *s1 = part, *s2 = part + (size_t)mr * STRIP;
-    const uint32_t *strip2 = strip + (size_t)Ps * STRIP;
-    if (q->simd) {
-      gm_bf16_strip_amx(Ap, Ps, q->Pc, strip, STRIP, mr, nc, 1.0f, NULL, s1, STRIP);
-      gm_bf16_strip_amx(Ap2, P - Ps, q->Pc, strip2, STRIP, mr, nc, 1.0f, NULL, s2, STRIP);
-    } else {
-      strip_scalar_order(q->ord, Ap, Ps, 2 * Ps, q->Pc, strip, STRIP, mr, nc, 1.0f, NULL, s1, STRIP);
-      strip_scalar_order(q->ord, Ap2, P - Ps, q->K - 2 * Ps, q->Pc, strip2, STRIP, mr, nc, 1.0f, NULL, s2, STRIP);
+             q->alpha, C, q->ldc, mr, nc, q->K, q->plan);
+  } else if (np > 1) { // each part's sum, then alpha * (((s0 + s1) + s2) ...) (+ bias)
+    for (int t = 0; t < np; t++) {
+      const int p0 = q->plan->start[t], len = q->plan->start[t + 1] - p0, kt = (t + 1 < np ? 2 * len : q->K - 2 * p0);
+      const uint32_t *at = Ap + (size_t)q->M * p0 + (size_t)r0 * len, *bt = strip + (size_t)p0 * STRIP;
+      float *st = part + (size_t)t * mr * STRIP;
+      if (q->simd) gm_bf16_strip_amx(at, len, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
+      else strip_scalar_order(q->ord, at, len, kt, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
     }
     for (int i = 0; i < mr; i++)
       for (int j = 0; j < nc; j++) {
-        float v = q->alpha * (s1[(size_t)i * STRIP + j] + s2[(size_t)i * STRIP + j]);
+        float sum = part[(size_t)i * STRIP + j];
+        for (int t = 1; t < np; t++) sum = sum + part[((size_t)t * mr + i) * STRIP + j];
+        float v = q->alpha * sum;
         C[(size_t)i * q->ldc + j] = bj ? bj[j] + v : v;
       }
   } else if (q->ord == ORDER_VDP) {
@@ -490,7 +503,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
 // where a strip-major order streamed all of it again for every 32 columns. Rows are independent in
 // every kernel, so the blocking changes no bit.
 static int row_block(const product *q) {
-  if (!(q->simd && q->ord == ORDER_AMX) || q->Ps > 0) return q->M;
+  if (!(q->simd && q->ord == ORDER_AMX) || n_parts(q) > 1) return q->M;
   long rows = ((long)1 << 20) / ((long)(q->P > 0 ? q->P : 1) * 4) / 32 * 32;
   if (rows < 32) rows = 32;
   return rows >= q->M ? q->M : (int)rows;
@@ -506,14 +519,15 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
   const bool b_trans = Bp ? Bp[strips_size(K, N)] != 0 : trans_b;
   bf16_order ord = order_for(M, b_trans);
-  // torch's thread count (the chunk and the K split depend on it for B as stored)
-  int Ps = 0, Pc = ord == ORDER_AMX ? gm_bf16_amx_chunk_pairs(M, N, K, trans_a, b_trans, threads, &Ps) : 0;
-  // A's pairs (with a K split, its two parts packed apart: the kernels read rows of P pairs)
-  const int P1 = Ps > 0 ? Ps : P, P2 = Ps > 0 ? P - Ps : 0;
+  // torch's thread count (the chunk and the K split depend on it)
+  gm_bf16_amx_plan plan;
+  if (ord == ORDER_AMX) gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, threads, &plan);
+  const int np = ord == ORDER_AMX ? plan.n_parts : 1;
   const bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
-  product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, Ps, Pc, trans_a, trans_b, simd, round_c, ord, alpha, C};
+  product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, ord == ORDER_AMX ? plan.chunk : 0, ord == ORDER_AMX ? &plan : NULL,
+               trans_a, trans_b, simd, round_c, ord, alpha, C};
   int MB = row_block(&q);
-  bool own_a = false, own_a2 = false, own_parts = false, own_ball = false;
+  bool own_a = false, own_parts = false, own_ball = false;
   // Row blocks: B given as floats packed whole first (kept up to KEEP_MAX_B), then A packed one
   // block at a time just before the strips meet it (so its pairs stay in L2 and the buffer is one
   // block's, where the tied lm_head's dW would pack V x B*T / 2 words at once).
@@ -523,20 +537,18 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     if (!Ball) MB = M; // strip-major, each strip packed as it comes
   }
   const bool blocks = MB < M;
-  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)MB * (P1 > 0 ? P1 : 1) * sizeof(uint32_t), KEEP_MAX, &own_a);
-  uint32_t *Ap2 = Ps > 0 ? scratch(GM_SCRATCH_BF16_A2, (size_t)M * (P2 > 0 ? P2 : 1) * sizeof(uint32_t), KEEP_MAX, &own_a2) : NULL;
+  // A's pairs: a block's, or all of them (under a K split part by part, each in rows of its length)
+  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)MB * (P > 0 ? P : 1) * sizeof(uint32_t), KEEP_MAX, &own_a);
   if (threads > n_strips) threads = n_strips;
-  float *parts = Ps > 0 ? scratch(GM_SCRATCH_BF16_PART, sizeof(float) * 2 * (size_t)M * STRIP * threads, KEEP_MAX, &own_parts) : NULL;
-  if (!Ap || (Ps > 0 && (!Ap2 || !parts))) {
+  float *parts = np > 1 ? scratch(GM_SCRATCH_BF16_PART, sizeof(float) * np * (size_t)M * STRIP * threads, KEEP_MAX, &own_parts) : NULL;
+  if (!Ap || (np > 1 && !parts)) {
     scratch_done(Ap, own_a);
-    scratch_done(Ap2, own_a2);
     scratch_done(parts, own_parts);
     scratch_done(Ball, own_ball);
-    unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, Pc, Ps);
+    unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, q.plan);
     if (round_c) gm_round_rows(GM_BF16, C, (size_t)ldc, M, N);
     return;
   }
-  const float *A2 = trans_a ? A + 2 * (size_t)Ps * lda : A + 2 * (size_t)Ps; // where A's second part starts
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     if (!blocks) { // all of A's pairs, 64 rows of op(A) a piece, shared among the threads
@@ -544,8 +556,12 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
       for (int r0 = 0; r0 < M; r0 += 64) {
         const int mr = M - r0 < 64 ? M - r0 : 64;
         const size_t at = trans_a ? (size_t)r0 : (size_t)r0 * lda; // row r0 of op(A)
-        pack_rows(A + at, lda, trans_a, mr, Ps > 0 ? 2 * Ps : K, Ap + (size_t)r0 * P1);
-        if (Ps > 0) pack_rows(A2 + at, lda, trans_a, mr, K - 2 * Ps, Ap2 + (size_t)r0 * P2);
+        if (np == 1) pack_rows(A + at, lda, trans_a, mr, K, Ap + (size_t)r0 * P);
+        for (int t = 0; np > 1 && t < np; t++) { // part t: elements 2 * p0 .. of each row
+          const int p0 = plan.start[t], len = plan.start[t + 1] - p0;
+          const size_t k0 = trans_a ? 2 * (size_t)p0 * lda : 2 * (size_t)p0;
+          pack_rows(A + at + k0, lda, trans_a, mr, t + 1 < np ? 2 * len : K - 2 * p0, Ap + (size_t)M * p0 + (size_t)r0 * len);
+        }
       }
     }
     if (Ball) {
@@ -554,29 +570,28 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     }
     const uint32_t *Bpairs = Bp ? Bp : Ball; // every strip's pairs, or NULL: packed per strip into Bs
     uint32_t *Bs = Bpairs ? NULL : gm_matmul_scratch(GM_SCRATCH_BF16_B, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
-    // with a K split: this thread's two partial sums of a strip, [M, STRIP] each
-    float *part = parts ? parts + (size_t)omp_get_thread_num() * 2 * M * STRIP : NULL;
+    // with a K split: this thread's partial sums of a strip, [np, M, STRIP]
+    float *part = parts ? parts + (size_t)omp_get_thread_num() * np * M * STRIP : NULL;
     for (int r0 = 0; r0 < M; r0 += MB) {
       const int mr = M - r0 < MB ? M - r0 : MB;
       if (blocks) { // this block's pairs (no K split here), 32 rows a piece
 #pragma omp for schedule(static)
         for (int x = 0; x < mr; x += 32) {
           const size_t at = trans_a ? (size_t)(r0 + x) : (size_t)(r0 + x) * lda;
-          pack_rows(A + at, lda, trans_a, mr - x < 32 ? mr - x : 32, K, Ap + (size_t)x * P1);
+          pack_rows(A + at, lda, trans_a, mr - x < 32 ? mr - x : 32, K, Ap + (size_t)x * P);
         }
       }
-      const uint32_t *ab = blocks ? Ap : Ap + (size_t)r0 * P1, *ab2 = Ps > 0 ? Ap2 + (size_t)r0 * P2 : NULL;
+      const uint32_t *ab = np > 1 || blocks ? Ap : Ap + (size_t)r0 * P;
 #pragma omp for schedule(dynamic, 4)
       for (int s = 0; s < n_strips; s++) {
         const uint32_t *strip = Bpairs ? Bpairs + (size_t)s * P * STRIP : Bs;
         if (!Bpairs && Bs) pack_strip(B, ldb, trans_b, K, N, s, Bs);
-        strip_rows(&q, s, strip, part, r0, mr, ab, ab2);
+        strip_rows(&q, s, strip, part, r0, mr, ab);
       }
     }
   }
   scratch_done(parts, own_parts);
   scratch_done(Ap, own_a);
-  scratch_done(Ap2, own_a2);
   scratch_done(Ball, own_ball);
 }
 

@@ -259,3 +259,14 @@ int gm_bf16_amx_chunk_pairs(int M, int N, int K, bool trans_a, bool trans_b, int
   if (split_pairs) *split_pairs = split / 2;
   return chunk / 2;
 }
+
+void gm_bf16_amx_plan_for(int M, int N, int K, bool trans_a, bool trans_b, bool with_sum, int threads, gm_bf16_amx_plan *out) {
+  (void)with_sum;
+  const int P = (K + 1) / 2;
+  int split = 0;
+  out->chunk = gm_bf16_amx_chunk_pairs(M, N, K, trans_a, trans_b, threads, &split);
+  out->n_parts = split > 0 && split < P ? 2 : 1;
+  out->start[0] = 0;
+  if (out->n_parts == 2) out->start[1] = split;
+  out->start[out->n_parts] = P;
+}

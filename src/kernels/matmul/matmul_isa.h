@@ -17,7 +17,6 @@
 typedef enum {
   GM_SCRATCH_F32_STRIP, // the f32 drivers' packed strips of B
   GM_SCRATCH_BF16_A,    // the bf16 product's pairs of A (the calling thread)
-  GM_SCRATCH_BF16_A2,   // the second part of A under a K split
   GM_SCRATCH_BF16_B,    // a worker's strip of B pairs
   GM_SCRATCH_BF16_PART, // the K split's partial sums (all threads' parts, the calling thread)
   GM_SCRATCH_BF16_BALL, // all of B's pairs, when A is taken in row blocks (the calling thread)
@@ -110,6 +109,16 @@ float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum
 // transposed: trans_a) times op(B) [K, N] on `threads` threads, as torch 2.15 picks it under
 // intel-amx; *split_pairs (when not NULL): where the second thread's partial sum starts (0: none).
 int gm_bf16_amx_chunk_pairs(int M, int N, int K, bool trans_a, bool trans_b, int threads, int *split_pairs);
+// The AMX order's plan for one product, in pairs of K: the chunk (0: one chunk) and the parts K is
+// split into between oneDNN's threads (start[0] = 0 < start[1] < ... < start[n_parts] = ceil(K/2));
+// each part sums its own chunks from its start, and the parts' sums are added in order.
+enum { GM_BF16_AMX_MAX_PARTS = 64 };
+typedef struct {
+  int chunk, n_parts;
+  int start[GM_BF16_AMX_MAX_PARTS + 1];
+} gm_bf16_amx_plan;
+// with_sum: a bias (torch's addmm and linear give oneDNN a sum post-op).
+void gm_bf16_amx_plan_for(int M, int N, int K, bool trans_a, bool trans_b, bool with_sum, int threads, gm_bf16_amx_plan *out);
 // matmul_bf16_avx512.c (AVX512-BF16): a strip of pre-paired B for M rows of pre-paired A.
 void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
                               float alpha, const float *bias, float *C, int ldc);// The intel-amx one-row order (one f32 chain over k), same arguments less the block size.
