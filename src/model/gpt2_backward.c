@@ -47,7 +47,7 @@ typedef struct { // the backward's working gradients of activations
   float *dwide, *dwide2;          // [N, 3D] or [N, I], whichever is larger
   float *dscores;                 // [B, H, T, T]
   bool in_logits;                 // dra, dtmp, dwide, dwide2 and dscores are to be carved from logits
-  size_t nd, nw, ns;              // floats of an [N, D], an [N, wide] and the [B, H, T, T] buffer
+  size_t nd, nw, ns, n_logits;    // floats of an [N, D], an [N, wide], the [B, H, T, T] and the logits buffer
 } scratch;
 
 static void scratch_free(scratch *s) {
@@ -71,7 +71,8 @@ static int scratch_alloc(scratch *s, const gm_gpt2_config *c, int B, int T, floa
   s->nd = N * D;
   s->nw = N * wide;
   s->ns = (size_t)B * c->n_head * T * T;
-  s->in_logits = 2 * round16(s->nd) + 2 * round16(s->nw) + s->ns <= N * (size_t)c->vocab_size;
+  s->n_logits = N * (size_t)c->vocab_size;
+  s->in_logits = 2 * round16(s->nd) + 2 * round16(s->nw) + round16(s->ns) <= s->n_logits;
   s->dh = malloc(s->nd * sizeof(float));
   s->dx = malloc(s->nd * sizeof(float));
   if (!s->in_logits) {
@@ -88,15 +89,19 @@ static int scratch_alloc(scratch *s, const gm_gpt2_config *c, int B, int T, floa
   return 0;
 }
 
-// After the lm_head's backward: the buffers that live in the logits buffer.
-static void scratch_carve(scratch *s) {
+// After the lm_head's backward: the buffers that live in the logits buffer; what is left of it is
+// lent to the ops as scratch (c->ws) for the rest of the backward.
+static void scratch_carve(scratch *s, gm_op_ctx *c, gm_op_ctx *cs) {
   if (!s->in_logits) return;
   float *p = s->logits;
   s->dra = p;
   s->dtmp = p += round16(s->nd);
   s->dwide = p += round16(s->nd);
   s->dwide2 = p += round16(s->nw);
-  s->dscores = p + round16(s->nw);
+  s->dscores = p += round16(s->nw);
+  const size_t used = (size_t)(p - s->logits) + round16(s->ns);
+  c->ws = cs->ws = s->logits + used;
+  c->ws_bytes = cs->ws_bytes = (s->n_logits - used) * sizeof(float);
 }
 
 // One block's backward: dh holds the gradient of the block's output on entry, of its input on exit.
@@ -175,7 +180,7 @@ static int backward(const gm_gpt2 *m, const gm_gpt2_grad_opts *o, gm_gpt2 *g, fl
   if (gm_op_lmloss_bwd(&c, logits, o->dloss != 0.0f ? o->dloss : 1.0f, logits, NULL, labels, B, T, V)) return -1;
   const gm_op_weight lm = {wm->lm_head, true, wm->lm_head_p, wm->lm_head_h};
   if (gm_op_linear_bwd(&c, s->dx, g->lm_head, NULL, logits, gm_acts_at(a, -1, GM_PT_LNF), &lm, N, D, V)) return -1;
-  scratch_carve(s); // the logits are dead from here on
+  scratch_carve(s, &c, &cs); // the logits are dead from here on
   const float *h_last = L > 0 ? gm_acts_at(a, L - 1, GM_PT_RESID) : gm_acts_at(a, -1, GM_PT_EMBED);
   if (gm_op_layernorm_bwd(&cs, s->dh, g->lnf_w, g->lnf_b, s->dx, h_last, m->lnf_w, gm_acts_mean(a, -1, GM_PT_LNF),
                           gm_acts_rstd(a, -1, GM_PT_LNF), N, D))

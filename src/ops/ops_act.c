@@ -177,17 +177,19 @@ static void silu_bwd_chunk(gm_dtype dt, int lanes, const float *x, const float *
 // The GELU family's backward in f16/bf16 with its 16-bit operands in dx's own memory (its n floats
 // hold the 2n halves of bx and bdy; dx must not alias dy): bx already written there (n halves at dx),
 // dy's bits beside it, the result through a buffer of n halves, then widened into dx.
-static int gelu_bwd_in_dx(gm_gelu_spec s, gm_dtype dt, const float *dy, float *dx, size_t n, int threads) {
-  uint16_t *bx = (uint16_t *)dx, *bdy = bx + n, *bdx = malloc(n * sizeof *bdx);
+// The result's buffer is the context's scratch when it is large enough.
+static int gelu_bwd_in_dx(const gm_op_ctx *c, gm_gelu_spec s, gm_dtype dt, const float *dy, float *dx, size_t n, int threads) {
+  const bool lent = c->ws && c->ws_bytes >= n * sizeof(uint16_t);
+  uint16_t *bx = (uint16_t *)dx, *bdy = bx + n, *bdx = lent ? c->ws : malloc(n * sizeof *bdx);
   if (!bdx) return gm_fail("out of memory for the activation's backward (%zu values)", n);
   gm_f32_to_dtype_buf(dt, dy, bdy, n);
   int rc = gm_gelu_bwd(s, dt, bx, bdy, bdx, n, threads);
   if (!rc) gm_dtype_to_f32_buf(dt, bdx, dx, n);
-  free(bdx);
+  if (!lent) free(bdx);
   return rc;
 }
 
-static int act_bwd_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, const float *x, const float *dy, float *dx,
+static int act_bwd_in_dtype(const gm_op_ctx *c, gm_activation a, gm_gelu_mode mode, gm_dtype dt, const float *x, const float *dy, float *dx,
                             size_t n, int threads) {
   long ln = (long)n;
   switch (a.kind) {
@@ -211,7 +213,7 @@ static int act_bwd_in_dtype(gm_activation a, gm_gelu_mode mode, gm_dtype dt, con
     if (dt == GM_F32 || n == 0) return gm_gelu_bwd(s, GM_F32, x, dy, dx, n, threads);
     if (dx != x && dx != dy) { // x's bits in dx's own memory (the peak of a training step holds one buffer less)
       gm_f32_to_dtype_buf(dt, x, (uint16_t *)dx, n);
-      return gelu_bwd_in_dx(s, dt, dy, dx, n, threads);
+      return gelu_bwd_in_dx(c, s, dt, dy, dx, n, threads);
     }
     uint16_t *bx = malloc(n * sizeof(uint16_t)), *bdy = malloc(n * sizeof(uint16_t)), *bdx = malloc(n * sizeof(uint16_t));
     int rc = -1;
@@ -356,7 +358,7 @@ int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbi
                   const float *bias, int N, int OC) {
   size_t n = (size_t)N * OC;
   gm_gelu_mode mode = resolve_act(c->profile, &act);
-  if (!bias) return dinp ? act_bwd_in_dtype(act, mode, c->dtype, inp, dout, dinp, n, c->threads) : 0;
+  if (!bias) return dinp ? act_bwd_in_dtype(c, act, mode, c->dtype, inp, dout, dinp, n, c->threads) : 0;
   if (!dinp && !dbias) return 0;
   if (n == 0) {
     if (dbias) gm_op_sum_rows(c, dbias, dout, N, OC); // zeros
@@ -373,7 +375,7 @@ int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbi
       gm_f32_to_dtype_buf(c->dtype, row, bx + i * OC, (size_t)OC);
     }
     free(row);
-    int rc = gelu_bwd_in_dx((gm_gelu_spec){act.gelu, mode}, c->dtype, dout, dinp, n, c->threads);
+    int rc = gelu_bwd_in_dx(c, (gm_gelu_spec){act.gelu, mode}, c->dtype, dout, dinp, n, c->threads);
     if (!rc && dbias) gm_op_sum_rows(c, dbias, dinp, N, OC);
     return rc;
   }
@@ -385,7 +387,7 @@ int gm_op_act_bwd(const gm_op_ctx *c, gm_activation act, float *dinp, float *dbi
     for (size_t i = 0; i < (size_t)N; i++)
       for (size_t j = 0; j < (size_t)OC; j++) x[i * OC + j] = bias[j] + inp[i * OC + j];
     gm_op_round(c, x, n);
-    rc = act_bwd_in_dtype(act, mode, c->dtype, x, dout, tmp, n, c->threads);
+    rc = act_bwd_in_dtype(c, act, mode, c->dtype, x, dout, tmp, n, c->threads);
     if (!rc && dbias) gm_op_sum_rows(c, dbias, tmp, N, OC);
   }
   free(x);

@@ -442,63 +442,65 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
   int failed = 0;
   gm_op_ctx one = *c;
   one.threads = 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
-  for (int bh = 0; bh < B * H; bh++) {
+  // one scratch per thread for all its heads (a fresh one per head was a fresh mapping each time)
+#pragma omp parallel num_threads(c->threads) reduction(| : failed)
+  {
     float *buf = malloc(scratch * sizeof(float));
-    if (!buf) {
-      failed = 1;
-      continue;
-    }
-    float *tmp = buf, *pT = tmp + (size_t)hd * len, *y32 = pT + (size_t)(len > hd ? len : hd) * T;
-    const int b = bh / H, hh = bh % H, ld = 3 * D;
-    const float *q = qkv + (size_t)b * T * ld + hh * hd, *k = q + D, *v = q + 2 * D;
-    const float *dO = dout + (size_t)b * T * D + hh * hd;
-    float *dq = dqkv + (size_t)b * T * ld + hh * hd, *dk = dq + D, *dv = dq + 2 * D;
-    const float *P = probs + bh * per_head;
-    float *dS = dscores + bh * per_head;
-    // dP = dO @ v^T; dv = P^T @ dO
-    int rc = bwd_bmm(&one, (bmm_views){false, true}, dO, D, v, ld, true, dS, len, T, len, hd);
-    rc |= bwd_bmm_ta(&one, (bmm_views){true, false}, P, len, pT, dO, D, dv, ld, len, hd, T);
-    // softmax backward (the saved output: P, or megatron's f32 softmax of the scores)
-    const float *Y = P;
-    if (recompute) {
-      memcpy(y32, scores + bh * per_head, per_head * sizeof(float));
-      for (int i = 0; i < T; i++) gm_softmax_row_f32(y32 + (size_t)i * len, i + 1, len - i - 1, s.mask, false);
-      for (int i = 0; i < T; i++) memset(y32 + (size_t)i * len + i + 1, 0, (size_t)(len - i - 1) * sizeof(float));
-      Y = y32;
-    }
-    for (int i = 0; i < T; i++) {
-      float *x = dS + (size_t)i * len;
-      softmax_bwd_row(x, Y + (size_t)i * len, len, !f32_softmax, c->threads == 1);
-      // rounded here for a dtype softmax, and for an f32 softmax in a dtype run without the coeff
-      // (hf+softmax=fp32, autocast: the f32 scores' cast/promotion backward rounds dX itself)
-      if (s.coeff == 0.0f) gm_op_round(&one, x, (size_t)len);
-      memset(x + i + 1, 0, (size_t)(len - i - 1) * sizeof(float)); // the mask's where / masked_fill
-      if (s.coeff != 0.0f) {                                        // x = f32(S) * L: its backward, then f32(S)'s
-        for (int j = 0; j <= i; j++) x[j] = x[j] * s.coeff;
-        gm_op_round(&one, x, (size_t)len);
+    failed |= buf == NULL;
+#pragma omp for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+      if (!buf) continue;
+      float *tmp = buf, *pT = tmp + (size_t)hd * len, *y32 = pT + (size_t)(len > hd ? len : hd) * T;
+      const int b = bh / H, hh = bh % H, ld = 3 * D;
+      const float *q = qkv + (size_t)b * T * ld + hh * hd, *k = q + D, *v = q + 2 * D;
+      const float *dO = dout + (size_t)b * T * D + hh * hd;
+      float *dq = dqkv + (size_t)b * T * ld + hh * hd, *dk = dq + D, *dv = dq + 2 * D;
+      const float *P = probs + bh * per_head;
+      float *dS = dscores + bh * per_head;
+      // dP = dO @ v^T; dv = P^T @ dO
+      int rc = bwd_bmm(&one, (bmm_views){false, true}, dO, D, v, ld, true, dS, len, T, len, hd);
+      rc |= bwd_bmm_ta(&one, (bmm_views){true, false}, P, len, pT, dO, D, dv, ld, len, hd, T);
+      // softmax backward (the saved output: P, or megatron's f32 softmax of the scores)
+      const float *Y = P;
+      if (recompute) {
+        memcpy(y32, scores + bh * per_head, per_head * sizeof(float));
+        for (int i = 0; i < T; i++) gm_softmax_row_f32(y32 + (size_t)i * len, i + 1, len - i - 1, s.mask, false);
+        for (int i = 0; i < T; i++) memset(y32 + (size_t)i * len + i + 1, 0, (size_t)(len - i - 1) * sizeof(float));
+        Y = y32;
       }
-      if (s.div2 != 0.0f) { // S / (l+1), then S / R(sqrt(hd)): grad / divisor, rounded
-        gm_div_row_f32(x, i + 1, s.div2);
-        gm_op_round(&one, x, (size_t)(i + 1));
-      }
-      if (s.div1 != 0.0f) {
-        gm_div_row_f32(x, i + 1, s.div1);
-        gm_op_round(&one, x, (size_t)(i + 1));
-      }
-    }
-    // dq = dS @ (k^T)^T, k^T a transposed view of the cache's contiguous k, so its transpose is k
-    // as stored; dk^T = q^T @ dS, q^T a transposed view
-    rc |= bwd_bmm(&one, (bmm_views){false, false}, dS, len, k, ld, false, dq, ld, T, hd, len);
-    rc |= bwd_bmm_ta(&one, (bmm_views){true, false}, q, ld, pT, dS, len, tmp, len, hd, len, T); // q^T [hd, T]
-    transpose(dk, ld, tmp, len, hd, len);
-    failed |= rc != 0;
-    if (baddbmm && s.alpha != 1.0f) { // baddbmm's backward: R(bmm) * alpha, rounded
       for (int i = 0; i < T; i++) {
-        float *r1 = dq + (size_t)i * ld, *r2 = dk + (size_t)i * ld;
-        for (int j = 0; j < hd; j++) r1[j] = r1[j] * s.alpha, r2[j] = r2[j] * s.alpha;
-        gm_op_round(&one, r1, (size_t)hd);
-        gm_op_round(&one, r2, (size_t)hd);
+        float *x = dS + (size_t)i * len;
+        softmax_bwd_row(x, Y + (size_t)i * len, len, !f32_softmax, c->threads == 1);
+        // rounded here for a dtype softmax, and for an f32 softmax in a dtype run without the coeff
+        // (hf+softmax=fp32, autocast: the f32 scores' cast/promotion backward rounds dX itself)
+        if (s.coeff == 0.0f) gm_op_round(&one, x, (size_t)len);
+        memset(x + i + 1, 0, (size_t)(len - i - 1) * sizeof(float)); // the mask's where / masked_fill
+        if (s.coeff != 0.0f) {                                        // x = f32(S) * L: its backward, then f32(S)'s
+          for (int j = 0; j <= i; j++) x[j] = x[j] * s.coeff;
+          gm_op_round(&one, x, (size_t)len);
+        }
+        if (s.div2 != 0.0f) { // S / (l+1), then S / R(sqrt(hd)): grad / divisor, rounded
+          gm_div_row_f32(x, i + 1, s.div2);
+          gm_op_round(&one, x, (size_t)(i + 1));
+        }
+        if (s.div1 != 0.0f) {
+          gm_div_row_f32(x, i + 1, s.div1);
+          gm_op_round(&one, x, (size_t)(i + 1));
+        }
+      }
+      // dq = dS @ (k^T)^T, k^T a transposed view of the cache's contiguous k, so its transpose is k
+      // as stored; dk^T = q^T @ dS, q^T a transposed view
+      rc |= bwd_bmm(&one, (bmm_views){false, false}, dS, len, k, ld, false, dq, ld, T, hd, len);
+      rc |= bwd_bmm_ta(&one, (bmm_views){true, false}, q, ld, pT, dS, len, tmp, len, hd, len, T); // q^T [hd, T]
+      transpose(dk, ld, tmp, len, hd, len);
+      failed |= rc != 0;
+      if (baddbmm && s.alpha != 1.0f) { // baddbmm's backward: R(bmm) * alpha, rounded
+        for (int i = 0; i < T; i++) {
+          float *r1 = dq + (size_t)i * ld, *r2 = dk + (size_t)i * ld;
+          for (int j = 0; j < hd; j++) r1[j] = r1[j] * s.alpha, r2[j] = r2[j] * s.alpha;
+          gm_op_round(&one, r1, (size_t)hd);
+          gm_op_round(&one, r2, (size_t)hd);
+        }
       }
     }
     free(buf);

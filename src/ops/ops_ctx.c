@@ -22,6 +22,8 @@ void gm_op_ctx_init(gm_op_ctx *c, const gm_profile *p, int threads, gm_probe_fn 
   c->cpu_target = 0;
   c->probe = probe;
   c->probe_ctx = probe_ctx;
+  c->ws = NULL;
+  c->ws_bytes = 0;
 }
 
 const char *gm_point_name(gm_point pt) {
