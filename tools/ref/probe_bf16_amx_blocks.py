@@ -8,13 +8,33 @@ tile t + 1 and -2^24 at tile t + 2 (times rows of ones): the 1 survives only whe
 a K block whose sum is added to the blocks before it (C = big, then 1 - big). Prints the element
 index of every block start found, per shape, op and thread count.
   python3 tools/ref/probe_bf16_amx_blocks.py --m 7 130 --k 768 3072 --n 768 --ops addmm linear
-Ops: addmm (bias, A, W as stored), matmul (A, W), linear (A, W^T), mmta (A given transposed in
-memory, as the linears' dW = x^T @ dY: M = the layer's width, K = the batch's rows).
+Ops (oneDNN flags trans_a, trans_b, with_sum; see OPS): addmm (bias, A, W as stored), matmul (A, W),
+linear (A, W^T, bias), mmtb (torch.mm(A, W.t()) with W [N, K] contiguous, no bias: Conv1D's dX and
+F.linear without bias, e.g. the lm_head; ONEDNN_VERBOSE shows F.linear(x, W) and torch.mm(x, W.t())
+create the same primitive, a cache hit), mmta (A given transposed in memory, as the linears' dW =
+x^T @ dY: M = the layer's width, K = the batch's rows).
 """
 import argparse
 import functools
 
 import torch
+
+# op -> (trans_a, trans_b, with_sum) as oneDNN receives them (ONEDNN_VERBOSE: src ab/ba, wei ab/ba,
+# attr-post-ops:sum)
+OPS = {"addmm": (False, False, True), "matmul": (False, False, False), "linear": (False, True, True),
+       "mmtb": (False, True, False), "mmta": (True, False, False)}
+
+
+def run_op(op, x, W, Wt=None):
+    """C = x @ W for W [K, N] (bf16), as op hands it to oneDNN; Wt: W.T.contiguous() if at hand."""
+    bias = torch.zeros(W.shape[1], dtype=torch.bfloat16)
+    if op == "addmm": return torch.addmm(bias, x, W)
+    if op == "matmul": return torch.matmul(x, W)
+    if op == "mmta": return torch.mm(x.t().contiguous().t(), W)  # A transposed in memory: dW = x^T @ dY
+    Wt = W.T.contiguous() if Wt is None else Wt
+    if op == "linear": return torch.nn.functional.linear(x, Wt, bias)
+    if op == "mmtb": return torch.mm(x, Wt.t())
+    raise ValueError(op)
 
 
 @functools.lru_cache(maxsize=8)
@@ -32,11 +52,7 @@ def starts(M, K, N, op):
     T = K // 32
     W = probe_weight(K, N)
     x = torch.ones(M, K, dtype=torch.bfloat16)
-    bias = torch.zeros(N, dtype=torch.bfloat16)
-    if op == "addmm": y = torch.addmm(bias, x, W)
-    elif op == "matmul": y = torch.matmul(x, W)
-    elif op == "mmta": y = torch.mm(x.t().contiguous().t(), W)  # A transposed in memory: the linears' dW = x^T @ dY
-    else: y = torch.nn.functional.linear(x, W.T.contiguous(), bias)
+    y = run_op(op, x, W)
     hit = (y.float().abs() != 0).any(dim=0).tolist()
     found, seen = set(), {}
     for j in range(N):
@@ -72,13 +88,31 @@ def splits(M, K, N, op, chunk):
         return []
     W = split_weight(K, N, chunk)
     x = torch.ones(M, K, dtype=torch.bfloat16)
-    bias = torch.zeros(N, dtype=torch.bfloat16)
-    if op == "addmm": y = torch.addmm(bias, x, W)
-    elif op == "matmul": y = torch.matmul(x, W)
-    elif op == "mmta": y = torch.mm(x.t().contiguous().t(), W)  # A transposed in memory: the linears' dW = x^T @ dY
-    else: y = torch.nn.functional.linear(x, transposed(K, N, chunk), bias)
+    y = run_op(op, x, W, transposed(K, N, chunk) if op in ("linear", "mmtb") else None)
     hit = (y.float().abs() != 0).any(dim=0).tolist()
     return sorted({(1 + j % (n - 2)) * chunk for j in range(N) if hit[j]})
+
+
+def tail_probe(M, K, N, op):
+    """Whether the K tail (the last partial 32-element tile, at b = K - K % 32; K % 32 != 0) starts
+    an accumulation of its own: column j gets -2^24 at tile j (j = 0 .. b/32 - 2), +2^24 at the
+    tile before b and 1 at b. The 1 survives when b is summed after the sum holding b - 32 has met
+    the one holding tile j (((..-big..) + big) + 1), and is lost when b - 32 and b are in one
+    chain that meets tile j's later ((big + 1) rounds to big). Returns a string of '1' (survives)
+    and '0' per column j (at most N columns)."""
+    b = K - K % 32
+    if K % 32 == 0 or b < 64:
+        return ""
+    n = min(b // 32 - 1, N)
+    big = 2.0 ** 24
+    W = torch.zeros(K, N)
+    j = torch.arange(n)
+    W[32 * j, j] = -big
+    W[b - 32, j] = big
+    W[b, j] = 1.0
+    x = torch.ones(M, K, dtype=torch.bfloat16)
+    y = run_op(op, x, W.bfloat16())
+    return "".join("1" if v else "0" for v in (y[:, :n].float() != 0).any(dim=0).tolist())
 
 
 @functools.lru_cache(maxsize=8)
@@ -94,8 +128,7 @@ def mixed_cols(M, K, N, op, b):
     W = torch.zeros(K, N)
     W[32 * t, :], W[32 * (t + 1), :], W[32 * (t + 2), :] = big, 1.0, -big
     x = torch.ones(M, K, dtype=torch.bfloat16)
-    bias = torch.zeros(N, dtype=torch.bfloat16)
-    y = torch.addmm(bias, x, W.bfloat16()) if op == "addmm" else torch.matmul(x, W.bfloat16())
+    y = run_op(op, x, W.bfloat16())
     hit = (y.float().abs() != 0).any(dim=0).tolist()
     runs, j = [], 0
     while j < N:
