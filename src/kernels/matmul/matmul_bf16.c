@@ -24,8 +24,14 @@
 // forward, lm_head backward dX and Conv1D backward dX shapes at M 2-1100, then every 16th M to
 // 4100, on 1 and 2 threads, the thread count given choosing the table), else an earlier
 // one-thread rule for B transposed and one chunk for B as stored. For
-// M = 1 torch runs another kernel: one f32 chain over k in order (k = 0, 1, ..., no flushing;
-// measured for addmm and matmul, B as stored). With AMX tiles on the host (and the AVX-512 level)
+// M = 1 torch runs other kernels. B as stored: one f32 chain over k in order (k = 0, 1, ..., no
+// flushing; measured for addmm and matmul). B transposed (linear, the lm_head of a decode step;
+// oneDNN's brgemm on AVX512_CORE_BF16 when N * K > 4096, tools/ref/probe_bf16_onerow_t.py): pair p
+// goes to lane p % 16 of 16 lane chains, each a VDPBF16PS chain from zero over its pairs in order
+// (acc = (acc + odd product) + even product, DAZ/FTZ as for ORDER_VDP), then the lanes are reduced
+// in plain f32 as t[l] = c[l] + c[l + 8], u[l] = t[l] + t[l + 4], (u0 + u1) + (u2 + u3), then
+// alpha * sum (+ bias); with N * K <= 4096 torch takes ATen's dot instead (the avx2 target's
+// B-transposed order below). With AMX tiles on the host (and the AVX-512 level)
 // the tile kernel matmul_bf16_amx.c runs; elsewhere the scalar twin here, same bits.
 //
 // Under intel-avx512 (oneDNN's AVX512_CORE gemm) and avx2 (ATen's cpublas gemm, two orders by
@@ -95,16 +101,19 @@ static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs
 }
 
 // ---- the intel-amx orders ---------------------------------------------------------------------
-typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ, ORDER_GEMM512, ORDER_ATEN_NT, ORDER_ATEN_DOT } bf16_order;
+// (ORDER_GEMM512 and after: scalar only, element by element)
+typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ, ORDER_ROW16, ORDER_GEMM512, ORDER_ATEN_NT, ORDER_ATEN_DOT } bf16_order;
 
 // The order of an M-row product, B as given (trans_b: B^T stored, as linear's weight), under the
 // active torch CPU target.
-static bf16_order order_for(int M, bool trans_b) {
+static bf16_order order_for(int M, int N, int K, bool trans_b) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   if (ti && ti->onednn == GM_ONEDNN_AVX2) return trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
   if (ti && ti->onednn == GM_ONEDNN_AVX512_CORE) return ORDER_GEMM512;
   if (!ti || ti->onednn != GM_ONEDNN_AMX) return ORDER_VDP;
-  return M == 1 ? ORDER_SEQ : ORDER_AMX;
+  if (M != 1) return ORDER_AMX;
+  if (!trans_b) return ORDER_SEQ;
+  return (long)N * K > 4096 ? ORDER_ROW16 : ORDER_ATEN_DOT;
 }
 
 // ---- the AVX512_CORE order (intel-avx512) ---------------------------------------------------
@@ -167,6 +176,16 @@ static void amx_step(amx_state *s, uint32_t a, uint32_t b, int p, int P, int Pc)
   if (!chunk_end) return;
   s->sum = p < Pc ? s->acc : s->sum + s->acc;
   s->acc = 0.0f;
+}
+
+// The one-row B-transposed order: pair p into lane p % 16 (a VDPBF16PS step), the lanes reduced
+// 8, 4, then (0 + 1) + (2 + 3). a: P pairs; b: pair p at b[p * sb].
+static float row16_dot(const uint32_t *a, const uint32_t *b, size_t sb, int P) {
+  float c[16] = {0.0f};
+  for (int p = 0; p < P; p++) c[p % 16] = pair_step(c[p % 16], a[p], b[(size_t)p * sb]);
+  for (int l = 0; l < 8; l++) c[l] = c[l] + c[l + 8];
+  for (int l = 0; l < 4; l++) c[l] = c[l] + c[l + 4];
+  return (c[0] + c[1]) + (c[2] + c[3]);
 }
 
 // One f32 chain over k (the M = 1 order): element 2p, then 2p + 1.
@@ -234,12 +253,14 @@ static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int K,
     for (int j = 0; j < ncols; j++) {
       amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
       float acc = 0.0f;
-      for (int p = 0; p < P; p++) {
-        uint32_t a = Ap[(size_t)i * P + p], b = Bs[(size_t)p * ldbs + j];
-        if (ord == ORDER_SEQ) acc = seq_step(acc, a, b);
-        else amx_step(&st, a, b, p, P, Pc);
-      }
-      float v = alpha * (ord == ORDER_SEQ ? acc : st.sum);
+      if (ord == ORDER_ROW16) acc = row16_dot(Ap + (size_t)i * P, Bs + j, (size_t)ldbs, P);
+      else
+        for (int p = 0; p < P; p++) {
+          uint32_t a = Ap[(size_t)i * P + p], b = Bs[(size_t)p * ldbs + j];
+          if (ord == ORDER_SEQ) acc = seq_step(acc, a, b);
+          else amx_step(&st, a, b, p, P, Pc);
+        }
+      float v = alpha * (ord == ORDER_AMX ? st.sum : acc);
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
     }
 }
@@ -406,7 +427,7 @@ static uint32_t pair_b(const float *B, int ldb, bool trans_b, const uint32_t *Bp
 static void unpacked(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
                      float alpha, float *C, int ldc, int M, int N, int K, const gm_bf16_amx_plan *plan) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
-  bf16_order ord = order_for(M, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
+  bf16_order ord = order_for(M, N, K, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
   const size_t ra = trans_a ? 1 : (size_t)lda, ka = trans_a ? (size_t)lda : 1; // op(A)[i][k] = A[i * ra + k * ka]
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
@@ -426,6 +447,12 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
             amx_step(&st, pair_a(A, ra, ka, i, p, K), pair_b(B, ldb, trans_b, Bp, P, j, p, K), p - p0, len, plan->chunk > 0 ? plan->chunk : len);
           sum = t == 0 ? st.sum : sum + st.sum;
         }
+      } else if (ord == ORDER_ROW16) {
+        float c[16] = {0.0f};
+        for (int p = 0; p < P; p++) c[p % 16] = pair_step(c[p % 16], pair_a(A, ra, ka, i, p, K), pair_b(B, ldb, trans_b, Bp, P, j, p, K));
+        for (int l = 0; l < 8; l++) c[l] = c[l] + c[l + 8];
+        for (int l = 0; l < 4; l++) c[l] = c[l] + c[l + 4];
+        acc = (c[0] + c[1]) + (c[2] + c[3]);
       } else
         for (int p = 0; p < P; p++) {
           uint32_t ap = pair_a(A, ra, ka, i, p, K), bp = pair_b(B, ldb, trans_b, Bp, P, j, p, K);
@@ -435,7 +462,7 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
             end_of_pair(p, P, Pb, &acc, &sum);
           }
         }
-      float v = alpha * (ord == ORDER_SEQ ? acc : sum);
+      float v = alpha * (ord == ORDER_SEQ || ord == ORDER_ROW16 ? acc : sum);
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
     }
 }
@@ -492,6 +519,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
     if (q->simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
     else strip_scalar(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   } else if (q->simd && q->ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  else if (q->simd && q->ord == ORDER_ROW16) gm_bf16_row16_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   if (q->round_c) gm_round_rows(GM_BF16, C, (size_t)q->ldc, mr, nc); // the block is complete: rounded while in cache
@@ -518,12 +546,15 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   if (threads <= 0) threads = omp_get_max_threads();
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
   const bool b_trans = Bp ? Bp[strips_size(K, N)] != 0 : trans_b;
-  bf16_order ord = order_for(M, b_trans);
+  bf16_order ord = order_for(M, N, K, b_trans);
   // torch's thread count (the chunk and the K split depend on it)
   gm_bf16_amx_plan plan;
   if (ord == ORDER_AMX) gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, threads, &plan);
   const int np = ord == ORDER_AMX ? plan.n_parts : 1;
-  const bool simd = ord == ORDER_VDP ? have_avx512bf16() : ord == ORDER_AMX ? have_amx() : ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512 : false;
+  const bool simd = ord == ORDER_VDP || ord == ORDER_ROW16 ? have_avx512bf16()
+                    : ord == ORDER_AMX                     ? have_amx()
+                    : ord == ORDER_SEQ                     ? gm_cpu_simd() == GM_SIMD_AVX512
+                                                           : false;
   product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, ord == ORDER_AMX ? plan.chunk : 0, ord == ORDER_AMX ? &plan : NULL,
                trans_a, trans_b, simd, round_c, ord, alpha, C};
   int MB = row_block(&q);

@@ -146,3 +146,45 @@ void gm_bf16_seq_strip_avx512(const uint32_t *Ap, int P, const uint32_t *Bs, int
     if (m1) _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16, m1, c1);
   }
 }
+
+// 16 columns (mask m) of the one-row B-transposed order for row a: pair p into accumulator p % 16
+// (VDPBF16PS), then c[l] + c[l + 8], then + c[l + 4], then (0 + 1) + (2 + 3), per column.
+static __m512 row16_half(const uint32_t *a, int P, const uint32_t *Bs, int ldbs, __mmask16 m) {
+  __m512 c[16];
+#pragma GCC unroll 16
+  for (int l = 0; l < 16; l++) c[l] = _mm512_setzero_ps();
+  int p = 0;
+  for (; p + 16 <= P; p += 16) {
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; l++) {
+      __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[p + l]);
+      c[l] = _mm512_dpbf16_ps(c[l], x, (__m512bh)_mm512_maskz_loadu_epi32(m, Bs + (size_t)(p + l) * ldbs));
+    }
+  }
+  for (int l = 0; p < P; p++, l++) {
+    __m512bh x = (__m512bh)_mm512_set1_epi32((int)a[p]);
+    c[l] = _mm512_dpbf16_ps(c[l], x, (__m512bh)_mm512_maskz_loadu_epi32(m, Bs + (size_t)p * ldbs));
+  }
+#pragma GCC unroll 8
+  for (int l = 0; l < 8; l++) c[l] = _mm512_add_ps(c[l], c[l + 8]);
+#pragma GCC unroll 4
+  for (int l = 0; l < 4; l++) c[l] = _mm512_add_ps(c[l], c[l + 4]);
+  return _mm512_add_ps(_mm512_add_ps(c[0], c[1]), _mm512_add_ps(c[2], c[3]));
+}
+
+void gm_bf16_row16_strip_avx512(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                                const float *bias, float *C, int ldc) {
+  int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
+  const __mmask16 m0 = (__mmask16)((1u << n0) - 1u), m1 = (__mmask16)((1u << n1) - 1u);
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int i = 0; i < M; i++) {
+    const uint32_t *a = Ap + (size_t)i * P;
+    __m512 c0 = _mm512_mul_ps(va, row16_half(a, P, Bs, ldbs, m0));
+    if (bias) c0 = _mm512_add_ps(_mm512_maskz_loadu_ps(m0, bias), c0);
+    _mm512_mask_storeu_ps(C + (size_t)i * ldc, m0, c0);
+    if (!m1) continue;
+    __m512 c1 = _mm512_mul_ps(va, row16_half(a, P, Bs + 16, ldbs, m1));
+    if (bias) c1 = _mm512_add_ps(_mm512_maskz_loadu_ps(m1, bias + 16), c1);
+    _mm512_mask_storeu_ps(C + (size_t)i * ldc + 16, m1, c1);
+  }
+}

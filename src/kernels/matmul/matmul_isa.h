@@ -124,6 +124,10 @@ void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t 
                               float alpha, const float *bias, float *C, int ldc);// The intel-amx one-row order (one f32 chain over k), same arguments less the block size.
 void gm_bf16_seq_strip_avx512(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                               const float *bias, float *C, int ldc);
+// The intel-amx one-row B-transposed order (16 lane chains of VDPBF16PS steps, then a fixed
+// reduction: matmul_bf16.c, ORDER_ROW16), same arguments (AVX512-BF16).
+void gm_bf16_row16_strip_avx512(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                                const float *bias, float *C, int ldc);
 
 // matmul_bf16_pack_avx512.c: matmul_bf16.c's pair packing (the same words): op(B) [K, N] into rows
 // of stride ldp (only p < ceil(K/2), j < N written), and A [M, K] into rows of ceil(K/2) pairs.
