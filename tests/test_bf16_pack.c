@@ -85,7 +85,10 @@ static void check_product(int M, int N, int K, bool trans_b) {
 }
 
 // gm_matmul_bf16_ta (A^T packed straight from A [K, M]) against gm_matmul_bf16 on A^T made
-// contiguous, bit for bit, with the AVX-512 packing and the scalar one, on 1 and 2 threads.
+// contiguous, bit for bit, with the AVX-512 packing and the scalar one, on 1 and 2 threads, under
+// intel-avx512-bf16 (one order whatever the operands' layout; under intel-amx oneDNN blocks a
+// transposed A another way than a contiguous one, as torch does, and check_product_ta_amx holds
+// that order's kernel to its scalar twin).
 static void check_product_ta(int M, int N, int K, bool trans_b, int threads, bool scalar) {
   float *A = malloc((size_t)M * K * sizeof *A), *At = malloc((size_t)M * K * sizeof *At), *B = malloc((size_t)K * N * sizeof *B);
   float *cr = malloc((size_t)M * N * sizeof *cr), *ct = malloc((size_t)M * N * sizeof *ct);
@@ -107,6 +110,28 @@ static void check_product_ta(int M, int N, int K, bool trans_b, int threads, boo
   free(B);
   free(cr);
   free(ct);
+}
+
+// Under intel-amx: gm_matmul_bf16_ta's AMX kernel against its scalar twin (the same plan; finite
+// inputs: a NaN's payload is the kernels' own).
+static void check_product_ta_amx(int M, int N, int K, bool trans_b, int threads) {
+  float *A = malloc((size_t)M * K * sizeof *A), *B = malloc((size_t)K * N * sizeof *B);
+  float *cs = malloc((size_t)M * N * sizeof *cs), *cv = malloc((size_t)M * N * sizeof *cv);
+  if (!A || !B || !cs || !cv) { CHECK(false, "out of memory"); free(A); free(B); free(cs); free(cv); return; }
+  for (size_t i = 0; i < (size_t)M * K; i++) A[i] = finite_value((uint32_t)i * 3u + 11u);
+  for (size_t i = 0; i < (size_t)K * N; i++) B[i] = finite_value((uint32_t)i * 5u + 2u);
+  int ldb = trans_b ? K : N;
+  gm_matmul_bf16_ta(A, M, B, ldb, trans_b, NULL, 1.0f, cv, N, M, N, K, threads);
+  test_set_simd("scalar");
+  gm_matmul_bf16_ta(A, M, B, ldb, trans_b, NULL, 1.0f, cs, N, M, N, K, threads);
+  test_set_simd(NULL);
+  int d = test_count_diff(cs, cv, (size_t)M * N);
+  CHECK(d == 0, "intel-amx gm_matmul_bf16_ta M %d N %d K %d %s, %d threads: %d of %d outputs differ from the scalar twin", M, N, K,
+        trans_b ? "B^T" : "B", threads, d, M * N);
+  free(A);
+  free(B);
+  free(cs);
+  free(cv);
 }
 
 // gm_matmul_bf16_packed_rounded against gm_matmul_bf16_packed then gm_round_inplace, bit for bit
@@ -261,8 +286,13 @@ int main(void) {
   static const int ta[][3] = {{1, 33, 65}, {5, 17, 31}, {17, 40, 33}, {40, 70, 97}, {33, 64, 256}, {70, 96, 768}, {200, 40, 3072}};
   for (size_t s = 0; s < sizeof ta / sizeof ta[0]; s++)
     for (int t = 0; t < 2; t++)
+      for (int th = 1; th <= 2; th++) check_product_ta_amx(ta[s][0], ta[s][1], ta[s][2], t == 1, th);
+  gm_torch_target_set(GM_TT_INTEL_AVX512_BF16);
+  for (size_t s = 0; s < sizeof ta / sizeof ta[0]; s++)
+    for (int t = 0; t < 2; t++)
       for (int th = 1; th <= 2; th++)
         for (int sc = 0; sc < 2; sc++) check_product_ta(ta[s][0], ta[s][1], ta[s][2], t == 1, th, sc == 1);
+  gm_torch_target_set(GM_TT_INTEL_AMX);
   static const int rd[][3] = {{1, 33, 65}, {5, 17, 31}, {40, 70, 97}, {70, 100, 768}, {200, 40, 3072}};
   for (size_t s = 0; s < sizeof rd / sizeof rd[0]; s++)
     for (int th = 1; th <= 2; th++)

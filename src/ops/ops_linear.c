@@ -19,12 +19,9 @@
 //        the 1-thread order runs, not promised), except the
 //        lm_head's dinp of one row (MKL's one-row kernel for B as stored: 144 of 1568 outputs);
 //   f16: all (dinp of one row against W^T is ATen's gemv, fp16_dot_with_fp32_arith: not oneDNN);
-//   bf16: dbias all; dweight on every golden case (K = rows up to 640 at C = 768, 2048 at C = 64;
-//        measured live: 1024 rows at C = 768 differ in about 1 output in 10^4, oneDNN's AMX K
-//        chunks); dinp on 146 of 162 cases (matmul_bf16.c's AMX K chunks, now measured for GPT-2's
-//        K = 768, 2304, 3072 above 32 rows on one thread; 2 threads pick other chunks at K = 2304
-//        and 3072, K = 801 and the lm_head's K = 50257 at C = 768 are chunked otherwise: a few
-//        outputs per case differ).
+//   bf16: all three on 1 and 2 threads (oneDNN's K chunks, K splits and K-tail calls from the
+//        model of its blocking heuristics, onednn_amx.h; the one-row dinp against W^T is oneDNN's
+//        AVX512_CORE_BF16 lane order, matmul_bf16.c's ORDER_ROW16).
 // The f32 order is the Intel MKL one (intel-amx, intel-avx512, intel-avx512-bf16 share it); zen4 and
 // avx2 run the forward's kernels for these shapes, unverified. The sum is the same on every target.
 #include "gptmeg/kernels.h"

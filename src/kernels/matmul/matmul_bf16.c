@@ -18,12 +18,14 @@
 // of p, and the tile adds E + O to the accumulator: acc = acc + (E + O), bf16 subnormal inputs read
 // as zero and every product and sum flushed to zero when subnormal (TDPBF16PS, measured on the
 // hardware). The accumulator runs over the tiles of a K chunk; the chunks' sums are added in order
-// (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N, K and the thread count
-// (a cost model), and on 2 threads may split K between the threads (two partial sums, added
-// last); gptmeg takes both from tables of measured shapes (matmul_bf16_chunks.c: GPT-2 124M's Conv1D
-// forward, lm_head backward dX and Conv1D backward dX shapes at M 2-1100, then every 16th M to
-// 4100, on 1 and 2 threads, the thread count given choosing the table), else an earlier
-// one-thread rule for B transposed and one chunk for B as stored. For
+// (f32), then alpha * sum (+ bias). oneDNN picks the chunk from M, N, K, the operands' layouts and
+// the thread count (its blocking heuristics: cost models over candidate blockings), may split K
+// between threads (each part sums its own chunks, the parts added in order) and gives the partial
+// last tile of a transposed A's K its own call; gptmeg follows the model of those heuristics in
+// onednn_amx.h (validated against torch's probes on every shape and thread count tried, and the
+// measured tables it replaced) through the plan of matmul_bf16_plan.c; the thread count given is
+// torch's. Where the model says torch does not run the AMX kernel (M * N * K <= 16^3: ATen; N = 1
+// or a tiny K: oneDNN's AVX512_CORE_BF16 brgemm) the AMX order with one chunk runs: not torch's. For
 // M = 1 torch runs other kernels. B as stored: one f32 chain over k in order (k = 0, 1, ..., no
 // flushing; measured for addmm and matmul). B transposed (linear, the lm_head of a decode step;
 // oneDNN's brgemm on AVX512_CORE_BF16 when N * K > 4096, tools/ref/probe_bf16_onerow_t.py): pair p
@@ -408,10 +410,18 @@ static void pack_rows(const float *A, int lda, bool trans_a, int M, int K, uint3
     }
 }
 
-// The same order without any scratch memory (the fallback when the packing buffers cannot be
-// allocated, and the tests' reference): pairs are formed element by element from A and B or Bp.
-// plan: the AMX order's chunk and K parts (NULL for the other orders). With trans_a, op(A) = A^T
-// for A [K, M].
+// The product from its segments' sums v[0 .. n) under plan: the parts in order, the K tail's own
+// call (plan->tail) joining the part before it.
+static float join_segments(const gm_bf16_amx_plan *plan, const float *v, size_t stride) {
+  const int n = plan->n_seg, parts = plan->tail ? n - 1 : n;
+  float last = v[(size_t)(parts - 1) * stride];
+  if (plan->tail) last = last + v[(size_t)(n - 1) * stride];
+  if (parts == 1) return last;
+  float sum = v[0];
+  for (int t = 1; t < parts - 1; t++) sum = sum + v[(size_t)t * stride];
+  return sum + last;
+}
+
 static uint32_t pair_a(const float *A, size_t ra, size_t ka, int i, int p, int K) {
   const float *a = A + (size_t)i * ra + (size_t)(2 * p) * ka;
   return pair(a[0], 2 * p + 1 < K ? a[ka] : 0.0f);
@@ -424,6 +434,10 @@ static uint32_t pair_b(const float *B, int ldb, bool trans_b, const uint32_t *Bp
   return pair(lo, hi);
 }
 
+// The same order without any scratch memory (the fallback when the packing buffers cannot be
+// allocated, and the tests' reference): pairs are formed element by element from A and B or Bp.
+// plan: the AMX order's chunk and K segments (NULL for the other orders). With trans_a, op(A) = A^T
+// for A [K, M].
 static void unpacked(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
                      float alpha, float *C, int ldc, int M, int N, int K, const gm_bf16_amx_plan *plan) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
@@ -439,14 +453,16 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
         C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
         continue;
       }
-      if (ord == ORDER_AMX) { // each part's chunks from its start, then the parts in order
-        for (int t = 0; t < plan->n_parts; t++) {
+      if (ord == ORDER_AMX) { // each segment's chunks from its start, then the segments joined
+        float v[GM_BF16_AMX_MAX_SEGS];
+        for (int t = 0; t < plan->n_seg; t++) {
           const int p0 = plan->start[t], len = plan->start[t + 1] - p0;
           amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
           for (int p = p0; p < p0 + len; p++)
             amx_step(&st, pair_a(A, ra, ka, i, p, K), pair_b(B, ldb, trans_b, Bp, P, j, p, K), p - p0, len, plan->chunk > 0 ? plan->chunk : len);
-          sum = t == 0 ? st.sum : sum + st.sum;
+          v[t] = st.sum;
         }
+        sum = join_segments(plan, v, 1);
       } else if (ord == ORDER_ROW16) {
         float c[16] = {0.0f};
         for (int p = 0; p < P; p++) c[p % 16] = pair_step(c[p % 16], pair_a(A, ra, ka, i, p, K), pair_b(B, ldb, trans_b, Bp, P, j, p, K));
@@ -471,7 +487,7 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
 void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
                              const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
   gm_bf16_amx_plan plan;
-  gm_bf16_amx_plan_for(M, N, K, false, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, bias != NULL, 1, &plan);
+  (void)gm_bf16_amx_plan_for(M, N, K, false, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, bias != NULL, 1, &plan);
   unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, &plan);
 }
 
@@ -486,21 +502,21 @@ typedef struct {
   float *C;
 } product;
 
-static int n_parts(const product *q) { return q->plan ? q->plan->n_parts : 1; }
+static int n_segs(const product *q) { return q->plan ? q->plan->n_seg : 1; }
 
 // Rows [r0, r0 + mr) of strip s (columns j0 .. j0 + nc) from pairs `strip` (NULL: no scratch, the
-// unpacked order). Ap: the pairs of row r0 (and on); under a K split, all of A's pairs, part t
+// unpacked order). Ap: the pairs of row r0 (and on); with K segments, all of A's pairs, segment t
 // (pairs start[t] .. start[t + 1]) at Ap + M * start[t] in rows of its own length, and part: this
-// thread's [n_parts, mr, STRIP] partial sums.
+// thread's [n_seg, mr, STRIP] segment sums.
 static void strip_rows(const product *q, int s, const uint32_t *strip, float *part, int r0, int mr, const uint32_t *Ap) {
-  const int P = q->P, j0 = s * STRIP, nc = q->N - j0 < STRIP ? q->N - j0 : STRIP, np = n_parts(q);
+  const int P = q->P, j0 = s * STRIP, nc = q->N - j0 < STRIP ? q->N - j0 : STRIP, np = n_segs(q);
   float *C = q->C + (size_t)r0 * q->ldc + j0;
   const float *bj = q->bias ? q->bias + j0 : NULL;
   if (!strip) { // no scratch for this thread: the same order, unpacked
     const float *Ar = q->A + (q->trans_a ? (size_t)r0 : (size_t)r0 * q->lda);
     unpacked(Ar, q->lda, q->trans_a, q->B + (q->trans_b ? (size_t)j0 * q->ldb : (size_t)j0), q->ldb, q->trans_b, NULL, bj,
              q->alpha, C, q->ldc, mr, nc, q->K, q->plan);
-  } else if (np > 1) { // each part's sum, then alpha * (((s0 + s1) + s2) ...) (+ bias)
+  } else if (np > 1) { // each segment's sum, then alpha * the segments joined (+ bias)
     for (int t = 0; t < np; t++) {
       const int p0 = q->plan->start[t], len = q->plan->start[t + 1] - p0, kt = (t + 1 < np ? 2 * len : q->K - 2 * p0);
       const uint32_t *at = Ap + (size_t)q->M * p0 + (size_t)r0 * len, *bt = strip + (size_t)p0 * STRIP;
@@ -510,9 +526,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
     }
     for (int i = 0; i < mr; i++)
       for (int j = 0; j < nc; j++) {
-        float sum = part[(size_t)i * STRIP + j];
-        for (int t = 1; t < np; t++) sum = sum + part[((size_t)t * mr + i) * STRIP + j];
-        float v = q->alpha * sum;
+        float v = q->alpha * join_segments(q->plan, part + (size_t)i * STRIP + j, (size_t)mr * STRIP);
         C[(size_t)i * q->ldc + j] = bj ? bj[j] + v : v;
       }
   } else if (q->ord == ORDER_VDP) {
@@ -531,7 +545,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
 // where a strip-major order streamed all of it again for every 32 columns. Rows are independent in
 // every kernel, so the blocking changes no bit.
 static int row_block(const product *q) {
-  if (!(q->simd && q->ord == ORDER_AMX) || n_parts(q) > 1) return q->M;
+  if (!(q->simd && q->ord == ORDER_AMX) || n_segs(q) > 1) return q->M;
   long rows = ((long)1 << 20) / ((long)(q->P > 0 ? q->P : 1) * 4) / 32 * 32;
   if (rows < 32) rows = 32;
   return rows >= q->M ? q->M : (int)rows;
@@ -549,8 +563,8 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   bf16_order ord = order_for(M, N, K, b_trans);
   // torch's thread count (the chunk and the K split depend on it)
   gm_bf16_amx_plan plan;
-  if (ord == ORDER_AMX) gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, threads, &plan);
-  const int np = ord == ORDER_AMX ? plan.n_parts : 1;
+  if (ord == ORDER_AMX) (void)gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, threads, &plan);
+  const int np = ord == ORDER_AMX ? plan.n_seg : 1;
   const bool simd = ord == ORDER_VDP || ord == ORDER_ROW16 ? have_avx512bf16()
                     : ord == ORDER_AMX                     ? have_amx()
                     : ord == ORDER_SEQ                     ? gm_cpu_simd() == GM_SIMD_AVX512

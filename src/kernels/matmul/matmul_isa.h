@@ -105,20 +105,22 @@ float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
 float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum);
 
 // ---- bf16, oneDNN's order (matmul_bf16.c) ---------------------------------------------------------
-// matmul_bf16_chunks.c: pairs per K chunk of the AMX order (0: one chunk) for op(A) [M, K] (A given
-// transposed: trans_a) times op(B) [K, N] on `threads` threads, as torch 2.15 picks it under
-// intel-amx; *split_pairs (when not NULL): where the second thread's partial sum starts (0: none).
-int gm_bf16_amx_chunk_pairs(int M, int N, int K, bool trans_a, bool trans_b, int threads, int *split_pairs);
-// The AMX order's plan for one product, in pairs of K: the chunk (0: one chunk) and the parts K is
-// split into between oneDNN's threads (start[0] = 0 < start[1] < ... < start[n_parts] = ceil(K/2));
-// each part sums its own chunks from its start, and the parts' sums are added in order.
-enum { GM_BF16_AMX_MAX_PARTS = 64 };
+// matmul_bf16_plan.c: the AMX order's plan for one product under intel-amx, in pairs of K, from
+// oneDNN 3.13's blocking (onednn_amx.h): K segments start[0] = 0 < ... < start[n_seg] =
+// ceil(K/2), each summed on its own from zero in chunks of `chunk` pairs from its start (0: one
+// chunk); the segments are oneDNN's threads' parts of K, added in order ((S0 + S1) + S2) ...,
+// except that with `tail` the last segment is the K tail's own call (the partial 32-element tile)
+// and joins the segment before it (that part's sum is S + T) instead of being a part of its own.
+// with_sum: a bias (torch's addmm and linear give oneDNN a sum post-op). Returns false where the
+// model does not reach (oneDNN's GEMV path for N = 1, an odd K of a transposed A, dimensions past
+// 2^21): then one chunk, no split.
+enum { GM_BF16_AMX_MAX_SEGS = 65 };
 typedef struct {
-  int chunk, n_parts;
-  int start[GM_BF16_AMX_MAX_PARTS + 1];
+  int chunk, n_seg;
+  bool tail;
+  int start[GM_BF16_AMX_MAX_SEGS + 1];
 } gm_bf16_amx_plan;
-// with_sum: a bias (torch's addmm and linear give oneDNN a sum post-op).
-void gm_bf16_amx_plan_for(int M, int N, int K, bool trans_a, bool trans_b, bool with_sum, int threads, gm_bf16_amx_plan *out);
+bool gm_bf16_amx_plan_for(int M, int N, int K, bool trans_a, bool trans_b, bool with_sum, int threads, gm_bf16_amx_plan *out);
 // matmul_bf16_avx512.c (AVX512-BF16): a strip of pre-paired B for M rows of pre-paired A.
 void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
                               float alpha, const float *bias, float *C, int ldc);// The intel-amx one-row order (one f32 chain over k), same arguments less the block size.
