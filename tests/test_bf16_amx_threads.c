@@ -25,7 +25,10 @@ typedef struct {
 static const product PRODUCTS[] = {{64, 3000, 256, OP_MMTA},  {256, 1000, 256, OP_MMTA},  {128, 1700, 256, OP_MMTA},
                                    {64, 3072, 768, OP_ADDMM}, {130, 3072, 768, OP_ADDMM}, {4, 3072, 16, OP_LINEAR},
                                    {200, 2304, 768, OP_LINEAR}, {48, 768, 2304, OP_MMTB},  {24, 8000, 64, OP_MM},
-                                   {300, 768, 3072, OP_ADDMM}};
+                                   {300, 768, 3072, OP_ADDMM},
+                                   // at most 16^3 multiply-adds (ATen's gemm in torch), and just above
+                                   {4, 48, 16, OP_ADDMM}, {8, 16, 32, OP_LINEAR}, {3, 100, 13, OP_MM}, {2, 32, 64, OP_MMTB},
+                                   {1, 64, 64, OP_ADDMM}, {5, 40, 20, OP_MMTA}, {4, 48, 17, OP_ADDMM}, {8, 32, 17, OP_LINEAR}};
 #define SCALAR_MAX ((size_t)64 * 1024 * 1024) // multiply-adds: the scalar twin only below (slow)
 
 // The generator's value(idx, salt): +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10).
@@ -38,7 +41,7 @@ static void fill(float *x, size_t n, uint32_t salt) {
 }
 
 static int sample_rows(int M, int *r) {
-  int c[4] = {0, 1, M / 2, M - 1}, n = 0;
+  int c[4] = {0, M > 1 ? 1 : 0, M / 2, M - 1}, n = 0;
   for (int i = 0; i < 4; i++) {
     bool dup = false;
     for (int j = 0; j < n; j++) dup |= r[j] == c[i];
@@ -88,7 +91,7 @@ int main(void) {
       for (int i = 0; i < M; i++) A[(size_t)i * K + ks[c]] = 1.0f;
       for (int j = 0; j < N; j++) W[(size_t)ks[c] * N + j] = vs[c];
     }
-    if (K % 32) { // the generator's tail pair: +2^18 in the last full tile, -2^18 in the partial one
+    if (K % 32 && K > 32) { // the generator's tail pair: +2^18 in the last full tile, -2^18 in the partial one
       const int full = K - K % 32, kt[2] = {full - 7, K - 2};
       for (int c = 0; c < 2; c++) {
         for (int i = 0; i < M; i++) A[(size_t)i * K + kt[c]] = 1.0f;

@@ -114,11 +114,12 @@ typedef struct {
                              // pick their ISA themselves, GPTMEG_SIMD caps it); nothing reads it yet
   gm_probe_fn probe;         // NULL: none
   void *probe_ctx;
+  bool bmm_slice;            // the products are slices of a batched one (attention's per-head bmm)
   void *ws;                  // scratch an op may use for its temporaries instead of allocating them
   size_t ws_bytes;           // (NULL, 0: none; the backward lends the dead logits buffer)
 } gm_op_ctx;
 
-// c = {p->dtype, p, threads (<= 0: omp default), 0, probe, probe_ctx, NULL, 0}.
+// c = {p->dtype, p, threads (<= 0: omp default), 0, probe, probe_ctx, false, NULL, 0}.
 void gm_op_ctx_init(gm_op_ctx *c, const gm_profile *p, int threads, gm_probe_fn probe, void *probe_ctx);
 // Calls c's probe (if any) on data with ndim dims `shape`; its failure becomes an error naming
 // the layer and point. 0 when there is no probe.

@@ -76,11 +76,11 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "323x1981x316), 3 or more threads and the transposed packed path's exact K cut-off "
            "(65..99) are not reproduced (2 threads: GPT-2 124M's f32 logits and gradients bit-identical)";
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
-    return "oneDNN's K chunks and 2-thread K split come from tables measured for GPT-2 124M's shapes (Conv1D forward, "
-           "its backward dX, the lm_head backward dX; every M to 1100, every 16th to 4100, 1 and 2 threads): its bf16 "
-           "logits (T 32, 64) and gradients (B 2, T 64, and B 8 T 512) bit-identical on 1 and 2 threads; the linears' dW "
-           "by K tiles to 8320 rows (K a multiple of 32); other shapes, M > 4100, 3+ threads and the one-row B^T kernel "
-           "are not reproduced";
+    return "oneDNN's K chunks, K splits and K-tail calls follow a model of its blocking heuristics (validated against "
+           "torch on every shape and thread count tried: GPT-2 124M's logits and gradients bit-identical on 1 to 8 "
+           "threads); not reproduced: the products torch does not run on AMX tiles with A transposed and at most 16^3 "
+           "multiply-adds, N = 1 (oneDNN's GEMV path) and tiny K (oneDNN's AVX512_CORE_BF16 brgemm), batched (3-D) "
+           "products (the attention's P @ V at T = 300 differs), an odd K over 32 with A transposed";
   if ((t == GM_TT_INTEL_AVX512 || t == GM_TT_AVX2) && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "torch's 2-thread K split for some shapes (e.g. M 2, K 3072 addmm) and subnormal bf16 inputs (the packed "
            "path reads them as zero) are not reproduced";

@@ -214,6 +214,7 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
   const int T = h->T, len = h->len, t0 = h->t0, rb = 64;
   gm_op_ctx one = *h->c;
   one.threads = 1;
+  one.bmm_slice = true; // torch runs these as one bmm over the batch and heads
   if (t0 == 0 && (int64_t)T * len * hd < 400) { // ATen's small bmm kernel (no cache only): the whole square
     small_bmm(q, ldq, k, hd, true, alpha, X, len, T, len, hd);
     return 0;
@@ -317,6 +318,7 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
   if (gm_op_probe(c, l, GM_PT_PROBS, probs, 4, shape)) return -1;
   gm_op_ctx one = *c;
   one.threads = 1;
+  one.bmm_slice = true; // torch runs these as one bmm over the batch and heads
 #pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;
@@ -442,6 +444,7 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
   int failed = 0;
   gm_op_ctx one = *c;
   one.threads = 1;
+  one.bmm_slice = true; // torch runs these as one bmm over the batch and heads
   // one scratch per thread for all its heads (a fresh one per head was a fresh mapping each time)
 #pragma omp parallel num_threads(c->threads) reduction(| : failed)
   {

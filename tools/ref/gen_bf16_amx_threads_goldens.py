@@ -5,7 +5,7 @@ oneDNN's K blocking depends on the thread count beyond GPT-2's shapes on 1 and 2
 (tools/ref/onednn_amx_blocking.py, validated by check_onednn_amx_model.py): K split into 3 parts,
 the K tail's own call for a transposed A whose K is not a multiple of 32, chunks that change on 3
 and 4 threads. The operands are gen_bf16_amx_chunk_goldens.py's (A = value(i*K+k, 1), W =
-value(k*N+n, 2), bias = value(n, 3), then cancel(A, W, K), and for K % 32 != 0 a +2^18 / -2^18
+value(k*N+n, 2), bias = value(n, 3), then cancel(A, W, K), and for K > 32, K % 32 != 0 a +2^18 / -2^18
 pair in the last full tile and the partial one: the test makes the same ones), not
 stored; each product holds, for every thread count, torch's rows 0, 1, M/2 and M-1 (all columns). Must run on an Intel AMX machine without dispatch caps (else SKIP). Writes
 tests/golden/targets/intel-amx/bf16_amx_chunk/threads.safetensors.
@@ -28,7 +28,10 @@ THREADS = (1, 2, 3, 4)
 # (M, K, N, op): addmm(bias, A, W), mm(A, W), linear(A, W^T, bias), mmtb(A, W^T) no bias, mmta(A^T in memory, W)
 PRODUCTS = [(64, 3000, 256, "mmta"), (256, 1000, 256, "mmta"), (128, 1700, 256, "mmta"), (64, 3072, 768, "addmm"),
             (130, 3072, 768, "addmm"), (4, 3072, 16, "linear"), (200, 2304, 768, "linear"), (48, 768, 2304, "mmtb"),
-            (24, 8000, 64, "mm"), (300, 768, 3072, "addmm")]
+            (24, 8000, 64, "mm"), (300, 768, 3072, "addmm"),
+            # at most 16^3 multiply-adds (torch keeps these in ATen's gemm), and just above
+            (4, 48, 16, "addmm"), (8, 16, 32, "linear"), (3, 100, 13, "mm"), (2, 32, 64, "mmtb"), (1, 64, 64, "addmm"),
+            (5, 40, 20, "mmta"), (4, 48, 17, "addmm"), (8, 32, 17, "linear")]
 
 
 def cpu_model():
@@ -53,14 +56,14 @@ def host_is_intel_amx():
 
 
 def rows(M):
-    return sorted({0, 1, M // 2, M - 1})
+    return sorted({0, min(1, M - 1), M // 2, M - 1})
 
 
 def operands(M, K, N):
     a = value(M * K, 1, 0).view(M, K)
     w = value(K * N, 2, 0).view(K, N)
     cancel(a, w, K)
-    if K % 32:  # +2^18 in the last full tile and -2^18 in the partial one: shows whether the tail is its own call
+    if K % 32 and K > 32:  # +2^18 in the last full tile and -2^18 in the partial one: shows whether the tail is its own call
         full = K - K % 32
         a[:, full - 7] = a[:, K - 2] = 1.0
         w[full - 7, :], w[K - 2, :] = 2.0 ** 18, -2.0 ** 18
@@ -92,7 +95,7 @@ def main():
         print(f"  p{pi} {op} {M}x{K}x{N}: outputs differing from 1 thread on 2, 3, 4 threads: {diff}")
     os.makedirs(OUT, exist_ok=True)
     meta = {"torch": torch.__version__, "cpu": cpu_model(), "products": json.dumps(PRODUCTS), "threads": json.dumps(THREADS),
-            "rows": "sorted({0, 1, M // 2, M - 1}), every column",
+            "rows": "sorted({0, min(1, M - 1), M // 2, M - 1}), every column",
             "operands": "gen_bf16_amx_chunk_goldens.py's value() and cancel()"}
     path = os.path.join(OUT, "threads.safetensors")
     save_file({k: v.contiguous() for k, v in t.items()}, path, metadata=meta)

@@ -24,8 +24,8 @@
 // last tile of a transposed A's K its own call; gptmeg follows the model of those heuristics in
 // onednn_amx.h (validated against torch's probes on every shape and thread count tried, and the
 // measured tables it replaced) through the plan of matmul_bf16_plan.c; the thread count given is
-// torch's. Where the model says torch does not run the AMX kernel (M * N * K <= 16^3: ATen; N = 1
-// or a tiny K: oneDNN's AVX512_CORE_BF16 brgemm) the AMX order with one chunk runs: not torch's. For
+// torch's. Where the model says torch runs oneDNN's AVX512_CORE_BF16 brgemm instead (N = 1 or a
+// tiny K) the AMX order with one chunk runs: not torch's. For
 // M = 1 torch runs other kernels. B as stored: one f32 chain over k in order (k = 0, 1, ..., no
 // flushing; measured for addmm and matmul). B transposed (linear, the lm_head of a decode step;
 // oneDNN's brgemm on AVX512_CORE_BF16 when N * K > 4096, tools/ref/probe_bf16_onerow_t.py): pair p
@@ -33,8 +33,11 @@
 // (acc = (acc + odd product) + even product, DAZ/FTZ as for ORDER_VDP), then the lanes are reduced
 // in plain f32 as t[l] = c[l] + c[l + 8], u[l] = t[l] + t[l + 4], (u0 + u1) + (u2 + u3), then
 // alpha * sum (+ bias); with N * K <= 4096 torch takes ATen's dot instead (the avx2 target's
-// B-transposed order below). With AMX tiles on the host (and the AVX-512 level)
-// the tile kernel matmul_bf16_amx.c runs; elsewhere the scalar twin here, same bits.
+// B-transposed order below). Every product of at most 16^3 multiply-adds stays in ATen's cpublas
+// gemm: the avx2 target's two orders for A as stored, one chain over k for A transposed (but not for
+// one slice of a batched product: torch's rule looks at the whole batch). With AMX tiles on the
+// host (and the AVX-512 level) the tile kernel matmul_bf16_amx.c runs; with the AVX-512 level only,
+// its emulation in matmul_bf16_amxemu_avx512.c; elsewhere the scalar twin here; all the same bits.
 //
 // Under intel-avx512 (oneDNN's AVX512_CORE gemm) and avx2 (ATen's cpublas gemm, two orders by
 // B's orientation) the orders below run, scalar only (see their comments).
@@ -108,11 +111,15 @@ typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ, ORDER_ROW16, ORDER_GEMM512, 
 
 // The order of an M-row product, B as given (trans_b: B^T stored, as linear's weight), under the
 // active torch CPU target.
-static bf16_order order_for(int M, int N, int K, bool trans_b) {
+static bf16_order order_for(int M, int N, int K, bool trans_a, bool trans_b, bool slice) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   if (ti && ti->onednn == GM_ONEDNN_AVX2) return trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
   if (ti && ti->onednn == GM_ONEDNN_AVX512_CORE) return ORDER_GEMM512;
   if (!ti || ti->onednn != GM_ONEDNN_AMX) return ORDER_VDP;
+  // at most 16^3 multiply-adds: torch keeps the product in ATen's cpublas gemm: the avx2 target's
+  // two orders for A as stored, one f32 chain over k for a transposed A (tools/ref probes, 100%);
+  // not for one slice of a batched product (the attention's bmm: torch checks the whole batch)
+  if ((long)M * N * K <= 4096 && !slice) return trans_a ? ORDER_SEQ : trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
   if (M != 1) return ORDER_AMX;
   if (!trans_b) return ORDER_SEQ;
   return (long)N * K > 4096 ? ORDER_ROW16 : ORDER_ATEN_DOT;
@@ -439,9 +446,9 @@ static uint32_t pair_b(const float *B, int ldb, bool trans_b, const uint32_t *Bp
 // plan: the AMX order's chunk and K segments (NULL for the other orders). With trans_a, op(A) = A^T
 // for A [K, M].
 static void unpacked(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
-                     float alpha, float *C, int ldc, int M, int N, int K, const gm_bf16_amx_plan *plan) {
+                     float alpha, float *C, int ldc, int M, int N, int K, const gm_bf16_amx_plan *plan, bool slice) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
-  bf16_order ord = order_for(M, N, K, Bp ? Bp[strips_size(K, N)] != 0 : trans_b);
+  bf16_order ord = order_for(M, N, K, trans_a, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, slice);
   const size_t ra = trans_a ? 1 : (size_t)lda, ka = trans_a ? (size_t)lda : 1; // op(A)[i][k] = A[i * ra + k * ka]
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
@@ -488,7 +495,7 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
                              const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
   gm_bf16_amx_plan plan;
   (void)gm_bf16_amx_plan_for(M, N, K, false, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, bias != NULL, 1, &plan);
-  unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, &plan);
+  unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, &plan, false);
 }
 
 // One product's operands and choices, shared by its threads (run below).
@@ -496,7 +503,8 @@ typedef struct {
   const float *A, *B, *bias;
   int lda, ldb, ldc, M, N, K, P, Pc;
   const gm_bf16_amx_plan *plan; // the AMX order's (NULL for the others)
-  bool trans_a, trans_b, simd, round_c;
+  bool trans_a, trans_b, simd, round_c, slice;
+  bool tiles; // ORDER_AMX with simd: AMX tiles (else the AVX-512F emulation, same bits)
   bf16_order ord;
   float alpha;
   float *C;
@@ -515,13 +523,14 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
   if (!strip) { // no scratch for this thread: the same order, unpacked
     const float *Ar = q->A + (q->trans_a ? (size_t)r0 : (size_t)r0 * q->lda);
     unpacked(Ar, q->lda, q->trans_a, q->B + (q->trans_b ? (size_t)j0 * q->ldb : (size_t)j0), q->ldb, q->trans_b, NULL, bj,
-             q->alpha, C, q->ldc, mr, nc, q->K, q->plan);
+             q->alpha, C, q->ldc, mr, nc, q->K, q->plan, q->slice);
   } else if (np > 1) { // each segment's sum, then alpha * the segments joined (+ bias)
     for (int t = 0; t < np; t++) {
       const int p0 = q->plan->start[t], len = q->plan->start[t + 1] - p0, kt = (t + 1 < np ? 2 * len : q->K - 2 * p0);
       const uint32_t *at = Ap + (size_t)q->M * p0 + (size_t)r0 * len, *bt = strip + (size_t)p0 * STRIP;
       float *st = part + (size_t)t * mr * STRIP;
-      if (q->simd) gm_bf16_strip_amx(at, len, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
+      if (q->simd && q->tiles) gm_bf16_strip_amx(at, len, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
+      else if (q->simd) gm_bf16_strip_amxemu_avx512(at, len, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
       else strip_scalar_order(q->ord, at, len, kt, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
     }
     for (int i = 0; i < mr; i++)
@@ -532,7 +541,8 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
   } else if (q->ord == ORDER_VDP) {
     if (q->simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
     else strip_scalar(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
-  } else if (q->simd && q->ord == ORDER_AMX) gm_bf16_strip_amx(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  } else if (q->simd && q->ord == ORDER_AMX && q->tiles) gm_bf16_strip_amx(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  else if (q->simd && q->ord == ORDER_AMX) gm_bf16_strip_amxemu_avx512(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd && q->ord == ORDER_ROW16) gm_bf16_row16_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
@@ -545,7 +555,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
 // where a strip-major order streamed all of it again for every 32 columns. Rows are independent in
 // every kernel, so the blocking changes no bit.
 static int row_block(const product *q) {
-  if (!(q->simd && q->ord == ORDER_AMX) || n_segs(q) > 1) return q->M;
+  if (!(q->simd && q->tiles && q->ord == ORDER_AMX) || n_segs(q) > 1) return q->M;
   long rows = ((long)1 << 20) / ((long)(q->P > 0 ? q->P : 1) * 4) / 32 * 32;
   if (rows < 32) rows = 32;
   return rows >= q->M ? q->M : (int)rows;
@@ -555,22 +565,22 @@ static int row_block(const product *q) {
 // pairs Bp [P, N] (packed once). With trans_a, op(A) = A^T is packed straight from A [K, M]; with
 // round_c, each block of C is rounded to bf16 once it is complete.
 static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
-                float alpha, float *C, int ldc, int M, int N, int K, int threads, bool round_c) {
+                float alpha, float *C, int ldc, int M, int N, int K, int threads, bool round_c, bool slice) {
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
   const bool b_trans = Bp ? Bp[strips_size(K, N)] != 0 : trans_b;
-  bf16_order ord = order_for(M, N, K, b_trans);
+  bf16_order ord = order_for(M, N, K, trans_a, b_trans, slice);
   // torch's thread count (the chunk and the K split depend on it)
   gm_bf16_amx_plan plan;
   if (ord == ORDER_AMX) (void)gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, threads, &plan);
   const int np = ord == ORDER_AMX ? plan.n_seg : 1;
-  const bool simd = ord == ORDER_VDP || ord == ORDER_ROW16 ? have_avx512bf16()
-                    : ord == ORDER_AMX                     ? have_amx()
-                    : ord == ORDER_SEQ                     ? gm_cpu_simd() == GM_SIMD_AVX512
+  const bool tiles = ord == ORDER_AMX && have_amx();
+  const bool simd = ord == ORDER_VDP || ord == ORDER_ROW16           ? have_avx512bf16()
+                    : ord == ORDER_AMX || ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512
                                                            : false;
   product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, ord == ORDER_AMX ? plan.chunk : 0, ord == ORDER_AMX ? &plan : NULL,
-               trans_a, trans_b, simd, round_c, ord, alpha, C};
+               trans_a, trans_b, simd, round_c, slice, tiles, ord, alpha, C};
   int MB = row_block(&q);
   bool own_a = false, own_parts = false, own_ball = false;
   // Row blocks: B given as floats packed whole first (kept up to KEEP_MAX_B), then A packed one
@@ -590,7 +600,7 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     scratch_done(Ap, own_a);
     scratch_done(parts, own_parts);
     scratch_done(Ball, own_ball);
-    unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, q.plan);
+    unpacked(A, lda, trans_a, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, q.plan, slice);
     if (round_c) gm_round_rows(GM_BF16, C, (size_t)ldc, M, N);
     return;
   }
@@ -642,17 +652,17 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
 
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                     float *C, int ldc, int M, int N, int K, int threads) {
-  run(A, lda, false, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false);
+  run(A, lda, false, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, false);
 }
 
 void gm_matmul_bf16_ta(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                       float *C, int ldc, int M, int N, int K, int threads) {
-  run(A, lda, true, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false);
+  run(A, lda, true, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, false);
 }
 
 void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
                            int M, int N, int K, int threads) {
-  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, false);
+  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, false, false);
 }
 
 int gm_matmul_bf16_packed_t_rounded(const float *A, int lda, const uint32_t *Xp, float *C, int ldc, int M, int N, int K,
@@ -663,12 +673,17 @@ int gm_matmul_bf16_packed_t_rounded(const float *A, int lda, const uint32_t *Xp,
   uint32_t *Bt = scratch(GM_SCRATCH_BF16_BALL, gm_bf16_packed_size(K, N) * sizeof(uint32_t), KEEP_MAX_B, &owned);
   if (!Bt) return -1;
   gm_bf16_pack_transposed(Xp, N, K, Bt, threads); // the pairs of X^T [K, N]
-  run(A, lda, false, NULL, 0, false, Bt, NULL, 1.0f, C, ldc, M, N, K, threads, true);
+  run(A, lda, false, NULL, 0, false, Bt, NULL, 1.0f, C, ldc, M, N, K, threads, true, false);
   scratch_done(Bt, owned);
   return 0;
 }
 
 void gm_matmul_bf16_packed_rounded(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C,
                                    int ldc, int M, int N, int K, int threads) {
-  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, true);
+  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, true, false);
+}
+
+void gm_matmul_bf16_slice(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
+                          float alpha, float *C, int ldc, int M, int N, int K, int threads) {
+  run(A, lda, trans_a, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, true);
 }

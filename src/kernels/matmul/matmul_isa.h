@@ -146,5 +146,9 @@ void gm_bf16_transpose_strip_avx512(const uint32_t *Bp, int K, int N, int t, uin
 bool gm_bf16_amx_ready(void);
 void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                        const float *bias, float *C, int ldc);
+// matmul_bf16_amxemu_avx512.c (AVX-512F): the same order and arguments, without tiles (a host
+// with the AVX-512 level whose AMX tiles are absent or off).
+void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols,
+                                 float alpha, const float *bias, float *C, int ldc);
 
 #endif
