@@ -97,7 +97,7 @@ grep -q '^torch target: avx2 (--torch-target)' "$T/out" && grep -q '^  matmul   
 expect 0 "--torch-target=NAME, after other options" "$G" info --profile meg --dtype bf16 --torch-target=intel-amx
 grep -q '^torch target intel-amx; not exact there: .*matmul' "$T/out" && ok "info --profile names the target" || bad "profile target: $(tail -1 "$T/out")"
 expect 2 "unknown target" "$G" info --cpu --torch-target nehalem
-grep -q "unknown torch CPU target 'nehalem' (known: zen4, intel-amx, intel-avx512-bf16, intel-avx512, avx2)" "$T/err" &&
+grep -q "unknown torch CPU target 'nehalem' (known: zen4, intel-amx, intel-avx512-bf16, intel-avx512, avx2, intel-avx512-fp16)" "$T/err" &&
   ok "unknown target lists the known ones" || bad "unknown target message: $(cat "$T/err")"
 expect 2 "--torch-target without a value" "$G" info --cpu --torch-target
 GPTMEG_TORCH_TARGET=bogus "$G" info --cpu >"$T/out" 2>"$T/err"; rc=$?

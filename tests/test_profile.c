@@ -4,11 +4,17 @@
 // of logits bit-identical, and the largest distance from the reference at most a quarter of the
 // reference's own hf-to-meg distance on the same inputs. Also: profile knobs, bad profiles,
 // dtype conversion rules, thread independence and KV-cache decoding in f16.
+// Then per torch CPU target, every reference whose bits differ from zen4's
+// (tests/golden/targets/<target>/profile/, the same generator run on that class of CPU): under that
+// target f16 and bf16 logits bit for bit (all of them), f32 top-1 identical and within 1e-4 (the
+// op-by-op GELUs' f32 tanh needs torch's MKL for bits, which the unit tests do not assume).
 #include "gptmeg/model.h"
 #include "gptmeg/npy.h"
+#include "gptmeg/target.h"
 #include "harness.h"
 
 #include <math.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +27,7 @@ static const char *profiles[] = {"hf", "hf-legacy", "meg", "megatron"};
 static const gm_dtype dtypes[] = {GM_F32, GM_F16, GM_BF16};
 
 // Reads a logits .npy of dtype dt, widened to f32. Returns NULL on failure.
-static float *read_logits(const char *cfg, const char *prof, gm_dtype dt, size_t *n) {
-  char path[512];
-  snprintf(path, sizeof path, "%s/%s/%s_%s.npy", PROFILE_DIR, cfg, prof, gm_dtype_name(dt));
+static float *read_logits_at(const char *path, gm_dtype dt, size_t *n) {
   gm_npy a;
   if (gm_npy_read(path, dt == GM_F32 ? GM_F32 : dt, &a)) { CHECK(0, "%s", gm_errmsg()); return NULL; }
   CHECK(a.dtype == dt, "%s: dtype %s, wanted %s", path, gm_dtype_name(a.dtype), gm_dtype_name(dt));
@@ -32,6 +36,12 @@ static float *read_logits(const char *cfg, const char *prof, gm_dtype dt, size_t
   *n = a.count;
   gm_npy_free(&a);
   return out;
+}
+
+static float *read_logits(const char *cfg, const char *prof, gm_dtype dt, size_t *n) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s/%s_%s.npy", PROFILE_DIR, cfg, prof, gm_dtype_name(dt));
+  return read_logits_at(path, dt, n);
 }
 
 static int32_t *read_tokens(const char *cfg, int *B, int *T) {
@@ -100,6 +110,67 @@ static void test_fidelity(void) {
   }
 }
 
+// Every target's own references (the files that differ from zen4's), run under that target.
+static void test_target_references(void) {
+  int files = 0;
+  for (int t = 0; t < GM_TT_N; t++) {
+    if (t == GM_TT_ZEN4) continue;
+    const char *tn = gm_torch_target_name((gm_torch_target)t);
+    for (size_t c = 0; c < sizeof configs / sizeof *configs; c++) {
+      int B, T;
+      int32_t *tok = read_tokens(configs[c], &B, &T);
+      if (!tok) continue;
+      for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
+        const gm_dtype dt = dtypes[d];
+        gm_gpt2 m;
+        bool loaded = false;
+        float *out = NULL;
+        for (size_t q = 0; q < sizeof profiles / sizeof *profiles; q++) {
+          char path[600];
+          snprintf(path, sizeof path, "%s/tests/golden/targets/%s/profile/%s/%s_%s.npy", GPTMEG_SOURCE_DIR, tn, configs[c],
+                   profiles[q], gm_dtype_name(dt));
+          if (access(path, R_OK) != 0) continue; // torch gave zen4's bits here
+          if (!loaded) {
+            char dir[512];
+            snprintf(dir, sizeof dir, "%s/%s", MODEL_DIR, configs[c]);
+            if (gm_gpt2_load(&m, dir) || gm_gpt2_to_dtype(&m, dt)) { CHECK(0, "%s: %s", dir, gm_errmsg()); break; }
+            loaded = true;
+            out = malloc((size_t)B * T * m.cfg.vocab_size * sizeof(float));
+          }
+          size_t n = 0;
+          float *ref = read_logits_at(path, dt, &n);
+          gm_profile p;
+          CHECK(gm_profile_get(profiles[q], dt, &p) == 0, "%s", gm_errmsg());
+          gm_torch_target_set((gm_torch_target)t);
+          int rc = ref && n == (size_t)B * T * m.cfg.vocab_size
+                       ? gm_gpt2_run(&m, &(gm_gpt2_run_opts){.profile = &p, .tokens = tok, .B = B, .T = T, .logits = out, .threads = 2})
+                       : -1;
+          gm_torch_target_set(GM_TT_ZEN4);
+          if (rc) { CHECK(0, "%s %s %s %s: %s", tn, configs[c], profiles[q], gm_dtype_name(dt), ref ? gm_errmsg() : "unreadable"); free(ref); continue; }
+          files++;
+          const int V = m.cfg.vocab_size;
+          int top1_bad = 0, diff = test_count_diff(out, ref, n);
+          for (int r = 0; r < B * T; r++) top1_bad += test_argmax(out + (size_t)r * V, V) != test_argmax(ref + (size_t)r * V, V);
+          if (dt == GM_F32) {
+            double dist = test_max_abs_diff(out, ref, n);
+            CHECK(top1_bad == 0 && dist <= 1e-4, "%s %s %s f32: top-1 differs at %d positions, max |diff| %.3g", tn, configs[c],
+                  profiles[q], top1_bad, dist);
+          } else {
+            CHECK(diff == 0, "%s %s %s %s: %d of %zu logits differ from torch's on that target", tn, configs[c], profiles[q],
+                  gm_dtype_name(dt), diff, n);
+          }
+          free(ref);
+        }
+        if (loaded) gm_gpt2_free(&m);
+        free(out);
+      }
+      free(tok);
+    }
+  }
+  CHECK(files > 0, "no target's profile references under tests/golden/targets/");
+  printf("  %d target references (tests/golden/targets/*/profile) checked under their targets\n", files);
+}
+
 // The model evaluates torch-cpu GELUs in chunks of whole vector steps on several threads; that must
 // equal one call over the whole tensor on one thread (PyTorch's one-thread run), for every variant
 // and dtype.
@@ -148,5 +219,6 @@ int main(void) {
   test_profiles_use_torch_cpu();
   test_chunked_gelu_equals_one_call();
   test_fidelity();
+  test_target_references();
   return test_done("test_profile");
 }

@@ -25,6 +25,7 @@ typedef enum {
   GM_TT_INTEL_AVX512_BF16, // Intel Cooper Lake class: AVX-512 with BF16, no AMX
   GM_TT_INTEL_AVX512,      // Intel Ice Lake / Cascade Lake / Skylake-SP class: AVX-512, no BF16
   GM_TT_AVX2,              // an AVX2-only Intel CPU (Haswell to Alder Lake client)
+  GM_TT_INTEL_AVX512_FP16, // Intel with AVX512-FP16 but no usable AMX (Sapphire Rapids and later, tiles off)
   GM_TT_N
 } gm_torch_target;
 
@@ -38,7 +39,7 @@ typedef enum {
   GM_ONEDNN_AVX2 = 0,
   GM_ONEDNN_AVX512_CORE,
   GM_ONEDNN_AVX512_CORE_BF16,
-  GM_ONEDNN_AVX512_CORE_FP16,
+  GM_ONEDNN_AVX512_CORE_FP16, // from here torch's f16 matmul is oneDNN's brgemm (avx10_1_512)
   GM_ONEDNN_AMX // AVX512_CORE_AMX (bf16 tiles) and, with AMX-FP16, f16 tiles
 } gm_onednn_isa;
 

@@ -41,7 +41,8 @@ static void usage(FILE *f) {
   fprintf(f, "\n  --version  print the version\n  --help     this text\n"
              "\nafter any command:\n"
              "  --torch-target NAME  the torch CPU target whose bits to reproduce (zen4, intel-amx,\n"
-             "                       intel-avx512-bf16, intel-avx512, avx2; default: this CPU's, or\n"
+             "                       intel-avx512-fp16, intel-avx512-bf16, intel-avx512, avx2; default:\n"
+             "                       this CPU's, or\n"
              "                       GPTMEG_TORCH_TARGET); `gptmeg info --cpu` shows it op by op\n"
              "  --quiet              no notes on stderr\n");
 }

@@ -27,6 +27,11 @@ static const gm_torch_target_info TARGETS[GM_TT_N] = {
     [GM_TT_AVX2] = {"avx2", "an AVX2-only Intel CPU (Haswell to Alder Lake client)", GM_ATEN_AVX2,
                     GM_MKL_SGEMM_INTEL_AVX2, GM_ONEDNN_AVX2,
                     "ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2", GM_CPU_LEVEL_AVX2},
+    [GM_TT_INTEL_AVX512_FP16] = {"intel-avx512-fp16",
+                                 "Intel Xeon with AVX512-FP16 whose AMX tiles are absent or off (Sapphire / Emerald Rapids "
+                                 "in a VM that leaves XCR0's tile bits clear): f16 as intel-amx, bf16 as intel-avx512-bf16",
+                                 GM_ATEN_AVX512, GM_MKL_SGEMM_INTEL_AVX512, GM_ONEDNN_AVX512_CORE_FP16,
+                                 "ONEDNN_MAX_CPU_ISA=AVX512_CORE_FP16", AVX512_CORE | GM_CPU_AVX512_BF16},
 };
 
 const gm_torch_target_info *gm_torch_target_get_info(gm_torch_target t) {
@@ -83,6 +88,7 @@ gm_torch_target gm_torch_target_detect(const gm_cpu *c, bool *exact_class) {
   } else {
     exact = c->vendor_id == GM_CPU_VENDOR_INTEL;
     if (avx512 && (f & GM_CPU_AMX_BF16) && (f & GM_CPU_AMX_TILE)) t = GM_TT_INTEL_AMX;
+    else if (avx512 && (f & GM_CPU_AVX512_FP16)) t = GM_TT_INTEL_AVX512_FP16;
     else if (avx512 && (f & GM_CPU_AVX512_BF16)) t = GM_TT_INTEL_AVX512_BF16;
     else if (avx512) t = GM_TT_INTEL_AVX512;
     else { t = GM_TT_AVX2; exact = exact && avx2; }

@@ -126,9 +126,9 @@ typedef struct {
   bool ta, tb;
 } bmm_views;
 
-static bool onednn_amx(void) {
+static bool onednn_amx(void) { // oneDNN's f16 brgemm (AVX512_CORE_FP16 and up)
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
-  return ti && ti->onednn == GM_ONEDNN_AMX;
+  return ti && ti->onednn >= GM_ONEDNN_AVX512_CORE_FP16;
 }
 
 // gm_op_matmul with op(B) given by data [K, N] (trans_b false) or [N, K] (true), run as want_trans
@@ -188,13 +188,28 @@ static int head_bmm(const gm_op_ctx *one, bool small_ok, bmm_views v, const floa
   return 0;
 }
 
-// X[T, len] = q @ (alpha * k)^T in f32 as torch's f32 baddbmm computes it here: k scaled by alpha
-// first (rounded), then one FMA per l in order (transformers' upcast path; q, k hold f16 values).
+// X[T, len] = alpha * q @ k^T in f32 as torch's f32 baddbmm(beta = 0) computes it (transformers'
+// upcast path; q, k hold f16 values, so every product is exact in f32): one FMA per l in order,
+// from zero; then the scaling, by where torch runs it (measured with f16-valued operands of wide
+// exponent range, hd 8/16/64, T 7-64, 1 thread): ATen's small kernel (T * len * hd < 400) and
+// MKL's Intel AVX-512 sgemm scale the sum, alpha * acc; MKL on Zen 4 scales k first, alpha * k
+// rounded, then the chain. MKL's AVX2 sgemm scales the sum at T 16, hd 8 and scales k at T 64,
+// hd 8 (100% each); between them neither order holds everywhere (T 25: 98.6%): the sum is scaled
+// up to 2048 multiply-adds per head, k above (`info` lists it among avx2's f32 limits).
 static void upcast_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  const int64_t work = (int64_t)h->T * h->len * hd;
+  const bool scale_sum = work < 400 || (ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512) ||
+                         (ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX2 && work <= 2048);
   for (int i = 0; i < h->T; i++)
     for (int j = 0; j < h->len; j++) {
       float acc = 0.0f;
-      for (int l = 0; l < hd; l++) acc = fmaf(q[(size_t)i * ldq + l], alpha * k[(size_t)j * hd + l], acc);
+      if (scale_sum) {
+        for (int l = 0; l < hd; l++) acc = fmaf(q[(size_t)i * ldq + l], k[(size_t)j * hd + l], acc);
+        acc = alpha * acc;
+      } else {
+        for (int l = 0; l < hd; l++) acc = fmaf(q[(size_t)i * ldq + l], alpha * k[(size_t)j * hd + l], acc);
+      }
       X[(size_t)i * h->len + j] = acc;
     }
 }

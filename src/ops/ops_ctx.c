@@ -65,7 +65,7 @@ int gm_op_matmul_t(const gm_op_ctx *c, const float *A, int lda, bool trans_a, co
       return gm_fail("matmul: out of memory (%d x %d x %d)", M, N, K);
     return 0;
   }
-  if (c->dtype == GM_F16 && ti && ti->onednn == GM_ONEDNN_AMX) { // torch's mm runs oneDNN there
+  if (c->dtype == GM_F16 && ti && ti->onednn >= GM_ONEDNN_AVX512_CORE_FP16) { // torch's mm runs oneDNN there
     gm_matmul_f16_onednn(A, lda, trans_a, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
     return 0;
   }

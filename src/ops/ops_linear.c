@@ -22,7 +22,7 @@
 //   bf16: all three on 1 and 2 threads (oneDNN's K chunks, K splits and K-tail calls from the
 //        model of its blocking heuristics, onednn_amx.h; the one-row dinp against W^T is oneDNN's
 //        AVX512_CORE_BF16 lane order, matmul_bf16.c's ORDER_ROW16).
-// The f32 order is the Intel MKL one (intel-amx, intel-avx512, intel-avx512-bf16 share it); zen4 and
+// The f32 order is the Intel MKL one (the intel-* targets share it); zen4 and
 // avx2 run the forward's kernels for these shapes, unverified. The sum is the same on every target.
 #include "gptmeg/kernels.h"
 #include "ops/ops_internal.h"

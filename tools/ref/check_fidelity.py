@@ -14,7 +14,7 @@ thread count it is given (docs/numerics.md).
 --target runs the check once per torch CPU target (src/core/target.c): torch under that target's
 dispatch caps (set before torch is imported, in a child process), gptmeg with --torch-target NAME.
 `all` is every target this machine can produce: its own class and the classes below it that the
-caps imitate (an Intel AMX machine: intel-amx, intel-avx512-bf16, intel-avx512, avx2).
+caps imitate (an Intel AMX machine: intel-amx, intel-avx512-fp16, intel-avx512-bf16, intel-avx512, avx2).
 --mkl sets GPTMEG_TORCH_MKL to this torch's libtorch_cpu.so for gptmeg, so its f32 tanh/erf/exp are
 MKL VML as torch's are: with it the f32 logits are bit-identical (docs/numerics.md); without it the
 op-by-op GELUs' f32 tanh is glibc's double result rounded (within about 2e-6 of torch's logits).
@@ -32,13 +32,15 @@ import numpy as np
 TARGET_ENV = {
     "zen4": {},
     "intel-amx": {},
+    "intel-avx512-fp16": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_FP16"},
     "intel-avx512-bf16": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16"},
     "intel-avx512": {"ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
     "avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
 }
 PRODUCIBLE = {
     "zen4": ["zen4"],
-    "intel-amx": ["intel-amx", "intel-avx512-bf16", "intel-avx512", "avx2"],
+    "intel-amx": ["intel-amx", "intel-avx512-fp16", "intel-avx512-bf16", "intel-avx512", "avx2"],
+    "intel-avx512-fp16": ["intel-avx512-fp16", "intel-avx512-bf16", "intel-avx512", "avx2"],
     "intel-avx512-bf16": ["intel-avx512-bf16", "intel-avx512", "avx2"],
     "intel-avx512": ["intel-avx512", "avx2"],
     "avx2": ["avx2"],

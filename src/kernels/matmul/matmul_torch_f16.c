@@ -97,7 +97,7 @@ static float dot_f32arith_scalar(const float *x, const float *y, int K) {
 // The intel-amx order for B transposed: one chain over k.
 static bool trans_is_chain(void) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
-  return ti && ti->onednn == GM_ONEDNN_AMX;
+  return ti && ti->onednn >= GM_ONEDNN_AVX512_CORE_FP16;
 }
 
 // oneDNN's K blocks (gm_matmul_f16_onednn): one block for K <= 512, blocks of 512 for K <= 1024,
