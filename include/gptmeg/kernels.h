@@ -160,6 +160,10 @@ void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B,
 void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
                            float alpha, float *C, int ldc, int M, int N, int K, int threads);
 bool gm_matmul_f16_row_fast(void);
+// Whether B transposed with more than one row of A takes oneDNN's f32 chains under the active
+// target (then gm_matmul_f16_torch_h widens the f16 bits first: a caller holding B as f32 values
+// too does better to pass those to gm_matmul_f16_torch).
+bool gm_matmul_f16_trans_widens(void);
 // bf16 product in torch 2.15's oneDNN order (matmul_bf16.c): K in blocks of 512 (K <= 1024) or 1024
 // elements, each an AVX512-BF16 dot-product chain (pairs of K, odd element first, DAZ/FTZ), the
 // blocks added in order in f32, then alpha * sum (+ bias); A and B hold bf16 values. The same bits

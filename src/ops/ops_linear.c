@@ -34,7 +34,9 @@ int gm_op_linear_fwd(const gm_op_ctx *c, float *out, const float *inp, const gm_
     gm_matmul_bf16_packed_rounded(inp, C, w->bf16p, bias, 1.0f, out, OC, N, OC, C, c->threads);
     return 0;
   }
-  if (c->dtype == GM_F16 && w->f16h && (w->trans || N == 1)) // the f16 kernels' fast shapes
+  // the f16 kernels' fast shapes; several rows against W^T under oneDNN's chains read the f32 copy
+  // (the f16 bits would be widened first: the lm_head of an all-logits prefill)
+  if (c->dtype == GM_F16 && w->f16h && (N == 1 || (w->trans && !gm_matmul_f16_trans_widens())))
     gm_matmul_f16_torch_h(inp, C, w->f16h, ldw, w->trans, bias, 1.0f, out, OC, N, OC, C, c->threads);
   else gm_op_matmul(c, inp, C, w->w, ldw, w->trans, bias, 1.0f, out, OC, N, OC, C);
   gm_op_round(c, out, (size_t)N * OC);

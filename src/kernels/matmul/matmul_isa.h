@@ -98,6 +98,8 @@ void gm_matmul_trans_block_avx512(const float *A, int lda, const float *B, int l
                                   float *C, int ldc, int i0, int i1, int j0, int j1, int K);
 void gm_trans_block_f16_avx512(const float *A, int lda, const uint16_t *B, int ldb, const float *bias, float alpha, float *C,
                                int ldc, int i0, int i1, int j0, int j1, int K);
+// n f16 bits widened to f32 (exact), VCVTPH2PS.
+void gm_f16_widen_avx512(const uint16_t *h, float *out, size_t n);
 // matmul_torch_f16_avx2.c: one B-transposed dot product, ATen's fp16_dot_with_fp32_arith order.
 float gm_dot_f32arith_avx2(const float *x, const float *y, int K);
 // matmul_torch_f16.c (scalar, shared with the AVX-512 file): that order's part after the 64-element

@@ -377,6 +377,8 @@ static void f16h_piece(bool fast, const float *A, int lda, const uint16_t *B, in
   }
 }
 
+bool gm_matmul_f16_trans_widens(void) { return trans_is_chain(); }
+
 void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, bool trans_b, const float *bias,
                            float alpha, float *C, int ldc, int M, int N, int K, int threads) {
   if (M <= 0 || N <= 0) return;
@@ -385,10 +387,17 @@ void gm_matmul_f16_torch_h(const float *A, int lda, const uint16_t *B, int ldb, 
     enum { CHUNK = 1024 };
     float *Bw = malloc((size_t)CHUNK * (K > 0 ? K : 1) * sizeof(float));
     if (Bw) {
+      const bool avx512 = gm_cpu_simd() == GM_SIMD_AVX512;
       for (int j0 = 0; j0 < N; j0 += CHUNK) {
         const int nc = N - j0 < CHUNK ? N - j0 : CHUNK;
-        for (int j = 0; j < nc; j++)
-          for (int k = 0; k < K; k++) Bw[(size_t)j * K + k] = gm_f16_to_f32(B[(size_t)(j0 + j) * ldb + k]);
+        // widened on every thread (a serial scalar loop here was a quarter of an all-logits prefill)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+        for (int j = 0; j < nc; j++) {
+          const uint16_t *src = B + (size_t)(j0 + j) * ldb;
+          if (avx512) gm_f16_widen_avx512(src, Bw + (size_t)j * K, (size_t)K);
+          else
+            for (int k = 0; k < K; k++) Bw[(size_t)j * K + k] = gm_f16_to_f32(src[k]);
+        }
         gm_matmul_f16_onednn(A, lda, false, Bw, K, true, bias ? bias + j0 : NULL, alpha, C + j0, ldc, M, nc, K, threads);
       }
       free(Bw);
