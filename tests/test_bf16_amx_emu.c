@@ -2,11 +2,12 @@
 // operands chosen to reach its flushes: exponents spread so that products underflow, tile sums
 // cancel into the subnormal range (flushed) and chunk sums cancel into it too (not flushed: the
 // chunks' join is plain f32), signed zeros, odd column counts, row counts off the 4-row grid, K
-// tails and chunks of 16, 32, 48 pairs or one chunk. Bodies: gm_bf16_strip_amxemu_avx512 (AVX-512F
-// with MXCSR's flush-to-zero, for hosts without AMX tiles) where the CPU has AVX-512, and
-// gm_bf16_strip_amx (the tiles) where Linux grants them; then gm_matmul_bf16 under the intel-amx
-// target on the same operands against GPTMEG_SIMD=scalar (the library's scalar twin), 1 and 2
-// threads, A as stored and transposed. The MXCSR of the caller is the same after each call.
+// tails and chunks of 16, 32, 48 pairs or one chunk. Bodies: gm_bf16_strip_amxemu_avx512 and
+// gm_bf16_strip_amxemu_avx2 (AVX-512F / AVX2 with MXCSR's flush-to-zero, for hosts without AMX
+// tiles) where the CPU has the level, and gm_bf16_strip_amx (the tiles) where Linux grants them;
+// then gm_matmul_bf16 under the intel-amx target on the same operands against GPTMEG_SIMD=scalar
+// (the library's scalar twin), at the host's level and capped at avx2, 1 and 2 threads, A as
+// stored and transposed. The MXCSR of the caller is the same after each call.
 #include "harness.h"
 
 #include "gptmeg/cpu.h"
@@ -141,30 +142,32 @@ static void check_join(strip_fn fn, const char *name) {
 }
 
 // gm_matmul_bf16 (and _ta) under intel-amx against the scalar twin on the same wide operands.
-static void check_product(int M, int N, int K, bool trans_a, int threads) {
+static void check_product(int M, int N, int K, bool trans_a, int threads, const char *cap) {
   float *A = malloc(sizeof(float) * (size_t)M * K), *B = malloc(sizeof(float) * (size_t)K * N);
   float *c0 = malloc(sizeof(float) * (size_t)M * N), *c1 = malloc(sizeof(float) * (size_t)M * N);
   if (!A || !B || !c0 || !c1) { CHECK(0, "out of memory"); free(A); free(B); free(c0); free(c1); return; }
   for (size_t i = 0; i < (size_t)M * K; i++) A[i] = f(value((uint32_t)i, 5));
   for (size_t i = 0; i < (size_t)K * N; i++) B[i] = f(value((uint32_t)i, 6));
   for (int r = 0; r < 2; r++) {
-    if (r) test_set_simd("scalar");
+    test_set_simd(r ? "scalar" : cap);
     float *c = r ? c1 : c0;
     if (trans_a) gm_matmul_bf16_ta(A, M, B, N, false, NULL, 1.0f, c, N, M, N, K, threads);
     else gm_matmul_bf16(A, K, B, N, false, NULL, 1.0f, c, N, M, N, K, threads);
     test_set_simd(NULL);
   }
   int d = test_count_diff(c0, c1, (size_t)M * N);
-  CHECK(d == 0, "gm_matmul_bf16%s %dx%dx%d, %d threads: %d outputs differ from the scalar twin", trans_a ? "_ta" : "", M, N, K,
-        threads, d);
+  CHECK(d == 0, "gm_matmul_bf16%s %dx%dx%d, %d threads, cap %s: %d outputs differ from the scalar twin", trans_a ? "_ta" : "", M,
+        N, K, threads, cap ? cap : "none", d);
   free(A); free(B); free(c0); free(c1);
 }
 
 int main(void) {
-  if (gm_cpu_simd() != GM_SIMD_AVX512) {
-    test_skip("AMX-order bodies", "no AVX-512 here: the scalar twin is the only body");
+  if (gm_cpu_simd() < GM_SIMD_AVX2) {
+    test_skip("AMX-order bodies", "no AVX2 here: the scalar twin is the only body");
     return test_done("test_bf16_amx_emu");
   }
+  const bool avx512 = gm_cpu_simd() == GM_SIMD_AVX512;
+  if (!avx512) test_skip("the AVX-512 emulation", "no AVX-512 here");
   const bool tiles = gm_cpu_has(GM_CPU_AMX_TILE) && gm_cpu_has(GM_CPU_AMX_BF16) && gm_bf16_amx_ready();
   static const int Ms[] = {1, 3, 4, 7, 33}, Ns[] = {1, 17, 32}, Ps[] = {0, 1, 15, 16, 17, 47, 96, 130}, Pcs[] = {0, 16, 32, 48};
   int subnormal = 0, cases = 0;
@@ -173,8 +176,13 @@ int main(void) {
       for (size_t c = 0; c < sizeof Ps / sizeof Ps[0]; c++)
         for (size_t d = 0; d < sizeof Pcs / sizeof Pcs[0]; d++) {
           const bool bias = (a + c + d) % 2;
-          int bad = run_body(gm_bf16_strip_amxemu_avx512, "amxemu", Ms[a], Ns[b], Ps[c], Pcs[d], bias, &subnormal);
-          CHECK(bad == 0, "gm_bf16_strip_amxemu_avx512 M %d ncols %d P %d Pc %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pcs[d], bad);
+          int bad;
+          if (avx512) {
+            bad = run_body(gm_bf16_strip_amxemu_avx512, "amxemu", Ms[a], Ns[b], Ps[c], Pcs[d], bias, &subnormal);
+            CHECK(bad == 0, "gm_bf16_strip_amxemu_avx512 M %d ncols %d P %d Pc %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pcs[d], bad);
+          }
+          bad = run_body(gm_bf16_strip_amxemu_avx2, "amxemu_avx2", Ms[a], Ns[b], Ps[c], Pcs[d], bias, &subnormal);
+          CHECK(bad == 0, "gm_bf16_strip_amxemu_avx2 M %d ncols %d P %d Pc %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pcs[d], bad);
           if (tiles) {
             int dummy = 0;
             bad = run_body(gm_bf16_strip_amx, "amx", Ms[a], Ns[b], Ps[c], Pcs[d], bias, &dummy);
@@ -182,7 +190,8 @@ int main(void) {
           }
           cases++;
         }
-  check_join(gm_bf16_strip_amxemu_avx512, "amxemu");
+  if (avx512) check_join(gm_bf16_strip_amxemu_avx512, "amxemu");
+  check_join(gm_bf16_strip_amxemu_avx2, "amxemu_avx2");
   if (tiles) check_join(gm_bf16_strip_amx, "amx");
   CHECK(subnormal > 0, "no reference output is subnormal: the chunks' unflushed join is not tested");
   if (!tiles) test_skip("AMX tiles", "this host has none (or Linux refused them): the emulation only");
@@ -190,7 +199,10 @@ int main(void) {
   static const int shapes[][3] = {{40, 70, 97}, {64, 96, 1024}, {130, 33, 3072}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++)
-      for (int th = 1; th <= 2; th++) check_product(shapes[s][0], shapes[s][1], shapes[s][2], ta == 1, th);
+      for (int th = 1; th <= 2; th++) {
+        check_product(shapes[s][0], shapes[s][1], shapes[s][2], ta == 1, th, NULL);
+        check_product(shapes[s][0], shapes[s][1], shapes[s][2], ta == 1, th, "avx2");
+      }
   printf("test_bf16_amx_emu: %d strip cases, %d subnormal outputs%s\n", cases, subnormal, tiles ? ", tiles too" : "");
   return test_done("test_bf16_amx_emu");
 }

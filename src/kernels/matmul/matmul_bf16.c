@@ -36,8 +36,9 @@
 // B-transposed order below). Every product of at most 16^3 multiply-adds stays in ATen's cpublas
 // gemm: the avx2 target's two orders for A as stored, one chain over k for A transposed (but not for
 // one slice of a batched product: torch's rule looks at the whole batch). With AMX tiles on the
-// host (and the AVX-512 level) the tile kernel matmul_bf16_amx.c runs; with the AVX-512 level only,
-// its emulation in matmul_bf16_amxemu_avx512.c; elsewhere the scalar twin here; all the same bits.
+// host (and the AVX-512 level) the tile kernel matmul_bf16_amx.c runs; with the AVX-512 or AVX2
+// level only, its emulations matmul_bf16_amxemu_avx512.c / _avx2.c; else the scalar twin here; all
+// the same bits.
 //
 // Under intel-avx512 (oneDNN's AVX512_CORE gemm) and avx2 (ATen's cpublas gemm, two orders by
 // B's orientation) the orders below run, scalar only (see their comments).
@@ -498,13 +499,16 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
   unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, &plan, false);
 }
 
+// The AMX order's bodies (matmul_isa.h), by what the host has.
+typedef void (*amx_body)(const uint32_t *, int, int, const uint32_t *, int, int, int, float, const float *, float *, int);
+
 // One product's operands and choices, shared by its threads (run below).
 typedef struct {
   const float *A, *B, *bias;
   int lda, ldb, ldc, M, N, K, P, Pc;
   const gm_bf16_amx_plan *plan; // the AMX order's (NULL for the others)
   bool trans_a, trans_b, simd, round_c, slice;
-  bool tiles; // ORDER_AMX with simd: AMX tiles (else the AVX-512F emulation, same bits)
+  amx_body amx; // ORDER_AMX with simd: its body (tiles, or an emulation: same bits)
   bf16_order ord;
   float alpha;
   float *C;
@@ -529,8 +533,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
       const int p0 = q->plan->start[t], len = q->plan->start[t + 1] - p0, kt = (t + 1 < np ? 2 * len : q->K - 2 * p0);
       const uint32_t *at = Ap + (size_t)q->M * p0 + (size_t)r0 * len, *bt = strip + (size_t)p0 * STRIP;
       float *st = part + (size_t)t * mr * STRIP;
-      if (q->simd && q->tiles) gm_bf16_strip_amx(at, len, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
-      else if (q->simd) gm_bf16_strip_amxemu_avx512(at, len, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
+      if (q->simd) q->amx(at, len, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
       else strip_scalar_order(q->ord, at, len, kt, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
     }
     for (int i = 0; i < mr; i++)
@@ -541,8 +544,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
   } else if (q->ord == ORDER_VDP) {
     if (q->simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
     else strip_scalar(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
-  } else if (q->simd && q->ord == ORDER_AMX && q->tiles) gm_bf16_strip_amx(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
-  else if (q->simd && q->ord == ORDER_AMX) gm_bf16_strip_amxemu_avx512(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  } else if (q->simd && q->ord == ORDER_AMX) q->amx(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd && q->ord == ORDER_ROW16) gm_bf16_row16_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
@@ -555,7 +557,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
 // where a strip-major order streamed all of it again for every 32 columns. Rows are independent in
 // every kernel, so the blocking changes no bit.
 static int row_block(const product *q) {
-  if (!(q->simd && q->tiles && q->ord == ORDER_AMX) || n_segs(q) > 1) return q->M;
+  if (!(q->simd && q->amx == gm_bf16_strip_amx && q->ord == ORDER_AMX) || n_segs(q) > 1) return q->M;
   long rows = ((long)1 << 20) / ((long)(q->P > 0 ? q->P : 1) * 4) / 32 * 32;
   if (rows < 32) rows = 32;
   return rows >= q->M ? q->M : (int)rows;
@@ -575,12 +577,18 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   gm_bf16_amx_plan plan;
   if (ord == ORDER_AMX) (void)gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, threads, &plan);
   const int np = ord == ORDER_AMX ? plan.n_seg : 1;
-  const bool tiles = ord == ORDER_AMX && have_amx();
-  const bool simd = ord == ORDER_VDP || ord == ORDER_ROW16           ? have_avx512bf16()
-                    : ord == ORDER_AMX || ord == ORDER_SEQ ? gm_cpu_simd() == GM_SIMD_AVX512
+  const gm_simd_level isa = gm_cpu_simd();
+  const amx_body amx = ord != ORDER_AMX          ? NULL
+                       : have_amx()              ? gm_bf16_strip_amx
+                       : isa == GM_SIMD_AVX512   ? gm_bf16_strip_amxemu_avx512
+                       : isa >= GM_SIMD_AVX2     ? gm_bf16_strip_amxemu_avx2
+                                                 : NULL;
+  const bool simd = ord == ORDER_VDP || ord == ORDER_ROW16 ? have_avx512bf16()
+                    : ord == ORDER_AMX                     ? amx != NULL
+                    : ord == ORDER_SEQ                     ? isa == GM_SIMD_AVX512
                                                            : false;
   product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, ord == ORDER_AMX ? plan.chunk : 0, ord == ORDER_AMX ? &plan : NULL,
-               trans_a, trans_b, simd, round_c, slice, tiles, ord, alpha, C};
+               trans_a, trans_b, simd, round_c, slice, amx, ord, alpha, C};
   int MB = row_block(&q);
   bool own_a = false, own_parts = false, own_ball = false;
   // Row blocks: B given as floats packed whole first (kept up to KEEP_MAX_B), then A packed one

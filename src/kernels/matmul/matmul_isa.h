@@ -152,5 +152,8 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
 // with the AVX-512 level whose AMX tiles are absent or off).
 void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols,
                                  float alpha, const float *bias, float *C, int ldc);
+// matmul_bf16_amxemu_avx2.c (AVX2): the same order and arguments on the AVX2 level.
+void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+                               const float *bias, float *C, int ldc);
 
 #endif
