@@ -237,5 +237,6 @@ int main(void) {
   run_target(GM_TT_INTEL_AVX512_BF16, true);
   run_target(GM_TT_INTEL_AVX512, true);
   run_target(GM_TT_AVX2, true);
+  run_target(GM_TT_INTEL_AVX512_FP16, true);
   return test_done("test_attention_bwd");
 }
