@@ -90,13 +90,14 @@ static bool mkl_variant(const char *act) {
   return !strcmp(act, "gelu_new") || !strcmp(act, "gelu_fast") || !strcmp(act, "gelu_python") || !strcmp(act, "megatron");
 }
 
-// The golden of torch target t (intel-amx: tests/golden/act_bwd/; avx2: tests/golden/targets/avx2/).
+// The golden of torch target t (tests/golden/targets/<t>/act_bwd/ where torch's bits differ there,
+// else tests/golden/act_bwd/, made on the intel-amx class).
 // mkl_ok: MKL VML can still be capped for this target (it is capped once a process, at its
 // first load: the avx2 pass runs second, so its f32 MKL cases are skipped).
 static void test_golden(gm_torch_target t, bool mkl_ok) {
   gm_torch_target_set(t);
-  char GOLDEN[512];
-  snprintf(GOLDEN, sizeof GOLDEN, "%s/tests/golden/%sact_bwd/act_bwd.json", GPTMEG_SOURCE_DIR, t == GM_TT_AVX2 ? "targets/avx2/" : "");
+  char GOLDEN[1024];
+  test_golden_for(t, "act_bwd/act_bwd.json", GOLDEN, sizeof GOLDEN);
   printf("  target %s: %s\n", gm_torch_target_name(t), GOLDEN);
   char *txt = test_slurp(GOLDEN);
   CHECK(txt != NULL, "%s missing (run tools/ref/gen_act_bwd_goldens.py)", GOLDEN);
@@ -201,7 +202,9 @@ static void test_golden(gm_torch_target t, bool mkl_ok) {
 }
 
 int main(void) {
-  test_golden(GM_TT_INTEL_AMX, true);
-  test_golden(GM_TT_AVX2, false);
+  // the Intel AVX-512 classes below AVX512_CORE_FP16 take ATen's f16 GELU backward, not oneDNN's
+  const gm_torch_target order[] = {GM_TT_INTEL_AMX, GM_TT_INTEL_AVX512_FP16, GM_TT_INTEL_AVX512_BF16, GM_TT_INTEL_AVX512};
+  for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) test_golden(order[i], true);
+  test_golden(GM_TT_AVX2, false); // last: it caps MKL VML for the process
   return test_done("test_act_bwd");
 }

@@ -42,6 +42,9 @@ AMX_ONLY = {"amx_blocking", "autocast_grad", "bf16_amx_chunk", "bf16_amx_threads
 MEGATRON = {"megatron", "ngc"}
 # take the target as an argument and write tests/golden/targets/<target>/ themselves
 TARGET_ARG = {"attention_bwd": lambda t: [t], "act_bwd": lambda t: ["--target", t], "lmloss": lambda t: ["--target", t]}
+# goldens whose generator covers the targets itself (gen_optim_goldens.py writes optim_avx2.* beside
+# optim.*, its avx2 run): not copied into a target's folder
+OWN_TARGETS = ("optim/",)
 # JSON keys that describe the machine or the environment, not torch's results
 META = {"cpu", "avx512_fp16", "torch_version", "torch", "transformers", "cpu_capability", "onednn", "torch_lib", "target",
         "machine", "settings", "generated", "torch_env", "env", "generator", "note"}
@@ -131,8 +134,8 @@ def for_target(args, t, host, gens):
                     same.append(rel_t)
                     continue
                 rel = rel_t
-            elif rel.startswith("targets/"):
-                continue  # another target's file (an intel-amx default): not this run's to keep
+            elif rel.startswith("targets/") or rel.startswith(OWN_TARGETS):
+                continue  # another target's file (an intel-amx default), or a generator that covers targets itself
             else:
                 base = subprocess.run(["git", "show", f"HEAD:{p}"], capture_output=True).stdout
                 if base and content(p, new) == content(p, base):
