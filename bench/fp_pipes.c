@@ -8,6 +8,7 @@
 // (three cycles each on x86-64 cores since Sandy Bridge and Zen). x86-64 with AVX-512 only;
 // elsewhere it says so and exits 0.
 #include "gptmeg/core.h"
+#include "gptmeg/cpu.h"
 #include "gptmeg/gelu.h"
 
 #include <stdio.h>
@@ -29,6 +30,8 @@ enum { RATE_ITERS = 20000000, RATE_RUNS = 3 };
 #define PERM_B(i) "vpermps %%zmm29, %%zmm31, %%zmm1" #i "\n\t"
 #define DIV(i) "vdivps %%zmm29, %%zmm30, %%zmm" #i "\n\t"
 #define DIV_B(i) "vdivps %%zmm29, %%zmm30, %%zmm1" #i "\n\t"
+#define VDP(i) "vdpbf16ps %%zmm29, %%zmm30, %%zmm" #i "\n\t"
+#define VDP_B(i) "vdpbf16ps %%zmm29, %%zmm30, %%zmm1" #i "\n\t"
 #define SCALEF_B(i) "vscalefps %%zmm29, %%zmm1" #i ", %%zmm1" #i "\n\t"
 #define CLOBBERS                                                                                              \
   "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", \
@@ -50,6 +53,8 @@ static void loop_fma_perm(void) { RATE_LOOP(CHAINS(FMA) CHAINS(PERM_B)); }
 static void loop_add_scalef(void) { RATE_LOOP(CHAINS(ADD) CHAINS(SCALEF_B)); }
 static void loop_div(void) { RATE_LOOP(CHAINS(DIV)); }
 static void loop_fma_div(void) { RATE_LOOP(CHAINS(FMA) CHAINS(DIV_B)); }
+// sixteen chains: its latency is longer than the others' (AVX512-BF16 only, checked before it runs)
+static void loop_vdp(void) { RATE_LOOP(CHAINS(VDP) CHAINS(VDP_B)); }
 
 // Cycles per second: a chain of dependent integer multiplies, 4 per iteration, 3 cycles each (on
 // Intel since Sandy Bridge and on AMD since Zen). Not adds: Golden Cove (Sapphire Rapids, Alder
@@ -121,6 +126,11 @@ int main(void) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     double t = best_seconds(cases[c].loop);
     printf("  %-34s %9.2f\n", cases[c].kind, (double)RATE_ITERS * cases[c].ops_per_iter / (t * hz));
+  }
+  // bf16 pairs (32 multiply-adds per instruction, the intel-avx512-bf16/-fp16 and zen4 bf16 GEMM's)
+  if (gm_cpu_has(GM_CPU_AVX512_BF16)) {
+    double t = best_seconds(loop_vdp);
+    printf("  %-34s %9.2f\n", "bf16 dot product (vdpbf16ps), x16", (double)RATE_ITERS * 16 / (t * hz));
   }
 
   enum { N = 16384 }; // 64 KiB per array: in L2, so the kernels' arithmetic is what is timed
