@@ -35,7 +35,7 @@ enum { RATE_ITERS = 20000000, RATE_RUNS = 3 };
 #define SCALEF_B(i) "vscalefps %%zmm29, %%zmm1" #i ", %%zmm1" #i "\n\t"
 #define CLOBBERS                                                                                              \
   "rcx", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", \
-      "xmm13", "xmm14", "xmm15", "cc"
+      "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "cc" /* the _B chains are zmm10-17 */
 #define RATE_LOOP(body)                                                                                        \
   __asm__ volatile("vpxord %%zmm29, %%zmm29, %%zmm29\n\tvpxord %%zmm30, %%zmm30, %%zmm30\n\t"                \
                    "vpxord %%zmm31, %%zmm31, %%zmm31\n\tmov %0, %%rcx\n\t1:\n\t" body "dec %%rcx\n\tjnz 1b" \
@@ -53,7 +53,7 @@ static void loop_fma_perm(void) { RATE_LOOP(CHAINS(FMA) CHAINS(PERM_B)); }
 static void loop_add_scalef(void) { RATE_LOOP(CHAINS(ADD) CHAINS(SCALEF_B)); }
 static void loop_div(void) { RATE_LOOP(CHAINS(DIV)); }
 static void loop_fma_div(void) { RATE_LOOP(CHAINS(FMA) CHAINS(DIV_B)); }
-// sixteen chains: its latency is longer than the others' (AVX512-BF16 only, checked before it runs)
+// sixteen chains, so that a long latency cannot pass for the issue rate (AVX512-BF16 only, checked first)
 static void loop_vdp(void) { RATE_LOOP(CHAINS(VDP) CHAINS(VDP_B)); }
 
 // Cycles per second: a chain of dependent integer multiplies, 4 per iteration, 3 cycles each (on
