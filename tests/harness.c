@@ -160,3 +160,27 @@ int32_t *test_model_tokens(const char *dir, int T, int *B) {
   *B = rows;
   return ids;
 }
+
+void test_amx_fill(float *x, size_t n, uint32_t salt) {
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u = (uint32_t)i * 2654435761u + salt * 40503u;
+    float v = ldexpf((float)(128 + (u >> 8) % 128), -(int)(7 + (u >> 15) % 10));
+    x[i] = (u >> 31) ? -v : v;
+  }
+}
+
+int test_amx_rows(int M, int *r) {
+  int c[4] = {0, M > 1 ? 1 : 0, M / 2, M - 1}, n = 0;
+  for (int i = 0; i < 4; i++) {
+    bool dup = false;
+    for (int j = 0; j < n; j++) dup |= r[j] == c[i];
+    if (!dup) r[n++] = c[i];
+  }
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && r[j - 1] > r[j]; j--) {
+      int t = r[j];
+      r[j] = r[j - 1];
+      r[j - 1] = t;
+    }
+  return n;
+}

@@ -45,6 +45,13 @@ float *test_matmul_golden_f32(const void *st, int s, const char *what, int64_t *
 // The first T tokens of each row of DIR/tokens.npy (int32 or int64 ids) as int32 [B, T] (caller
 // frees; *B gets the rows); NULL (with a failed CHECK) when the file is missing or shorter than T.
 int32_t *test_model_tokens(const char *dir, int T, int *B);
+// The bf16 AMX goldens' operands (tools/ref/gen_bf16_amx_chunk_goldens.py's value(idx, salt), shift 0):
+// u = idx * 2654435761 + salt * 40503 (mod 2^32), x[idx] = +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10),
+// minus when bit 31 of u is set; exact in bf16.
+void test_amx_fill(float *x, size_t n, uint32_t salt);
+// Those goldens' sampled rows (the generators' rows(M)): {0, 1, M / 2, M - 1} sorted and distinct,
+// 1 read as 0 when M = 1; into r[4], returning how many.
+int test_amx_rows(int M, int *r);
 // Number of positions where a and b differ bit for bit.
 int test_count_diff(const float *a, const float *b, size_t n);
 // The golden file at tests/golden/<rel> as torch made it on target t: tests/golden/targets/<t>/<rel>

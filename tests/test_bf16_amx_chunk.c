@@ -74,27 +74,6 @@ static const product PRODUCTS[] = {
 #define QUICK_MAX ((size_t)64 * 768 * 768)
 enum { COLS = 32 };
 
-// The generator's value(idx, salt): +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10).
-static void fill(float *x, size_t n, uint32_t salt) {
-  for (size_t i = 0; i < n; i++) {
-    uint32_t u = (uint32_t)i * 2654435761u + salt * 40503u;
-    float v = ldexpf((float)(128 + (u >> 8) % 128), -(int)(7 + (u >> 15) % 10));
-    x[i] = (u >> 31) ? -v : v;
-  }
-}
-
-static int sample_rows(int M, int *r) {
-  int c[4] = {0, 1, M / 2, M - 1}, n = 0;
-  for (int i = 0; i < 4; i++) { // sorted, distinct (as the generator's sorted set)
-    bool dup = false;
-    for (int j = 0; j < n; j++) dup |= r[j] == c[i];
-    if (!dup) r[n++] = c[i];
-  }
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && r[j - 1] > r[j]; j--) { int t = r[j]; r[j] = r[j - 1]; r[j - 1] = t; }
-  return n;
-}
-
 static int sample_col(int N, int c) { return c < COLS ? c : N - 2 * COLS + c; }
 
 static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
@@ -135,7 +114,7 @@ static float bf16r(float x) {
 
 // Sampled outputs of C [M, N] (rounded to bf16) against the golden g [rows, 2 COLS]: mismatches.
 static int diff_sampled(const float *C, const float *g, const product *p) {
-  int r[4], nr = sample_rows(p->M, r), bad = 0;
+  int r[4], nr = test_amx_rows(p->M, r), bad = 0;
   for (int a = 0; a < nr; a++)
     for (int c = 0; c < 2 * COLS; c++) bad += bf16r(C[(size_t)r[a] * p->N + sample_col(p->N, c)]) != g[a * 2 * COLS + c];
   return bad;
@@ -175,9 +154,9 @@ int main(void) {
     if (!A || !W || !biasv || !C || !Wp || (lin && !Wt)) { CHECK(0, "out of memory"); return test_done("test_bf16_amx_chunk"); }
     const bool ta = p->op == OP_MMTA;
     const float *bias = p->op == OP_MM || ta ? NULL : biasv;
-    fill(A, (size_t)M * K, 1);
-    if (new_w) fill(W, (size_t)K * N, 2);
-    fill(biasv, (size_t)N, 3);
+    test_amx_fill(A, (size_t)M * K, 1);
+    if (new_w) test_amx_fill(W, (size_t)K * N, 2);
+    test_amx_fill(biasv, (size_t)N, 3);
     // the generator's cancel(): A[:, k] = 1 and W[k, :] = +-2^18, +-2^14 at four k
     const int ks[4] = {3, K - 5, K / 3, 2 * K / 3 + 1};
     const float vs[4] = {262144.0f, -262144.0f, 16384.0f, -16384.0f};
@@ -195,7 +174,7 @@ int main(void) {
     for (int i = 0; ta && i < M; i++)
       for (int k = 0; k < K; k++) At[(size_t)k * M + i] = A[(size_t)i * K + k];
     float *g[3] = {NULL, NULL, NULL};
-    int r[4], nr = sample_rows(M, r);
+    int r[4], nr = test_amx_rows(M, r);
     for (int th = 1; th <= 2; th++) {
       char name[64];
       snprintf(name, sizeof name, "p%zu.out%d", q, th);

@@ -31,26 +31,6 @@ static const product PRODUCTS[] = {{64, 3000, 256, OP_MMTA},  {256, 1000, 256, O
                                    {1, 64, 64, OP_ADDMM}, {5, 40, 20, OP_MMTA}, {4, 48, 17, OP_ADDMM}, {8, 32, 17, OP_LINEAR}};
 #define SCALAR_MAX ((size_t)64 * 1024 * 1024) // multiply-adds: the scalar twin only below (slow)
 
-// The generator's value(idx, salt): +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10).
-static void fill(float *x, size_t n, uint32_t salt) {
-  for (size_t i = 0; i < n; i++) {
-    uint32_t u = (uint32_t)i * 2654435761u + salt * 40503u;
-    float v = ldexpf((float)(128 + (u >> 8) % 128), -(int)(7 + (u >> 15) % 10));
-    x[i] = (u >> 31) ? -v : v;
-  }
-}
-
-static int sample_rows(int M, int *r) {
-  int c[4] = {0, M > 1 ? 1 : 0, M / 2, M - 1}, n = 0;
-  for (int i = 0; i < 4; i++) {
-    bool dup = false;
-    for (int j = 0; j < n; j++) dup |= r[j] == c[i];
-    if (!dup) r[n++] = c[i];
-  }
-  for (int i = 1; i < n; i++)
-    for (int j = i; j > 0 && r[j - 1] > r[j]; j--) { int t = r[j]; r[j] = r[j - 1]; r[j - 1] = t; }
-  return n;
-}
 
 // Rows r of C [M, N] rounded to bf16 against the golden g [nr, N]: outputs that differ.
 static int diff_rows(float *C, const int *r, int nr, int N, const float *g) {
@@ -82,9 +62,9 @@ int main(void) {
     float *bias = malloc(sizeof(float) * (size_t)N), *C = malloc(sizeof(float) * (size_t)M * N);
     uint32_t *Wp = malloc(sizeof(uint32_t) * gm_bf16_packed_size(K, N));
     if (!A || !W || !Wt || !At || !bias || !C || !Wp) { CHECK(0, "out of memory"); return test_done("test_bf16_amx_threads"); }
-    fill(A, (size_t)M * K, 1);
-    fill(W, (size_t)K * N, 2);
-    fill(bias, (size_t)N, 3);
+    test_amx_fill(A, (size_t)M * K, 1);
+    test_amx_fill(W, (size_t)K * N, 2);
+    test_amx_fill(bias, (size_t)N, 3);
     const int ks[4] = {3, K - 5, K / 3, 2 * K / 3 + 1};
     const float vs[4] = {262144.0f, -262144.0f, 16384.0f, -16384.0f};
     for (int c = 0; c < 4; c++) {
@@ -106,7 +86,7 @@ int main(void) {
     const int ldb = tb ? K : N;
     gm_bf16_pack(B, ldb, tb, K, N, Wp);
     const float *bv = with_bias ? bias : NULL;
-    int r[4], nr = sample_rows(M, r);
+    int r[4], nr = test_amx_rows(M, r);
     float *g1 = NULL;
     for (int th = 1; th <= 4; th++) {
       char name[32];

@@ -16,10 +16,11 @@ tests/golden/targets/intel-amx/bf16_amx_chunk/addmm.safetensors.
 """
 import json
 import os
-import platform
 
 import torch
 from safetensors.torch import save_file
+
+from gm_inputs import cpu_model, host_is_intel_amx
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "bf16_amx_chunk")
 # (M, K, N[, op]): around the chunk changes measured on 1 and 2 threads; op addmm unless "mm" or "linear"
@@ -52,7 +53,7 @@ SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
 
 
 def rows(M):
-    return sorted({0, 1, M // 2, M - 1})
+    return sorted({0, min(1, M - 1), M // 2, M - 1})
 
 
 def value(n, salt, shift):
@@ -75,33 +76,8 @@ def cancel(a, w, K):
         w[k, :] = v
 
 
-def cpu_line():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"): return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def amx_host():
-    try:
-        with open("/proc/cpuinfo") as f:
-            info = f.read()
-    except OSError:
-        return False
-    flags = set()
-    for line in info.splitlines():
-        if line.startswith("flags"):
-            flags = set(line.split(":", 1)[1].split())
-            break
-    return ("GenuineIntel" in info and {"amx_bf16", "amx_tile"} <= flags
-            and not os.environ.get("ONEDNN_MAX_CPU_ISA") and not os.environ.get("ATEN_CPU_CAPABILITY"))
-
-
 def main():
-    if not amx_host():
+    if not host_is_intel_amx():
         print("gen_bf16_amx_chunk_goldens: skipped (needs an Intel CPU with AMX-BF16, oneDNN not capped)")
         return
     t = {}
@@ -126,7 +102,7 @@ def main():
         same = torch.equal(outs[0], outs[1])
         print(f"  p{pi} {op} {M}x{K}x{N}: 1 vs 2 threads {'same' if same else 'differ'}")
     os.makedirs(OUT, exist_ok=True)
-    meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_line(),
+    meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(),
             "rows": "sorted({0, 1, M // 2, M - 1})", "cols": f"0..{COLS - 1} and N-{COLS}..N-1",
             "operands": "A = value(i*K+k, 1), W = value(k*N+n, 2), bias = value(n, 3) (the docstring's value), then cancel(A, W, K)",
             "settings": "native oneDNN (no ONEDNN_MAX_CPU_ISA / ATEN_CPU_CAPABILITY caps: brg_matmul avx10_1_512_amx); "

@@ -13,7 +13,6 @@ tests/golden/targets/intel-amx/bf16_amx_chunk/threads.safetensors.
 """
 import json
 import os
-import platform
 import sys
 
 import torch
@@ -21,7 +20,8 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_bf16_amx_chunk_goldens import cancel, value  # noqa: E402  (the same operands)
+from gen_bf16_amx_chunk_goldens import cancel, rows, value  # noqa: E402  (the same operands and rows)
+from gm_inputs import cpu_model, host_is_intel_amx  # noqa: E402
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "bf16_amx_chunk")
 THREADS = (1, 2, 3, 4)
@@ -32,31 +32,6 @@ PRODUCTS = [(64, 3000, 256, "mmta"), (256, 1000, 256, "mmta"), (128, 1700, 256, 
             # at most 16^3 multiply-adds (torch keeps these in ATen's gemm), and just above
             (4, 48, 16, "addmm"), (8, 16, 32, "linear"), (3, 100, 13, "mm"), (2, 32, 64, "mmtb"), (1, 64, 64, "addmm"),
             (5, 40, 20, "mmta"), (4, 48, 17, "addmm"), (8, 32, 17, "linear")]
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def host_is_intel_amx():
-    try:
-        with open("/proc/cpuinfo") as f:
-            text = f.read()
-    except OSError:
-        return False
-    return "GenuineIntel" in text and " amx_bf16" in text and not any(
-        os.environ.get(k) for k in ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"))
-
-
-def rows(M):
-    return sorted({0, min(1, M - 1), M // 2, M - 1})
 
 
 def operands(M, K, N):

@@ -15,38 +15,18 @@ tests/golden/targets/intel-amx/matmul/bf16_onerow.safetensors.
 """
 import json
 import os
-import platform
 
 import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
+
+from gm_inputs import cpu_model, host_is_intel_amx
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "matmul")
 # (K, N, op): op linear (no bias), linear_b (bias), mm_t (torch.mm(x, W.t()))
 CASES = [(64, 80, "linear"), (64, 64, "linear"), (64, 48, "linear"), (96, 40, "linear_b"), (65, 70, "linear"),
          (768, 40, "linear"), (768, 40, "linear_b"), (768, 33, "mm_t"), (777, 24, "linear"), (1000, 17, "linear_b"),
          (1001, 16, "mm_t"), (2304, 16, "linear"), (3072, 16, "linear_b"), (16, 128, "linear"), (40, 100, "linear_b")]
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
-
-
-def host_is_intel_amx():
-    try:
-        with open("/proc/cpuinfo") as f:
-            text = f.read()
-    except OSError:
-        return False
-    return "GenuineIntel" in text and " amx_bf16" in text and not any(
-        os.environ.get(k) for k in ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"))
 
 
 def operands(gen, K, N):

@@ -91,3 +91,16 @@ def cpu_flag(name):
     except OSError:
         pass
     return False
+
+
+def host_is_intel_amx():
+    """An Intel CPU whose AMX-BF16 tiles torch uses (the intel-amx target, natively): GenuineIntel,
+    amx_bf16 and amx_tile listed, and none of the dispatch caps set."""
+    import os
+    try:
+        with open("/proc/cpuinfo") as f:
+            intel = "GenuineIntel" in f.read()
+    except OSError:
+        return False
+    caps = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
+    return intel and cpu_flag("amx_bf16") and cpu_flag("amx_tile") and not any(os.environ.get(k) for k in caps)
