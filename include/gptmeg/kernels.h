@@ -97,21 +97,26 @@ gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool tr
 // MKL's Intel dot kernel's order for one output (GM_F32_BLOCKS_INTEL_DOT16), before alpha and bias.
 float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // gm_matmul_f32_torch as torch computes it on torch_threads threads (the work still runs on
-// `threads`): MKL's Intel AVX-512 sgemm (intel-amx, intel-avx512[-bf16] targets) on 2 threads cuts
-// K of a tall-K product in two (gm_f32_torch_ksplit: K > 768, K >= 8 M, N >= 16, M N K > 192000
-// (tools/ref/probe_f32_mt.py: 2 x 1000 x 96 runs one thread, 2 x 1001 x 96 splits), not its dot or
-// one-row kernel; found with tools/ref/probe_linear_bwd.py) at ks = ceil(K / 2), sums each half
-// alone (GM_F32_BLOCKS_INTEL_SPLIT: a half below 768 in two halves, the first ceil(len / 2) long,
-// else blocks of 384 then the rest; one FMA chain from zero per block, blocks added in order) and
-// adds the two: C = first + second. With alpha != 1 (not measured), on other targets, or on other
-// thread counts, it is gm_matmul_f32_torch: on 3 and 4 threads (on this 2-core host) torch gave the
-// 1-thread bits for 64 x 768 x 2304 but yet another order for 8 x 16 x 4097: only 1 and 2 threads
-// are reproduced. 0, or -1 when op(A)'s copy (trans_a) cannot be allocated (without trans_a it
-// cannot fail: without memory for the second half's scratch the split runs element by element).
-int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+// `threads`): MKL's Intel AVX-512 sgemm (intel-amx, intel-avx512[-bf16|-fp16] targets) on an even
+// thread count cuts K of a tall-K product into parts (gm_f32_torch_kparts; 1: no cut): on 2 threads
+// in two for K > 768, K >= 8 M, N >= 16, M N K > 192000 (tools/ref/probe_f32_mt.py: 2 x 1000 x 96
+// runs one thread, 2 x 1001 x 96 splits), not its dot or one-row kernel (found with
+// tools/ref/probe_linear_bwd.py); on 4, 6, ... threads, where also N >= 768 and M >= 17 (B as
+// stored) or M >= 65 (B^T), into the largest divisor of the thread count that is at most
+// ceil(K / 384) (probe_f32_mt.py --kparts, 4..16 threads). Part p is K / P long, one longer for the
+// first K % P; each is summed alone (GM_F32_BLOCKS_INTEL_SPLIT: a part below 768 in two halves, the
+// first ceil(len / 2) long, else blocks of 384 then the rest; one FMA chain from zero per block,
+// blocks added in order), the first onto the bias, the others added in order, then
+// C = first + rest. With alpha != 1 (not measured), on other targets, on odd thread counts (torch
+// gave the 1-thread bits on 3, 5, ... 15 threads where these rules cut), or outside the measured
+// region (N < 768 or fewer rows on 4 or more threads: torch runs the 1-thread order or others
+// there) it is gm_matmul_f32_torch. 0, or -1 when op(A)'s copy (trans_a) cannot be allocated
+// (without trans_a it cannot fail: without memory for the parts' scratch the split runs element by
+// element).
+int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 // The K split holds with a bias too (alpha = 1; tools/ref/probe_f32_mt.py: GPT-2's MLP c_proj, addmm
-// 3072 -> 768, M 2..384): C = (bias + first half) + second half, the first half's blocks added onto
-// the bias; one row with B as stored adds the bias last, C = bias + (first + second) (that row's
+// 3072 -> 768, M 2..384): C = (bias + first part) + rest, the first part's blocks added onto
+// the bias; on 2 threads one row with B as stored adds the bias last, C = bias + (first + second) (that row's
 // kernel is not reproduced within the halves). MKL's one-row kernel against B^T
 // (GM_F32_BLOCKS_INTEL_GEMV: the lm_head of a decode step) on 2 threads splits the columns at
 // ns = ceil(N / 2) once N reaches a minimum that falls with K (matmul_torch_f32.c's table, measured

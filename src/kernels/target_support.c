@@ -75,8 +75,10 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
     return "MKL's one-row kernels with B as stored or with alpha != 1 (the one-row B^T kernel of a decode step's "
            "lm_head and linears is reproduced, on 1 and 2 threads), the dot kernel's 2-thread orders (B^T, 2..15 rows, "
            "K > 768: e.g. 8x1001x64, 9% identical), the K split's region beyond GPT-2's shapes (e.g. 47x1691x382, "
-           "323x1981x316), 3 or more threads and the transposed packed path's exact K cut-off "
-           "(65..99) are not reproduced (2 threads: GPT-2 124M's f32 logits and gradients bit-identical)";
+           "323x1981x316), on 4 or more threads the K cut where N < 768 or N > 1536 (torch cuts fewer parts at N 2304 "
+           "on 8 and 12 threads) or where odd thread counts cut K (e.g. 17x4096x768 on 3), and the transposed packed "
+           "path's exact K cut-off (65..99) are not reproduced (GPT-2 124M's f32 logits bit-identical on 1 to 6, 8, 12 "
+           "and 16 threads, its gradients on 1, 2, 4, 6 and 8)";
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "oneDNN's K chunks, K splits and K-tail calls follow a model of its blocking heuristics (validated against "
            "torch on every shape and thread count tried: GPT-2 124M's logits and gradients bit-identical on 1 to 8 "

@@ -3,10 +3,10 @@
 // Numerics contract: gm_op_round rounds each value once, RNE, to the context's dtype (the identity
 // in f32); gm_op_matmul is the dtype's torch-order product (the kernels' contracts in
 // gptmeg/kernels.h), not rounded; in f32 as torch computes it on c->threads threads (the Intel
-// targets' 2-thread K and column splits, gm_matmul_f32_torch_mt), otherwise the same bits for any
-// thread count. gm_op_matmul_t is the product
+// targets' K cut into parts on even thread counts and 2-thread column split, gm_matmul_f32_torch_mt),
+// otherwise the same bits for any thread count. gm_op_matmul_t is the product
 // torch's mm issues for given transpositions (ops.h), as torch computes it on c->threads threads:
-// the f32 Intel K split on 2 threads (gm_matmul_f32_torch_mt) and f16 through oneDNN on intel-amx
+// the f32 Intel K cut (gm_matmul_f32_torch_mt) and f16 through oneDNN on intel-amx
 // (gm_matmul_f16_onednn); with trans_a otherwise op(A) is copied contiguous and the dtype's order runs.
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"

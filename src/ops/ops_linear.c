@@ -15,8 +15,9 @@
 // Bits (measured: tests/test_linear_bwd.c, goldens of tools/ref/gen_linear_bwd_goldens.py, torch
 // on 1 and 2 threads, intel-amx target; GPT-2's shapes N in {1..256} x 8 (C, OC) + lm_head V in
 // {64, 50257}, and 9 more):
-//   f32: all three gradients on 1 and 2 threads (MKL's 2-thread K split reproduced; 3+ threads:
-//        the 1-thread order runs, not promised), except the
+//   f32: all three gradients on 1 and 2 threads (MKL's K split reproduced; on more threads the
+//        K cut into parts, gm_f32_torch_kparts, for N 768..1536: GPT-2 124M's gradients on 4, 6
+//        and 8 threads), except the
 //        lm_head's dinp of one row (MKL's one-row kernel for B as stored: 144 of 1568 outputs);
 //   f16: all (dinp of one row against W^T is ATen's gemv, fp16_dot_with_fp32_arith: not oneDNN);
 //   bf16: all three on 1 and 2 threads (oneDNN's K chunks, K splits and K-tail calls from the

@@ -17,8 +17,11 @@ gm_matmul_f32_torch_mt under --target with torch_threads 1 and 2 and prints the 
 identical to torch's at the same thread count (gm1, gm2). --shapes MxKxN[t][b] probes other shapes
 (t: B^T, linear; b: with bias). --gemv-threshold scans, per K, the smallest N = 8 q + 1 at which
 the one-row linear splits its columns on 2 threads (matmul_torch_f32.c's GEMV_SPLIT_MIN).
+--kparts MxKxN[t] ... [--threads 2 4 ...] prints, per shape and thread count, the K cut torch runs
+(1: its 1-thread bits; P: K in P balanced parts, gm_f32_torch_kparts's order; ?: neither), and with
+--gm whether gptmeg's result equals torch's.
 --kgrid K ... prints, per K, a grid over M and N of what torch.mm on 2 threads runs: '.' its
-1-thread bits, 'K' the K split (a numpy emulation of gm_f32_torch_ksplit's order on 2 x 12 outputs),
+1-thread bits, 'K' the K split (a numpy emulation of gm_f32_torch_kparts's order on 2 x 12 outputs),
 '?' neither.
   python3 tools/ref/probe_f32_mt.py [--rows 1 2 7 64 128 256 512] [--ops addmm linear attn]
       [--gm build-h/probe_f32_mt] [--target intel-amx] [--shapes 8x1600x100b ...] [--gemv-threshold]
@@ -121,6 +124,8 @@ def main():
     ap.add_argument("--shapes", nargs="+", default=[], help="MxKxN[t][b]: extra shapes (t: B^T, b: bias)")
     ap.add_argument("--gemv-threshold", action="store_true", help="scan the one-row linear's 2-thread column split")
     ap.add_argument("--kgrid", type=int, nargs="+", help="K values: grid of 2-thread orders over M and N")
+    ap.add_argument("--kparts", nargs="+", help="MxKxN[t] shapes: the K cut torch runs on each of --threads")
+    ap.add_argument("--threads", type=int, nargs="+", default=[2, 3, 4, 6, 8, 12, 16])
     args = ap.parse_args()
     GM.update(probe=args.gm, target=args.target)
     print(f"torch {torch.__version__}; share of outputs differing between 1 and 2 threads; split models")
@@ -128,6 +133,8 @@ def main():
         return gemv_threshold()
     if args.kgrid:
         return kgrid(args.kgrid)
+    if args.kparts:
+        return kparts(args.kparts, args.threads)
     for sh in args.shapes:
         trans, wb = "t" in sh, "b" in sh
         M, K, N = map(int, sh.rstrip("tb").split("x"))
@@ -183,8 +190,8 @@ def main():
 
 
 def split_order(a, bt, K):
-    """gm_f32_torch_ksplit's order for rows a [m, K] against bt [n, K] (op(B)^T), float32 exactly:
-    each half in GM_F32_BLOCKS_INTEL_SPLIT's blocks, one FMA chain per block, the halves added."""
+    """gm_f32_torch_kparts's order on 2 threads (two parts) for rows a [m, K] against bt [n, K]
+    (op(B)^T), float32 exactly: each half in GM_F32_BLOCKS_INTEL_SPLIT's blocks, one FMA chain per block, the halves added."""
     from probe_f32_intel import fma32
 
     def half(a, b, L):
@@ -223,6 +230,62 @@ def kgrid(Ks):
                 sc = split_order(a.numpy()[:2], np.ascontiguousarray(b.numpy()[:, :12].T), K)
                 row.append("K" if (sc.view(np.int32) == c2[:2, :12]).all() else "?")
             print(f"  {M:5d}  " + " ".join(f"{x:>4}" for x in row), flush=True)
+    return 0
+
+
+def kparts(shapes, threads):
+    """Per shape MxKxN[t] (t: B^T) and thread count, the K cut torch's result equals: '1' its 1-thread
+    bits, 'P' a cut into P balanced parts (the first K % P one longer; each summed in
+    GM_F32_BLOCKS_INTEL_SPLIT's blocks, the first onto the bias, the others added in order, then
+    the two added: gm_f32_torch_kparts's order), '?' neither. The parts are built from torch's own
+    1-thread products of at most 384 columns of K (one FMA chain each where M >= 16 or B is as
+    stored: not the dot kernel's rows). With --gm, '=' after the entry when gptmeg's result equals
+    torch's, '!' when it does not."""
+    def blocks(L):
+        out, k = [], 0
+        while k < L:
+            e = (L if L <= 384 or k > 0 else (L + 1) // 2) if L < 768 else (L if L - k <= 384 else k + 384)
+            out.append((k, e))
+            k = e
+        return out
+
+    for sh in shapes:
+        trans = sh.endswith("t")
+        M, K, N = map(int, sh.rstrip("t").split("x"))
+        g = torch.Generator().manual_seed(M * 7 + K * 3 + N)
+        a = torch.randn(M, K, generator=g)
+        b = (torch.randn(N, K, generator=g).T if trans else torch.randn(K, N, generator=g)) / K ** 0.5
+        bias = torch.randn(N, generator=g)
+        torch.set_num_threads(1)
+        c1 = bits(torch.addmm(bias, a, b))
+
+        def part(k0, k1, start):
+            torch.set_num_threads(1)
+            c = start
+            for x0, x1 in blocks(k1 - k0):
+                y = a[:, k0 + x0:k0 + x1] @ b[k0 + x0:k0 + x1]
+                c = y if c is None else c + y
+            return c
+        row = []
+        for t in threads:
+            ct = bits(run(lambda: torch.addmm(bias, a, b), t))
+            hit = "1" if (ct == c1).all() else "?"
+            for P in ([] if hit == "1" else range(2, t + 1)):
+                q, r = divmod(K, P)
+                cuts = [0]
+                for i in range(P):
+                    cuts.append(cuts[-1] + q + (i < r))
+                rest = None
+                for i in range(1, P):
+                    y = part(cuts[i], cuts[i + 1], None)
+                    rest = y if rest is None else rest + y
+                if (bits(part(0, cuts[1], bias) + rest) == ct).all():
+                    hit = str(P)
+                    break
+            if GM.get("probe"):
+                hit += "=" if (gm_run(a, b.T.contiguous() if trans else b, bias, trans, t) == ct).all() else "!"
+            row.append(f"{t}:{hit}")
+        print(f"  {sh:>14}  " + " ".join(row), flush=True)
     return 0
 
 

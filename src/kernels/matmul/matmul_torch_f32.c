@@ -505,15 +505,32 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, order_for(M, N, K, trans_b, alpha));
 }
 
-int gm_f32_torch_ksplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads != 2 || K <= 768 || N < 16 || K < 8 * M) return 0;
-  if ((int64_t)M * N * K <= 192000) return 0; // below this MKL runs one thread (measured: 192000 one, 192192 two)
+// The largest divisor of an even thread count t that is at most MKL's number of K blocks of 384
+// (ceil(K / 384)): the K parts MKL's Intel AVX-512 sgemm runs on t threads where it cuts K.
+static int kparts_for(int t, int K) {
+  int blocks = (K + 383) / 384, p = 1;
+  for (int d = 1; d <= t; d++)
+    if (t % d == 0 && d <= blocks) p = d;
+  return p;
+}
+
+int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
+  const int t = torch_threads;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || t % 2 || K <= 768 || N < 16 || K < 8 * M) return 1;
+  if ((int64_t)M * N * K <= 192000) return 1; // below this MKL runs one thread (measured: 192000 one, 192192 two)
   // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
   // measured for M = 2..16 at K = 800..3072, both edges at M = 2 and 8; up to 56 rows at some K: not modelled)
-  if (!trans_b && M <= 16 && N >= 379 && N <= 755) return 0;
+  if (!trans_b && M <= 16 && N >= 379 && N <= 755) return 1;
   gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
-  if (b == GM_F32_BLOCKS_INTEL_DOT16 || b == GM_F32_BLOCKS_INTEL_GEMV) return 0;
-  return (K + 1) / 2;
+  if (b == GM_F32_BLOCKS_INTEL_DOT16 || b == GM_F32_BLOCKS_INTEL_GEMV) return 1;
+  if (t == 2) return 2;
+  // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts): with
+  // 768 <= N <= 1536, from 17 rows (B as stored) or 65 (B^T) MKL cuts K into kparts_for parts;
+  // below those rows it runs the 1-thread order (measured at K 3072); below 768 columns it does
+  // either or neither, and at N 2304 it cuts fewer parts on 8 and 12 threads (not modelled: the
+  // 1-thread order runs there).
+  if (N < 768 || N > 1536 || M <= (trans_b ? 64 : 16)) return 1;
+  return kparts_for(t, K);
 }
 
 // MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
@@ -534,10 +551,10 @@ int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, flo
   return n_min && N >= n_min ? (N + 1) / 2 : 0;
 }
 
-// The K split's order for one output when its scratch cannot be allocated (the definition):
-// one half's blocks (GM_F32_BLOCKS_INTEL_SPLIT over len) added in order, from *start (or from the
+// One K part's sum for one output when the split's scratch cannot be allocated (the definition):
+// the part's blocks (GM_F32_BLOCKS_INTEL_SPLIT over len) added in order, from *start (or from the
 // first block when start is NULL).
-static float split_half(const float *a, const float *b, size_t stride, int len, const float *start) {
+static float split_part(const float *a, const float *b, size_t stride, int len, const float *start) {
   float c = start ? *start : 0.0f;
   for (int k0 = 0, k1; k0 < len; k0 = k1) {
     k1 = gm_f32_torch_block_end_for(GM_F32_BLOCKS_INTEL_SPLIT, len, k0);
@@ -548,15 +565,19 @@ static float split_half(const float *a, const float *b, size_t stride, int len, 
   return c;
 }
 
-// One block of rows of a product whose order o (and K split ks, N split ns) the whole shape chose: the
+// Where K part p of kp starts: MKL's balanced cut, the first K % kp parts one longer.
+static int part_start(int K, int kp, int p) { return p * (K / kp) + (p < K % kp ? p : K % kp); }
+
+// One block of rows of a product whose order o (and K parts kp, N split ns) the whole shape chose: the
 // rows of C do not depend on each other, so any block of at least FEW_ROWS rows computes its rows as
 // the whole product does. trans_a: this block of op(A) = A^T made contiguous first ([m, K] rows
 // r0 .. r0 + m). ns: columns [0, ns) and [ns, N) as two products, each with its own column kinds.
-// ks: C = (bias + first half) + second half; one row with B as stored (MKL's other one-row kernel)
-// adds the bias last, C = bias + (first + second). At: the caller's buffer for op(A)'s block (m x K
-// floats at least) when trans_a.
+// kp > 1: K in kp parts (part_start), each summed alone, C = (bias + part 0) + (((part 1 + part 2)
+// + ...) + part kp-1); one row with B as stored (MKL's other one-row kernel, 2 parts) adds the bias
+// last, C = bias + (part 0 + part 1). At: the caller's buffer for op(A)'s block (m x K floats at
+// least) when trans_a.
 static int rows_block(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
-                      float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int ks,
+                      float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int kp,
                       int ns, float *At) {
   if (trans_a && gm_cpu_simd() == GM_SIMD_AVX512) { // 16 x 16 tiles transposed in registers
     gm_f32_transpose_avx512(A + r0, lda, K, m, At);
@@ -579,45 +600,56 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
     matmul_order(A, lda, B1, ldb, trans_b, bias ? bias + ns : NULL, alpha, C + ns, ldc, m, N - ns, K, threads, o);
     return 0;
   }
-  if (!ks) {
+  if (kp <= 1) {
     matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, N, K, threads, o);
     return 0;
   }
   const bool bias_last = bias && m == 1 && !trans_b;
-  const float *B1 = trans_b ? B + ks : B + (size_t)ks * ldb;
   const size_t bstride = trans_b ? 1 : (size_t)ldb;
-  // without SIMD (the definition) or without memory for the second half's scratch: element by element
-  float *P = gm_cpu_simd() == GM_SIMD_SCALAR ? NULL : malloc((size_t)m * N * sizeof(float));
-  if (!P) {
+  // without SIMD (the definition) or without memory for the parts' scratch: element by element
+  float *R = gm_cpu_simd() == GM_SIMD_SCALAR ? NULL : malloc((size_t)m * N * sizeof(float) * (kp > 2 ? 2 : 1));
+  if (!R) {
     for (int i = 0; i < m; i++)
       for (int j = 0; j < N; j++) {
-        const float *a = A + (size_t)i * lda, *b0 = trans_b ? B + (size_t)j * ldb : B + j;
-        const float *b1 = trans_b ? B1 + (size_t)j * ldb : B1 + j;
-        float c = split_half(a, b0, bstride, ks, bias && !bias_last ? bias + j : NULL) +
-                  split_half(a + ks, b1, bstride, K - ks, NULL);
+        const float *a = A + (size_t)i * lda, *b = trans_b ? B + (size_t)j * ldb : B + j;
+        float rest = 0.0f;
+        for (int p = 1; p < kp; p++) {
+          const int k0 = part_start(K, kp, p), k1 = part_start(K, kp, p + 1);
+          const float s = split_part(a + k0, b + k0 * bstride, bstride, k1 - k0, NULL);
+          rest = p == 1 ? s : rest + s;
+        }
+        const float c = split_part(a, b, bstride, part_start(K, kp, 1), bias && !bias_last ? bias + j : NULL) + rest;
         C[(size_t)i * ldc + j] = bias_last ? bias[j] + c : c;
       }
     return 0;
   }
+  // part 0 onto the bias in C; parts 1.. summed in order in R (part p > 1 through R + m N); C += R
   const f32_order h = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
-  matmul_order(A, lda, B, ldb, trans_b, bias_last ? NULL : bias, 1.0f, C, ldc, m, N, ks, threads, h);
-  matmul_order(A + ks, lda, B1, ldb, trans_b, NULL, 1.0f, P, N, m, N, K - ks, threads, h);
+  float *T = R + (size_t)m * N;
+  matmul_order(A, lda, B, ldb, trans_b, bias_last ? NULL : bias, 1.0f, C, ldc, m, N, part_start(K, kp, 1), threads, h);
+  for (int p = 1; p < kp; p++) {
+    const int k0 = part_start(K, kp, p), k1 = part_start(K, kp, p + 1);
+    const float *Bp = trans_b ? B + k0 : B + (size_t)k0 * ldb;
+    matmul_order(A + k0, lda, Bp, ldb, trans_b, NULL, 1.0f, p == 1 ? R : T, N, m, N, k1 - k0, threads, h);
+    if (p > 1)
+      for (size_t e = 0; e < (size_t)m * N; e++) R[e] = R[e] + T[e];
+  }
   for (int i = 0; i < m; i++)
     for (int j = 0; j < N; j++) {
-      float c = C[(size_t)i * ldc + j] + P[(size_t)i * N + j];
+      float c = C[(size_t)i * ldc + j] + R[(size_t)i * N + j];
       C[(size_t)i * ldc + j] = bias_last ? bias[j] + c : c;
     }
-  free(P);
+  free(R);
   return 0;
 }
 
 enum { TRANS_A_BLOCK_FLOATS = 1 << 18 }; // 1 MiB: op(A) = A^T is made contiguous at most this much at a time
 
 // The product in row blocks when op(A) = A^T (the tied lm_head's dW: [V, N] would be a 50257 x 256
-// copy), each of at least FEW_ROWS rows: the order o and the splits ks, ns were chosen for the whole
+// copy), each of at least FEW_ROWS rows: the order o and the splits kp, ns were chosen for the whole
 // shape; otherwise one block. -1 when out of memory for the transposed block.
 static int blocked_rows(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
-                        float alpha, float *C, int ldc, int M, int N, int K, int threads, f32_order o, int ks, int ns) {
+                        float alpha, float *C, int ldc, int M, int N, int K, int threads, f32_order o, int kp, int ns) {
   int blocks = 1;
   if (trans_a && (size_t)M * (K > 0 ? K : 1) > TRANS_A_BLOCK_FLOATS) {
     blocks = (int)(((size_t)M * K + TRANS_A_BLOCK_FLOATS - 1) / TRANS_A_BLOCK_FLOATS);
@@ -628,7 +660,7 @@ static int blocked_rows(const float *A, int lda, bool trans_a, const float *B, i
   int rc = 0;
   for (int b = 0; b < blocks && !rc; b++) {
     const int r0 = (int)((int64_t)M * b / blocks), r1 = (int)((int64_t)M * (b + 1) / blocks);
-    rc = rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, ks, ns, At);
+    rc = rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, kp, ns, At);
   }
   free(At);
   return rc;
@@ -641,11 +673,11 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (threads <= 0) threads = omp_get_max_threads();
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
-  int ks = alpha != 1.0f ? 0 : gm_f32_torch_ksplit(mkl, M, N, K, trans_b, torch_threads);
+  int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
   if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
-  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, ks, ns);
+  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns);
 }
 
 int gm_matmul_f32_chains(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, float *C, int ldc, int M,

@@ -1,0 +1,154 @@
+// torch's f32 orders on 1 to 16 threads under MKL's Intel AVX-512 sgemm (issue 23): the K cut into
+// parts on even thread counts (gm_f32_torch_kparts). Goldens:
+// tests/golden/targets/<target>/matmul_mt/f32_kparts.safetensors for each target whose host made
+// one (tools/ref/gen_matmul_kparts_goldens.py, the real torch 2.15; intel-avx512-fp16's on an Intel
+// Xeon with AVX512-FP16), each checked under its target (the f32 sgemm is the same MKL kernel under
+// intel-amx, intel-avx512-fp16, intel-avx512-bf16 and intel-avx512); at least one must exist. For
+// every product and thread count t torch ran it on:
+//   - gm_matmul_f32_torch_mt with torch_threads = t gives torch's bits (the stored first 32 columns
+//     of every row), whatever the work's thread count (1, 2) and SIMD path (native, avx2, scalar);
+//   - the op layer (gm_op_matmul, f32, c->threads = t) gives them too: gptmeg's f32 follows
+//     --threads as torch's follows its thread count;
+//   - the goldens hold cuts into 2, 4, 5, 6, 7 and 8 parts (torch's t-thread bits differ from its
+//     1-thread bits), so a path that ignored the thread count could not pass.
+#include "harness.h"
+
+#include "gptmeg/kernels.h"
+#include "gptmeg/model.h"
+#include "gptmeg/ops.h"
+#include "gptmeg/safetensors.h"
+#include "gptmeg/target.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { OP_ADDMM, OP_MM, OP_LINEAR_B } op_kind;
+typedef struct {
+  op_kind op;
+  int M, K, N;
+  int threads[12]; // ending in 0
+} product;
+
+// The generator's PRODUCTS, in its order (p<index>.t<threads>).
+static const product PRODUCTS[] = {
+    {OP_ADDMM, 24, 3072, 768, {1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16}},
+    {OP_ADDMM, 16, 3072, 768, {1, 4}},
+    {OP_ADDMM, 17, 3072, 768, {1, 4}},
+    {OP_LINEAR_B, 72, 3072, 768, {1, 4, 8}},
+    {OP_LINEAR_B, 64, 3072, 768, {1, 4}},
+    {OP_MM, 24, 3072, 1536, {1, 8, 12}},
+    {OP_ADDMM, 24, 2303, 768, {1, 6, 8}},
+    {OP_ADDMM, 24, 3071, 768, {1, 8}},
+    {OP_MM, 24, 1153, 1536, {1, 4, 6, 12}},
+};
+static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
+enum { MA = 72, KA = 3072, NB = 1536, COLS = 32 };
+
+typedef struct {
+  const char *name, *simd; // GPTMEG_SIMD cap, NULL for none
+  int threads;
+} path;
+static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
+
+// The number of outputs whose first COLS columns differ between C (M x N) and ref (M x COLS).
+static int diff_cols(const float *C, int N, const float *ref, int M) {
+  int bad = 0;
+  for (int i = 0; i < M; i++) bad += test_count_diff(C + (size_t)i * N, ref + (size_t)i * COLS, COLS);
+  return bad;
+}
+
+// Every check above on one golden file, under target tt; 0 when the file is absent.
+static int check_file(gm_torch_target tt) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s/tests/golden/targets/%s/matmul_mt/f32_kparts.safetensors", GPTMEG_SOURCE_DIR,
+           gm_torch_target_name(tt));
+  const char *file = buf;
+  gm_safetensors st;
+  if (gm_st_open(&st, file)) return 0;
+  printf("%s (under %s)\n", file, gm_torch_target_name(tt));
+  gm_torch_target_set(tt);
+  gm_profile prof;
+  CHECK(gm_profile_get("hf", GM_F32, &prof) == 0, "profile hf f32: %s", gm_errmsg());
+  // the generator's formulas, float32 correctly rounded
+  float *A = malloc(sizeof(float) * MA * KA), *B = malloc(sizeof(float) * KA * NB);
+  float *Bt = malloc(sizeof(float) * KA * NB), *C = malloc(sizeof(float) * MA * NB);
+  int64_t nb = 0, one = 0;
+  float *bias = test_st_f32(&st, "bias", &nb, &one);
+  CHECK(A && B && Bt && C && bias && nb == NB, "%s: bias missing or not %d floats (or out of memory)", file, NB);
+  if (!A || !B || !Bt || !C || !bias) {
+    free(A); free(B); free(Bt); free(C); free(bias);
+    gm_st_close(&st);
+    return 1;
+  }
+  for (int i = 0; i < MA; i++)
+    for (int k = 0; k < KA; k++) A[(size_t)i * KA + k] = (float)((37 * i + 71 * k) % 1009 - 504) / 503.0f;
+  for (int k = 0; k < KA; k++)
+    for (int j = 0; j < NB; j++) B[(size_t)k * NB + j] = (float)((31 * k + 17 * j) % 97 - 48) / 64.0f;
+  const int n_paths = test_quick() ? 2 : (int)(sizeof PATHS / sizeof PATHS[0]);
+  int runs = 0, cut = 0;
+  for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
+    const product *p = &PRODUCTS[q];
+    const int M = p->M, K = p->K, N = p->N;
+    const bool trans = p->op == OP_LINEAR_B;
+    // op(B) = B[:K, :N]: as stored (ldb NB), or B^T made contiguous (N x K)
+    if (trans)
+      for (int j = 0; j < N; j++)
+        for (int k = 0; k < K; k++) Bt[(size_t)j * K + k] = B[(size_t)k * NB + j];
+    const float *Bp = trans ? Bt : B, *bp = p->op == OP_MM ? NULL : bias;
+    const int ldb = trans ? K : NB;
+    const float *A_K = A; // A[:M, :K] with stride KA
+    float *ref1 = NULL;
+    for (int ti = 0; p->threads[ti]; ti++) {
+      const int t = p->threads[ti];
+      char name[32];
+      snprintf(name, sizeof name, "p%zu.t%d", q, t);
+      int64_t r0 = 0, r1 = 0;
+      float *ref = test_st_f32(&st, name, &r0, &r1);
+      CHECK(ref && r0 == M && r1 == COLS, "%s: %s missing or not %d x %d", file, name, M, COLS);
+      if (!ref) continue;
+      if (t == 1) ref1 = ref;
+      const bool differs = ref1 && ref1 != ref && test_count_diff(ref, ref1, (size_t)M * COLS) > 0;
+      cut += differs;
+      for (int pa = 0; pa < n_paths; pa++) {
+        if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
+        memset(C, 0xff, sizeof(float) * (size_t)M * N);
+        int rc = gm_matmul_f32_torch_mt(A_K, KA, false, Bp, ldb, trans, bp, 1.0f, C, N, M, N, K, PATHS[pa].threads, t);
+        int bad = diff_cols(C, N, ref, M);
+        CHECK(rc == 0 && bad == 0, "%s %d x %d x %d, torch on %d threads, %s: %d of %d outputs differ from torch",
+              OP_NAMES[p->op], M, K, N, t, PATHS[pa].name, bad, M * COLS);
+        test_set_simd(NULL);
+      }
+      gm_op_ctx c; // the op layer at c->threads = t
+      gm_op_ctx_init(&c, &prof, t, NULL, NULL);
+      memset(C, 0xff, sizeof(float) * (size_t)M * N);
+      gm_op_matmul(&c, A_K, KA, Bp, ldb, trans, bp, 1.0f, C, N, M, N, K);
+      int bad = diff_cols(C, N, ref, M);
+      CHECK(bad == 0, "gm_op_matmul %s %d x %d x %d, %d threads: %d of %d differ from torch", OP_NAMES[p->op], M, K, N,
+            t, bad, M * COLS);
+      const int kp = gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
+      CHECK(t == 1 || (kp > 1) == differs, "%s %d x %d x %d, %d threads: gptmeg cuts K into %d part(s) where torch's bits %s "
+            "its 1-thread bits", OP_NAMES[p->op], M, K, N, t, kp, differs ? "differ from" : "equal");
+      printf("  %-8s %2d x %4d x %4d, %2d threads: %d K part(s), torch's bits %s its 1-thread bits\n", OP_NAMES[p->op],
+             M, K, N, t, kp, differs ? "differ from" : "equal");
+      runs++;
+      if (ref != ref1) free(ref);
+    }
+    free(ref1);
+  }
+  CHECK(runs == 32, "ran %d of 32 product and thread count pairs", runs);
+  CHECK(cut >= 15, "only %d runs where torch's bits differ from its 1-thread bits (expected 15 or more)", cut);
+  free(A); free(B); free(Bt); free(C); free(bias);
+  gm_st_close(&st);
+  gm_torch_target_unset();
+  return 1;
+}
+
+int main(void) {
+  const gm_torch_target mkl_intel[] = {GM_TT_INTEL_AMX, GM_TT_INTEL_AVX512_FP16, GM_TT_INTEL_AVX512_BF16,
+                                       GM_TT_INTEL_AVX512};
+  int files = 0;
+  for (size_t i = 0; i < sizeof mkl_intel / sizeof mkl_intel[0]; i++) files += check_file(mkl_intel[i]);
+  CHECK(files >= 1, "no tests/golden/targets/*/matmul_mt/f32_kparts.safetensors (tools/ref/gen_matmul_kparts_goldens.py)");
+  return test_done("test_matmul_f32_kparts");
+}

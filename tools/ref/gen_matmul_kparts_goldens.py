@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""f32 matmul goldens of torch's orders on 1 to 16 threads under MKL's Intel AVX-512 sgemm (issue 23),
+for tests/test_matmul_f32_kparts.c.
+
+On an even thread count MKL's Intel sgemm cuts K of a tall-K product into parts (the largest
+divisor of the thread count at most ceil(K / 384), balanced: the first K % P parts one longer),
+sums each alone and adds them (gm_f32_torch_kparts; tools/ref/probe_f32_mt.py --kparts). Each
+product here is run by torch.set_num_threads(t) for several t: the GPT-2 MLP c_proj's shape
+(K 3072, N 768) at 1..16 threads, the row thresholds (B as stored from 17 rows, B^T from 65), K
+at the edges of ceil(K / 384) (2303, 3071) and a K whose parts are not divisors of the thread
+count's (1153 on 6 and 12 threads). The operands are formulas the test rebuilds (A[i, k] =
+((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64 in float32, both
+correctly rounded in any IEEE implementation; the bias random and stored); only the outputs' first
+32 columns are stored (an output's bits depend on its row, its column and K only).
+Runs where torch's f32 sgemm is MKL's Intel AVX-512 kernel, natively (an Intel CPU with AVX-512,
+none of ONEDNN_MAX_CPU_ISA / ATEN_CPU_CAPABILITY / MKL_ENABLE_INSTRUCTIONS / MKL_CBWR set, which
+would make this an imitation run of make_goldens.py), and writes
+tests/golden/targets/<target>/matmul_mt/f32_kparts.safetensors for the host's target (--target,
+one of the four that run that kernel); the machine is recorded in the metadata.
+  /work/venv/bin/python tools/ref/gen_matmul_kparts_goldens.py --target intel-avx512-fp16
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gm_inputs import cpu_model  # noqa: E402
+
+MKL_INTEL_AVX512 = ("intel-amx", "intel-avx512-fp16", "intel-avx512-bf16", "intel-avx512")
+CAPS = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR")
+MA, KA, NB = 72, 3072, 1536  # the largest A and B; products read A[:M, :K] and B[:K, :N]
+COLS = 32  # columns stored per output
+# (op, M, K, N, thread counts): addmm(bias, A, B), mm(A, B), linear_b = F.linear(A, B^T contiguous, bias)
+PRODUCTS = [
+    ("addmm", 24, 3072, 768, [1, 2, 3, 4, 5, 6, 8, 10, 12, 14, 16]),
+    ("addmm", 16, 3072, 768, [1, 4]),
+    ("addmm", 17, 3072, 768, [1, 4]),
+    ("linear_b", 72, 3072, 768, [1, 4, 8]),
+    ("linear_b", 64, 3072, 768, [1, 4]),
+    ("mm", 24, 3072, 1536, [1, 8, 12]),
+    ("addmm", 24, 2303, 768, [1, 6, 8]),
+    ("addmm", 24, 3071, 768, [1, 8]),
+    ("mm", 24, 1153, 1536, [1, 4, 6, 12]),
+]
+
+
+def formula_a(m, k):
+    i = np.arange(m, dtype=np.int64).reshape(m, 1)
+    kk = np.arange(k, dtype=np.int64).reshape(1, k)
+    return torch.from_numpy(((37 * i + 71 * kk) % 1009 - 504).astype(np.float32) / np.float32(503))
+
+
+def formula_b(k, n):
+    kk = np.arange(k, dtype=np.int64).reshape(k, 1)
+    nn = np.arange(n, dtype=np.int64).reshape(1, n)
+    return torch.from_numpy(((31 * kk + 17 * nn) % 97 - 48).astype(np.float32) / np.float32(64))
+
+
+def native_mkl_intel():
+    try:
+        with open("/proc/cpuinfo") as f:
+            info = f.read()
+    except OSError:
+        return False
+    flags = next((set(l.split(":", 1)[1].split()) for l in info.splitlines() if l.startswith("flags")), set())
+    return "GenuineIntel" in info and "avx512f" in flags and not any(os.environ.get(c) for c in CAPS)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", default="zen4", help="the host's target (make_goldens.py passes each one it makes)")
+    args = ap.parse_args()
+    if args.target not in MKL_INTEL_AVX512 or not native_mkl_intel():
+        print(f"gen_matmul_kparts_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel "
+              "CPU with AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + ")")
+        return
+    a_all, b_all = formula_a(MA, KA), formula_b(KA, NB)
+    bias_all = 0.1 * torch.randn(NB, generator=torch.Generator().manual_seed(23))
+    t = {"bias": bias_all}
+    for pi, (op, m, k, n, threads) in enumerate(PRODUCTS):
+        a, b, bias = a_all[:m, :k].contiguous(), b_all[:k, :n].contiguous(), bias_all[:n]
+        outs = {}
+        for th in threads:
+            torch.set_num_threads(th)
+            if op == "addmm": c = torch.addmm(bias, a, b)
+            elif op == "mm": c = torch.mm(a, b)
+            else: c = torch.nn.functional.linear(a, b.T.contiguous(), bias)
+            outs[th] = c[:, :COLS].contiguous()
+            t[f"p{pi}.t{th}"] = outs[th]
+        same = [th for th in threads if torch.equal(outs[th], outs[1])]
+        print(f"  p{pi} {op} {m}x{k}x{n}: threads {threads}, the 1-thread bits on {same}")
+    out = os.path.join("tests", "golden", "targets", args.target, "matmul_mt")
+    os.makedirs(out, exist_ok=True)
+    meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(), "target": args.target,
+            "settings": "native (no dispatch caps); torch.set_num_threads(t) for p<i>.t<t>; bias seed 23; "
+                        "A and B by formula (see the generator); outputs' first 32 columns"}
+    path = os.path.join(out, "f32_kparts.safetensors")
+    save_file(t, path, metadata=meta)
+    print(f"gen_matmul_kparts_goldens: {len(PRODUCTS)} products -> {path} ({meta['cpu']})")
+
+
+if __name__ == "__main__":
+    main()
