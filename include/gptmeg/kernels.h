@@ -102,7 +102,8 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // in two for K > 768, K >= 8 M, N >= 16, M N K > 192000 (tools/ref/probe_f32_mt.py: 2 x 1000 x 96
 // runs one thread, 2 x 1001 x 96 splits), not its dot or one-row kernel (found with
 // tools/ref/probe_linear_bwd.py); on 4, 6, ... threads, where also N >= 768 and M >= 17 (B as
-// stored) or M >= 65 (B^T), into the largest divisor of the thread count that is at most
+// stored) or M >= 65 (B^T) and M <= 384 on 4 threads (1536 on 6 and 8, 1024 on more), into the
+// largest divisor of the thread count that is at most
 // ceil(K / 384) (probe_f32_mt.py --kparts, 4..16 threads). Part p is K / P long, one longer for the
 // first K % P; each is summed alone (GM_F32_BLOCKS_INTEL_SPLIT: a part below 768 in two halves, the
 // first ceil(len / 2) long, else blocks of 384 then the rest; one FMA chain from zero per block,

@@ -6,7 +6,8 @@ On an even thread count MKL's Intel sgemm cuts K of a tall-K product into parts 
 divisor of the thread count at most ceil(K / 384), balanced: the first K % P parts one longer),
 sums each alone and adds them (gm_f32_torch_kparts; tools/ref/probe_f32_mt.py --kparts). Each
 product here is run by torch.set_num_threads(t) for several t: the GPT-2 MLP c_proj's shape
-(K 3072, N 768) at 1..16 threads, the row thresholds (B as stored from 17 rows, B^T from 65), K
+(K 3072, N 768) at 1..16 threads, the row thresholds (B as stored from 17 rows, B^T from 65; on 4
+threads up to 384 rows), K
 at the edges of ceil(K / 384) (2303, 3071) and a K whose parts are not divisors of the thread
 count's (1153 on 6 and 12 threads). The operands are formulas the test rebuilds (A[i, k] =
 ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64 in float32, both
@@ -33,7 +34,7 @@ from gm_inputs import cpu_model  # noqa: E402
 
 MKL_INTEL_AVX512 = ("intel-amx", "intel-avx512-fp16", "intel-avx512-bf16", "intel-avx512")
 CAPS = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR")
-MA, KA, NB = 72, 3072, 1536  # the largest A and B; products read A[:M, :K] and B[:K, :N]
+MA, KA, NB = 385, 4096, 1536  # the largest A and B; products read A[:M, :K] and B[:K, :N]
 COLS = 32  # columns stored per output
 # (op, M, K, N, thread counts): addmm(bias, A, B), mm(A, B), linear_b = F.linear(A, B^T contiguous, bias)
 PRODUCTS = [
@@ -46,6 +47,8 @@ PRODUCTS = [
     ("addmm", 24, 2303, 768, [1, 6, 8]),
     ("addmm", 24, 3071, 768, [1, 8]),
     ("mm", 24, 1153, 1536, [1, 4, 6, 12]),
+    ("addmm", 384, 4096, 768, [1, 4]),
+    ("addmm", 385, 4096, 768, [1, 4, 6]),
 ]
 
 

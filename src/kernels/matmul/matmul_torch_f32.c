@@ -526,10 +526,13 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   if (t == 2) return 2;
   // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts): with
   // 768 <= N <= 1536, from 17 rows (B as stored) or 65 (B^T) MKL cuts K into kparts_for parts;
-  // below those rows it runs the 1-thread order (measured at K 3072); below 768 columns it does
-  // either or neither, and at N 2304 it cuts fewer parts on 8 and 12 threads (not modelled: the
-  // 1-thread order runs there).
+  // below those rows it runs the 1-thread order (measured at K 3072), and on 4 threads from 385
+  // rows too (K 4096..50257); on 6 and 8 threads it still cuts at 1536 rows (K 16384: at 2048 rows
+  // 8 threads cut 4 parts), on 10..16 at 1024 (the most measured). Below 768 columns it does
+  // either or neither, at N 2304 it cuts fewer parts on 8 and 12 threads, and beyond the rows
+  // measured it is not known (not modelled: the 1-thread order runs there).
   if (N < 768 || N > 1536 || M <= (trans_b ? 64 : 16)) return 1;
+  if (M > (t == 4 ? 384 : t <= 8 ? 1536 : 1024)) return 1;
   return kparts_for(t, K);
 }
 
