@@ -49,13 +49,17 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16_TA) return rest <= 512 ? K : k0 + 512;
   if (blocks == GM_F32_BLOCKS_INTEL_SPLIT && K < 768) return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
   if (blocks == GM_F32_BLOCKS_AVX2_256) return rest <= 256 ? K : rest < 512 ? k0 + (rest + 1) / 2 : k0 + 256;
+  if (blocks == GM_F32_BLOCKS_AVX2_BIG && K < 384) return gm_f32_torch_block_end_for(GM_F32_BLOCKS_AVX2_256, K, k0);
+  if (blocks == GM_F32_BLOCKS_AVX2_BIG) return rest <= 192 ? K : k0 + 192;
   if (rest <= 384) return K;
   if (blocks == GM_F32_BLOCKS_INTEL_HALVES && rest < 768) return k0 + (rest + 1) / 2;
   return k0 + 384;
 }
 
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b) {
-  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) return GM_F32_BLOCKS_AVX2_256; // its 4..6-row chains (other rows: not reproduced)
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) // its kernels for big products, else its 4..6-row chains (1 row: not reproduced)
+    return (trans_b ? M >= 56 && N >= 56 : M >= 72 && N >= 72) ? GM_F32_BLOCKS_AVX2_BIG
+                                                                          : GM_F32_BLOCKS_AVX2_256;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order
   if (trans_b && M >= 2 && M <= 15 && N >= 2 && K >= 24 * M) return GM_F32_BLOCKS_INTEL_DOT16;
   if (trans_b && M == 1 && K >= 1) return GM_F32_BLOCKS_INTEL_GEMV; // alpha = 1 only (order_for)
@@ -146,8 +150,28 @@ static void dot16_scalar(const float *A, int lda, const float *B, int ldb, const
 // by its group's size and its column (N16: the columns in whole panels of 16).
 typedef enum { AVX2_CHAIN, AVX2_PAIRS_FMA, AVX2_PAIRS_MUL } avx2_kernel;
 
-static avx2_kernel avx2_kernel_for(int M, int N, int i, int j) {
-  int r = M - (i - i % 6) < 6 ? M - (i - i % 6) : 6;
+// MKL's AVX2 kernels for big products (GM_F32_BLOCKS_AVX2_BIG: B^T with M and N >= 56, B as stored
+// with M and N >= 72; measured K 64..3072) take every row alike and the columns in panels of 24
+// (not the 4..6-row kernels' 16), the leftover r = N % 24 as a panel of
+// 16 (when r >= 16), then one of 8, 4, 2 and 1 as they fit: the panels of 24 and 16 and the last 1
+// run one FMA chain per K block, the panels of 8, 4 and 2 the even/odd pairs. The number of pair
+// columns, which end before an odd N's last column (measured on N 56..767). Their K blocks: of 192
+// from K 384 (the packed path), else the 4..6-row kernels' (with those, two blocks and pair
+// columns, K 257..383, are not reproduced: e.g. 128 x 300 x 128's last 8 columns, 55% identical).
+static int avx2_packed_pairs(int N) {
+  int r = N % 24;
+  if (r >= 16) r -= 16;
+  return r - r % 2;
+}
+
+// B as stored with M a multiple of 16 from 80 rows: MKL's 4..6-row kernels take every row (no 2-row
+// group at the end; measured at M 80, 128, 176, 224, 512, not at 32, nor at 104..122, 134, 200).
+static bool avx2_rows_whole(int M, bool trans_b) { return !trans_b && M % 16 == 0 && M >= 80; }
+
+static avx2_kernel avx2_kernel_for(gm_f32_blocks blocks, int M, int N, int i, int j, bool trans_b) {
+  if (blocks == GM_F32_BLOCKS_AVX2_BIG) // big products: any row, the columns by avx2_packed_pairs
+    return j >= N - avx2_packed_pairs(N) - N % 2 && j < N - N % 2 ? AVX2_PAIRS_FMA : AVX2_CHAIN;
+  int r = avx2_rows_whole(M, trans_b) ? 6 : M - (i - i % 6) < 6 ? M - (i - i % 6) : 6;
   if (r == 2) return AVX2_PAIRS_MUL;
   if (r == 3) return AVX2_PAIRS_FMA;
   if (r == 1) return AVX2_CHAIN; // torch's one-row kernel: not reproduced (the chain's order)
@@ -159,10 +183,10 @@ static avx2_kernel avx2_kernel_for(int M, int N, int i, int j) {
 // the odd block's last product then onto their sum: with FMA (AVX2_PAIRS_FMA), or as R(a*b) added
 // (AVX2_PAIRS_MUL). C = bias, then C + R(alpha * block) block by block (no bias: the first block).
 static float avx2_output(const float *a, const float *b, size_t stride, const float *bias, float alpha, avx2_kernel kn,
-                         int K) {
+                         int K, gm_f32_blocks blocks) {
   float c = 0.0f;
   for (int k0 = 0, k1; k0 < K; k0 = k1) {
-    k1 = gm_f32_torch_block_end_for(GM_F32_BLOCKS_AVX2_256, K, k0);
+    k1 = gm_f32_torch_block_end_for(blocks, K, k0);
     float acc = 0.0f;
     if (kn == AVX2_CHAIN)
       for (int k = k0; k < k1; k++) acc = fmaf(a[k], b[k * stride], acc);
@@ -188,12 +212,12 @@ static float avx2_output(const float *a, const float *b, size_t stride, const fl
 
 // Rows 0..M-1, columns j0..j1 of C under MKL's Intel AVX2 kernels, element by element.
 static void avx2_scalar(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                        float *C, int ldc, int M, int N, int j0, int j1, int K) {
+                        float *C, int ldc, int M, int N, int j0, int j1, int K, gm_f32_blocks blocks) {
   for (int i = 0; i < M; i++)
     for (int j = j0; j < j1; j++) {
       const float *b = trans_b ? B + (size_t)j * ldb : B + j;
       C[(size_t)i * ldc + j] = avx2_output(A + (size_t)i * lda, b, trans_b ? 1 : (size_t)ldb, bias ? bias + j : NULL,
-                                           alpha, avx2_kernel_for(M, N, i, j), K);
+                                           alpha, avx2_kernel_for(blocks, M, N, i, j, trans_b), K, blocks);
     }
 }
 
@@ -210,7 +234,8 @@ static f32_order order_for(int M, int N, int K, bool trans_b, float alpha) {
   f32_order o = {gm_f32_torch_blocks(mkl, M, N, K, trans_b), alpha, 1.0f};
   if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV && alpha != 1.0f) // the one-row kernel with alpha: not reproduced
     o.blocks = K <= 64 && N >= 64 ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
-  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES || o.blocks == GM_F32_BLOCKS_AVX2_256) { // alpha on each block's sum
+  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES || o.blocks == GM_F32_BLOCKS_AVX2_256 ||
+      o.blocks == GM_F32_BLOCKS_AVX2_BIG) { // alpha on each block's sum
     o.b_scale = 1.0f;
     o.post = alpha;
   }
@@ -252,7 +277,8 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
                                 float alpha, float *C, int ldc, int M, int N, int K) {
   if (M <= 0 || N <= 0) return;
   f32_order o = order_for(M, N, K, trans_b, alpha);
-  if (o.blocks == GM_F32_BLOCKS_AVX2_256) avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K);
+  if (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)
+    avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K, o.blocks);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, C, N, 0, N, K);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
   else matmul_scalar(A, lda, B, ldb, trans_b, bias, order_for(M, N, K, trans_b, alpha), C, ldc, M, 0, N, K);
@@ -290,7 +316,7 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
       if (!Bs) { // no SIMD, or no memory for the copy: the definition itself
-        avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, j0, j0 + nc, K);
+        avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, j0, j0 + nc, K, GM_F32_BLOCKS_AVX2_256);
         continue;
       }
       if (trans_b) pack_strip_scalar(B, ldb, true, j0, nc, K, 1.0f, Bs);
@@ -301,7 +327,7 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
       for (int i = 0; i < M; i += 6) {
         int r = M - i < 6 ? M - i : 6;
         float *Ci = C + (size_t)i * ldc + j0;
-        if (r == 1 || r >= 4) {
+        if (r == 1 || r >= 4 || avx2_rows_whole(M, trans_b)) {
           int n_chain = r == 1 ? nc : nch;
           if (n_chain > 0)
             gm_f32_torch_strip_avx2(A + (size_t)i * lda, lda, Bs, STRIP, r, n_chain, K, bj, Ci, ldc,
@@ -410,9 +436,10 @@ static void blocked_path(const float *A, int lda, const float *B, int ldb, bool 
   }
 }
 
-// The product in order o (gm_matmul_f32_torch's body).
-static void matmul_order(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                         float *C, int ldc, int M, int N, int K, int threads, const f32_order o) {
+// The product in order o (gm_matmul_f32_torch's body), but for the pair columns of MKL's AVX2
+// packed path (matmul_order below).
+static void matmul_order_body(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
+                              float alpha, float *C, int ldc, int M, int N, int K, int threads, const f32_order o) {
   gm_simd_level isa = K > 0 ? gm_cpu_simd() : GM_SIMD_SCALAR;
   bool simd = isa == GM_SIMD_AVX512;
   if (o.blocks == GM_F32_BLOCKS_AVX2_256) { // MKL's Intel AVX2 kernels (the AVX2 body on AVX-512 CPUs too)
@@ -497,6 +524,21 @@ static void matmul_order(const float *A, int lda, const float *B, int ldb, bool 
   }
 }
 
+
+// The product in order o. Under MKL's AVX2 kernels for big products (GM_F32_BLOCKS_AVX2_BIG) the chain columns
+// run as any chain order does, then the pair columns (avx2_packed_pairs, at most 14) are
+// recomputed element by element.
+static void matmul_order(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
+                         float *C, int ldc, int M, int N, int K, int threads, const f32_order o) {
+  matmul_order_body(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o);
+  if (o.blocks != GM_F32_BLOCKS_AVX2_BIG) return;
+  for (int j = N - N % 2 - avx2_packed_pairs(N); j < N - N % 2; j++)
+    for (int i = 0; i < M; i++) {
+      const float *b = trans_b ? B + (size_t)j * ldb : B + j;
+      C[(size_t)i * ldc + j] = avx2_output(A + (size_t)i * lda, b, trans_b ? 1 : (size_t)ldb, bias ? bias + j : NULL,
+                                           alpha, AVX2_PAIRS_FMA, K, GM_F32_BLOCKS_AVX2_BIG);
+    }
+}
 
 void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads) {

@@ -1,0 +1,113 @@
+// torch's f32 products under the avx2 target on MKL's Intel AVX2 kernels for big products (issue
+// 23): 72 rows and 72 columns (B as stored) or 56 and 56 (B^T); every row alike, columns in panels
+// of 24 with even/odd pair panels of 8, 4 and 2 at the end, K >= 384 in blocks of 192
+// (GM_F32_BLOCKS_AVX2_BIG); and the 4..6-row kernels' rows taken whole for B as stored with M a
+// multiple of 16 from 80. Goldens: tests/golden/targets/avx2/matmul_avx2/packed.safetensors
+// (tools/ref/gen_matmul_avx2_goldens.py, the real torch 2.15 under the avx2 caps on an Intel Xeon),
+// each output's first 16 and last 8 columns. For every product, on both sides of each threshold:
+//   - gm_matmul_f32_torch under the avx2 target gives torch's bits on every SIMD path (native,
+//     avx2, scalar) and 1 or 2 threads of work;
+//   - the big-product schedule is chosen exactly where the generator's comments say (the corner
+//     products, not the ones a row, a column short of it).
+#include "harness.h"
+
+#include "gptmeg/kernels.h"
+#include "gptmeg/safetensors.h"
+#include "gptmeg/target.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+  bool trans; // linear: B^T
+  int M, K, N;
+  bool packed; // the generator's comment: on the packed path
+} product;
+
+// The generator's PRODUCTS, in its order (p<index>.first, .last).
+static const product PRODUCTS[] = {
+    {false, 72, 768, 72, true},    {false, 71, 768, 72, false},  {false, 72, 768, 71, false},
+    {false, 128, 768, 766, true},  {false, 128, 1000, 765, true}, {false, 96, 3072, 768, true},
+    {false, 128, 385, 128, true},  {false, 128, 300, 120, true},  {true, 56, 768, 767, true},
+    {true, 54, 768, 64, false},    {true, 64, 768, 56, true},     {true, 64, 768, 55, false},
+    {false, 128, 128, 64, false},  {false, 80, 128, 64, false},
+};
+enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
+
+typedef struct {
+  const char *name, *simd;
+  int threads;
+} path;
+static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
+
+// Outputs of columns [c0, c0 + w) of C (M x N) that differ from ref (M x w).
+static int diff_block(const float *C, int N, int c0, const float *ref, int w, int M) {
+  int bad = 0;
+  for (int i = 0; i < M; i++) bad += test_count_diff(C + (size_t)i * N + c0, ref + (size_t)i * w, (size_t)w);
+  return bad;
+}
+
+int main(void) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s/tests/golden/targets/avx2/matmul_avx2/packed.safetensors", GPTMEG_SOURCE_DIR);
+  gm_safetensors st;
+  if (gm_st_open(&st, buf)) {
+    CHECK(0, "%s", gm_errmsg());
+    return test_done("test_matmul_avx2_packed");
+  }
+  gm_torch_target_set(GM_TT_AVX2);
+  float *A = malloc(sizeof(float) * MA * KA), *B = malloc(sizeof(float) * KA * NB);
+  float *Bt = malloc(sizeof(float) * KA * NB), *C = malloc(sizeof(float) * MA * NB);
+  int64_t nb = 0, one = 0;
+  float *bias = test_st_f32(&st, "bias", &nb, &one);
+  CHECK(A && B && Bt && C && bias && nb == NB, "%s: bias missing or not %d floats (or out of memory)", buf, NB);
+  if (!A || !B || !Bt || !C || !bias) return test_done("test_matmul_avx2_packed");
+  for (int i = 0; i < MA; i++)
+    for (int k = 0; k < KA; k++) A[(size_t)i * KA + k] = (float)((37 * i + 71 * k) % 1009 - 504) / 503.0f;
+  for (int k = 0; k < KA; k++)
+    for (int j = 0; j < NB; j++) B[(size_t)k * NB + j] = (float)((31 * k + 17 * j) % 97 - 48) / 64.0f;
+  const int n_paths = test_quick() ? 2 : (int)(sizeof PATHS / sizeof PATHS[0]);
+  int runs = 0;
+  for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
+    const product *p = &PRODUCTS[q];
+    const int M = p->M, K = p->K, N = p->N;
+    // A[:M, :K] (stride KA); op(B) = B[:K, :N] as stored (stride NB) or its transpose contiguous
+    if (p->trans)
+      for (int j = 0; j < N; j++)
+        for (int k = 0; k < K; k++) Bt[(size_t)j * K + k] = B[(size_t)k * NB + j];
+    const float *Bp = p->trans ? Bt : B;
+    const int ldb = p->trans ? K : NB;
+    char nf[32], nl[32];
+    snprintf(nf, sizeof nf, "p%zu.first", q);
+    snprintf(nl, sizeof nl, "p%zu.last", q);
+    int64_t f0 = 0, f1 = 0, l0 = 0, l1 = 0;
+    float *rf = test_st_f32(&st, nf, &f0, &f1), *rl = test_st_f32(&st, nl, &l0, &l1);
+    CHECK(rf && rl && f0 == M && f1 == FIRST && l0 == M && l1 == LAST, "%s: p%zu missing or misshapen", buf, q);
+    if (!rf || !rl) {
+      free(rf); free(rl);
+      continue;
+    }
+    const bool packed = gm_f32_torch_blocks(GM_MKL_SGEMM_INTEL_AVX2, M, N, K, p->trans) == GM_F32_BLOCKS_AVX2_BIG;
+    CHECK(packed == p->packed, "%s %d x %d x %d: gptmeg %s the big-product kernels", p->trans ? "linear" : "addmm", M, K, N,
+          packed ? "takes" : "does not take");
+    for (int pa = 0; pa < n_paths; pa++) {
+      if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
+      memset(C, 0xff, sizeof(float) * (size_t)M * N);
+      gm_matmul_f32_torch(A, KA, Bp, ldb, p->trans, bias, 1.0f, C, N, M, N, K, PATHS[pa].threads);
+      int bad = diff_block(C, N, 0, rf, FIRST, M) + diff_block(C, N, N - LAST, rl, LAST, M);
+      CHECK(bad == 0, "%s %d x %d x %d, %s: %d of %d outputs differ from torch", p->trans ? "linear" : "addmm", M, K,
+            N, PATHS[pa].name, bad, M * (FIRST + LAST));
+      test_set_simd(NULL);
+    }
+    printf("  %-6s %3d x %4d x %3d: %s\n", p->trans ? "linear" : "addmm", M, K, N, packed ? "big-product kernels" : "4..6-row kernels");
+    runs++;
+    free(rf); free(rl);
+  }
+  CHECK(runs == (int)(sizeof PRODUCTS / sizeof PRODUCTS[0]), "ran %d of %zu products", runs,
+        sizeof PRODUCTS / sizeof PRODUCTS[0]);
+  free(A); free(B); free(Bt); free(C); free(bias);
+  gm_st_close(&st);
+  gm_torch_target_unset();
+  return test_done("test_matmul_avx2_packed");
+}

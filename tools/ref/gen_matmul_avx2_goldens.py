@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""f32 matmul goldens of MKL's Intel AVX2 sgemm's packed path (the avx2 target; issue 23), for
+tests/test_matmul_avx2_packed.c.
+
+Under MKL_ENABLE_INSTRUCTIONS=AVX2 torch's f32 products with at least 72 rows and 72 columns (B as
+stored) or 56 and 56 (B^T) run MKL's kernels for big products: every row alike, the columns in
+panels of 24 (the leftover as a panel of 16, then 8, 4, 2, 1: the panels of 8, 4 and 2 in even/odd
+pairs, the others one FMA chain per block), K >= 384 in blocks of 192 (the rest one block), the
+blocks added in order onto the bias (gptmeg: GM_F32_BLOCKS_AVX2_BIG; docs/numerics.md, "f32 matmul
+under avx2"). Smaller products run the 4..6-row kernels (rows in groups of six, but every row alike
+for B as stored when M is a multiple of 16 from 80). The products sit on both sides of each
+threshold (rows, columns, K, the row multiple) and hold every kind of leftover panel.
+The operands are formulas the test rebuilds (A[i, k] =
+((37 i + 71 k) % 1009 - 504) / 503, B[k, n] = ((31 k + 17 n) % 97 - 48) / 64, float32, correctly
+rounded; B^T is B's transpose made contiguous; the bias random and stored); each output's first 16
+and last 8 columns are stored. Runs under the avx2 target's caps (ONEDNN_MAX_CPU_ISA=AVX2
+ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2, which make_goldens.py sets for it) on an
+Intel CPU; writes tests/golden/targets/avx2/matmul_avx2/packed.safetensors.
+  MKL_ENABLE_INSTRUCTIONS=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 \\
+      /work/venv/bin/python tools/ref/gen_matmul_avx2_goldens.py --target avx2
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gm_inputs import cpu_model  # noqa: E402
+
+MA, KA, NB = 128, 3072, 768
+# (op, M, K, N): addmm(bias, A, B) with B as stored, linear = F.linear(A, B^T contiguous, bias)
+PRODUCTS = [
+    ("addmm", 72, 768, 72),    # the big products' corner (B as stored)
+    ("addmm", 71, 768, 72),    # one row fewer: the 4..6-row kernels
+    ("addmm", 72, 768, 71),    # one column fewer: likewise
+    ("addmm", 128, 768, 766),  # N % 24 = 22: a panel of 16, six pair columns
+    ("addmm", 128, 1000, 765),  # K 960 + 40; N % 24 = 21: 16, four pair columns, a chain
+    ("addmm", 96, 3072, 768),  # GPT-2's MLP c_proj
+    ("addmm", 128, 385, 128),  # K 192 + 193; N % 24 = 8: eight pair columns
+    ("addmm", 128, 300, 120),  # K below 384: the 4..6-row kernels' blocks (two halves), panels of 24
+    ("linear", 56, 768, 767),  # B^T corner; N % 24 = 23: 16, six pair columns, a chain
+    ("linear", 54, 768, 64),   # two rows fewer: the 4..6-row kernels
+    ("linear", 64, 768, 56),   # B^T, N 56: eight pair columns
+    ("linear", 64, 768, 55),   # N 55: the 4..6-row kernels
+    ("addmm", 128, 128, 64),   # B as stored, 64 columns, 128 rows (a multiple of 16): no 2-row group
+    ("addmm", 80, 128, 64),    # 80 rows: the fewest measured to be taken whole
+]
+CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+
+
+def formula_a(m, k):
+    i = np.arange(m, dtype=np.int64).reshape(m, 1)
+    kk = np.arange(k, dtype=np.int64).reshape(1, k)
+    return torch.from_numpy(((37 * i + 71 * kk) % 1009 - 504).astype(np.float32) / np.float32(503))
+
+
+def formula_b(k, n):
+    kk = np.arange(k, dtype=np.int64).reshape(k, 1)
+    nn = np.arange(n, dtype=np.int64).reshape(1, n)
+    return torch.from_numpy(((31 * kk + 17 * nn) % 97 - 48).astype(np.float32) / np.float32(64))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", default="zen4", help="the target make_goldens.py runs (this one writes for avx2 only)")
+    args = ap.parse_args()
+    intel = "GenuineIntel" in open("/proc/cpuinfo").read()
+    if args.target != "avx2" or not intel or any(os.environ.get(k) != v for k, v in CAPS.items()):
+        print(f"gen_matmul_avx2_goldens: skipped for {args.target} (needs an Intel CPU under the avx2 caps: "
+              + " ".join(f"{k}={v}" for k, v in CAPS.items()) + ")")
+        return
+    torch.set_num_threads(1)
+    a_all, b_all = formula_a(MA, KA), formula_b(KA, NB)
+    bias_all = 0.1 * torch.randn(NB, generator=torch.Generator().manual_seed(23))
+    t = {"bias": bias_all}
+    for pi, (op, m, k, n) in enumerate(PRODUCTS):
+        a, b, bias = a_all[:m, :k].contiguous(), b_all[:k, :n].contiguous(), bias_all[:n]
+        c = torch.addmm(bias, a, b) if op == "addmm" else torch.nn.functional.linear(a, b.T.contiguous(), bias)
+        t[f"p{pi}.first"] = c[:, :16].contiguous()
+        t[f"p{pi}.last"] = c[:, n - 8:].contiguous()
+        print(f"  p{pi} {op} {m}x{k}x{n}")
+    out = os.path.join("tests", "golden", "targets", "avx2", "matmul_avx2")
+    os.makedirs(out, exist_ok=True)
+    meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(), "target": "avx2",
+            "settings": " ".join(f"{k}={v}" for k, v in CAPS.items()) + "; 1 thread; bias seed 23; A and B by "
+                        "formula (see the generator); each output's first 16 and last 8 columns"}
+    path = os.path.join(out, "packed.safetensors")
+    save_file(t, path, metadata=meta)
+    print(f"gen_matmul_avx2_goldens: {len(PRODUCTS)} products -> {path} ({meta['cpu']})")
+
+
+if __name__ == "__main__":
+    main()
