@@ -24,12 +24,11 @@ import json
 import os
 import sys
 
-import numpy as np
 import torch
 from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gm_inputs import cpu_model  # noqa: E402
+from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
 MA, KA, NB = 128, 3072, 768
 # (op, M, K, N): addmm(bias, A, B) with B as stored, linear = F.linear(A, B^T contiguous, bias)
@@ -52,18 +51,6 @@ PRODUCTS = [
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
 
-def formula_a(m, k):
-    i = np.arange(m, dtype=np.int64).reshape(m, 1)
-    kk = np.arange(k, dtype=np.int64).reshape(1, k)
-    return torch.from_numpy(((37 * i + 71 * kk) % 1009 - 504).astype(np.float32) / np.float32(503))
-
-
-def formula_b(k, n):
-    kk = np.arange(k, dtype=np.int64).reshape(k, 1)
-    nn = np.arange(n, dtype=np.int64).reshape(1, n)
-    return torch.from_numpy(((31 * kk + 17 * nn) % 97 - 48).astype(np.float32) / np.float32(64))
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", default="zen4", help="the target make_goldens.py runs (this one writes for avx2 only)")
@@ -74,7 +61,7 @@ def main():
               + " ".join(f"{k}={v}" for k, v in CAPS.items()) + ")")
         return
     torch.set_num_threads(1)
-    a_all, b_all = formula_a(MA, KA), formula_b(KA, NB)
+    a_all, b_all = torch.from_numpy(formula_a(MA, KA)), torch.from_numpy(formula_b(KA, NB))
     bias_all = 0.1 * torch.randn(NB, generator=torch.Generator().manual_seed(23))
     t = {"bias": bias_all}
     for pi, (op, m, k, n) in enumerate(PRODUCTS):

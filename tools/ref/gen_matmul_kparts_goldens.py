@@ -25,12 +25,11 @@ import json
 import os
 import sys
 
-import numpy as np
 import torch
 from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gm_inputs import cpu_model  # noqa: E402
+from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
 MKL_INTEL_AVX512 = ("intel-amx", "intel-avx512-fp16", "intel-avx512-bf16", "intel-avx512")
 CAPS = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR")
@@ -52,18 +51,6 @@ PRODUCTS = [
 ]
 
 
-def formula_a(m, k):
-    i = np.arange(m, dtype=np.int64).reshape(m, 1)
-    kk = np.arange(k, dtype=np.int64).reshape(1, k)
-    return torch.from_numpy(((37 * i + 71 * kk) % 1009 - 504).astype(np.float32) / np.float32(503))
-
-
-def formula_b(k, n):
-    kk = np.arange(k, dtype=np.int64).reshape(k, 1)
-    nn = np.arange(n, dtype=np.int64).reshape(1, n)
-    return torch.from_numpy(((31 * kk + 17 * nn) % 97 - 48).astype(np.float32) / np.float32(64))
-
-
 def native_mkl_intel():
     try:
         with open("/proc/cpuinfo") as f:
@@ -82,7 +69,7 @@ def main():
         print(f"gen_matmul_kparts_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel "
               "CPU with AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + ")")
         return
-    a_all, b_all = formula_a(MA, KA), formula_b(KA, NB)
+    a_all, b_all = torch.from_numpy(formula_a(MA, KA)), torch.from_numpy(formula_b(KA, NB))
     bias_all = 0.1 * torch.randn(NB, generator=torch.Generator().manual_seed(23))
     t = {"bias": bias_all}
     for pi, (op, m, k, n, threads) in enumerate(PRODUCTS):

@@ -104,3 +104,18 @@ def host_is_intel_amx():
         return False
     caps = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS")
     return intel and cpu_flag("amx_bf16") and cpu_flag("amx_tile") and not any(os.environ.get(k) for k in caps)
+
+
+def formula_a(m, k):
+    """A [m, k] float32 with A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503, correctly rounded (the
+    f32 matmul goldens' rows; the tests rebuild them with the same float division)."""
+    i = np.arange(m, dtype=np.int64).reshape(m, 1)
+    kk = np.arange(k, dtype=np.int64).reshape(1, k)
+    return ((37 * i + 71 * kk) % 1009 - 504).astype(np.float32) / np.float32(503)
+
+
+def formula_b(k, n):
+    """B [k, n] float32 with B[k, n] = ((31 k + 17 n) % 97 - 48) / 64, exact."""
+    kk = np.arange(k, dtype=np.int64).reshape(k, 1)
+    nn = np.arange(n, dtype=np.int64).reshape(1, n)
+    return ((31 * kk + 17 * nn) % 97 - 48).astype(np.float32) / np.float32(64)
