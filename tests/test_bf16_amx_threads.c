@@ -44,7 +44,8 @@ static int diff_rows(float *C, const int *r, int nr, int N, const float *g) {
 }
 
 int main(void) {
-  const char *file = "tests/golden/targets/intel-amx/bf16_amx_chunk/threads.safetensors";
+  char file[1024];
+  snprintf(file, sizeof file, "%s/tests/golden/targets/intel-amx/bf16_amx_chunk/threads.safetensors", GPTMEG_SOURCE_DIR);
   gm_safetensors st;
   if (gm_st_open(&st, file)) {
     CHECK(0, "%s", gm_errmsg());

@@ -32,7 +32,8 @@ static void product(int path, const float *x, const float *W, const float *bias,
 }
 
 int main(void) {
-  const char *file = "tests/golden/targets/intel-amx/matmul/bf16_onerow.safetensors";
+  char file[1024];
+  snprintf(file, sizeof file, "%s/tests/golden/targets/intel-amx/matmul/bf16_onerow.safetensors", GPTMEG_SOURCE_DIR);
   gm_safetensors st;
   if (gm_st_open(&st, file)) {
     CHECK(0, "%s", gm_errmsg());
