@@ -8,7 +8,9 @@
 //   - gm_matmul_f32_torch under the avx2 target gives torch's bits on every SIMD path (native,
 //     avx2, scalar) and 1 or 2 threads of work;
 //   - the big-product schedule is chosen exactly where the generator's comments say (the corner
-//     products, not the ones a row, a column short of it).
+//     products, not the ones a row, a column short of it);
+//   - with op(A) = A^T (gm_matmul_f32_torch_mt, trans_a: the backward's dV, dK) the 4..6-row
+//     kernels' K blocks of 96 (GM_F32_BLOCKS_AVX2_96).
 #include "harness.h"
 
 #include "gptmeg/kernels.h"
@@ -22,16 +24,19 @@
 typedef struct {
   bool trans; // linear: B^T
   int M, K, N;
-  bool packed; // the generator's comment: on the packed path
+  bool packed;  // the generator's comment: on the big-product kernels
+  bool trans_a; // mm_ta: op(A) = A^T, A stored [K, M] (no bias)
 } product;
 
 // The generator's PRODUCTS, in its order (p<index>.first, .last).
 static const product PRODUCTS[] = {
-    {false, 72, 768, 72, true},    {false, 71, 768, 72, false},  {false, 72, 768, 71, false},
-    {false, 128, 768, 766, true},  {false, 128, 1000, 765, true}, {false, 96, 3072, 768, true},
-    {false, 128, 385, 128, true},  {false, 128, 300, 120, true},  {true, 56, 768, 767, true},
-    {true, 54, 768, 64, false},    {true, 64, 768, 56, true},     {true, 64, 768, 55, false},
-    {false, 128, 128, 64, false},  {false, 80, 128, 64, false},
+    {false, 72, 768, 72, true, false},    {false, 71, 768, 72, false, false},   {false, 72, 768, 71, false, false},
+    {false, 128, 768, 766, true, false},  {false, 128, 1000, 765, true, false}, {false, 96, 3072, 768, true, false},
+    {false, 128, 385, 128, true, false},  {false, 128, 300, 120, true, false},  {true, 56, 768, 767, true, false},
+    {true, 54, 768, 64, false, false},    {true, 64, 768, 56, true, false},     {true, 64, 768, 55, false, false},
+    {false, 128, 128, 64, false, false},  {false, 80, 128, 64, false, false},   {false, 64, 65, 64, false, true},
+    {false, 64, 100, 64, false, true},    {false, 64, 200, 64, false, true},    {false, 30, 777, 16, false, true},
+    {false, 120, 128, 71, false, true},
 };
 enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
 
@@ -77,6 +82,9 @@ int main(void) {
       for (int j = 0; j < N; j++)
         for (int k = 0; k < K; k++) Bt[(size_t)j * K + k] = B[(size_t)k * NB + j];
     const float *Bp = p->trans ? Bt : B;
+    if (p->trans_a) // At [K, M] = the generator's formula_a(K, M), into Bt's space (no B^T here)
+      for (int k = 0; k < K; k++)
+        for (int i = 0; i < M; i++) Bt[(size_t)k * M + i] = (float)((37 * k + 71 * i) % 1009 - 504) / 503.0f;
     const int ldb = p->trans ? K : NB;
     char nf[32], nl[32];
     snprintf(nf, sizeof nf, "p%zu.first", q);
@@ -89,18 +97,22 @@ int main(void) {
       continue;
     }
     const bool packed = gm_f32_torch_blocks(GM_MKL_SGEMM_INTEL_AVX2, M, N, K, p->trans) == GM_F32_BLOCKS_AVX2_BIG;
-    CHECK(packed == p->packed, "%s %d x %d x %d: gptmeg %s the big-product kernels", p->trans ? "linear" : "addmm", M, K, N,
+    CHECK(packed == p->packed, "%s %d x %d x %d: gptmeg %s the big-product kernels", p->trans_a ? "mm_ta" : p->trans ? "linear" : "addmm", M, K, N,
           packed ? "takes" : "does not take");
     for (int pa = 0; pa < n_paths; pa++) {
       if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
       memset(C, 0xff, sizeof(float) * (size_t)M * N);
-      gm_matmul_f32_torch(A, KA, Bp, ldb, p->trans, bias, 1.0f, C, N, M, N, K, PATHS[pa].threads);
+      if (p->trans_a)
+        CHECK(gm_matmul_f32_torch_mt(Bt, M, true, B, NB, false, NULL, 1.0f, C, N, M, N, K, PATHS[pa].threads, 1) == 0,
+              "mm_ta %d x %d x %d: out of memory", M, K, N);
+      else gm_matmul_f32_torch(A, KA, Bp, ldb, p->trans, bias, 1.0f, C, N, M, N, K, PATHS[pa].threads);
       int bad = diff_block(C, N, 0, rf, FIRST, M) + diff_block(C, N, N - LAST, rl, LAST, M);
-      CHECK(bad == 0, "%s %d x %d x %d, %s: %d of %d outputs differ from torch", p->trans ? "linear" : "addmm", M, K,
+      CHECK(bad == 0, "%s %d x %d x %d, %s: %d of %d outputs differ from torch", p->trans_a ? "mm_ta" : p->trans ? "linear" : "addmm", M, K,
             N, PATHS[pa].name, bad, M * (FIRST + LAST));
       test_set_simd(NULL);
     }
-    printf("  %-6s %3d x %4d x %3d: %s\n", p->trans ? "linear" : "addmm", M, K, N, packed ? "big-product kernels" : "4..6-row kernels");
+    printf("  %-6s %3d x %4d x %3d: %s\n", p->trans_a ? "mm_ta" : p->trans_a ? "mm_ta" : p->trans ? "linear" : "addmm", M, K, N,
+           packed ? "big-product kernels" : "4..6-row kernels");
     runs++;
     free(rf); free(rl);
   }

@@ -86,8 +86,10 @@ typedef enum {
   GM_F32_BLOCKS_INTEL_SPLIT, // each half of MKL's Intel AVX-512 K split (gm_matmul_f32_torch_mt)
   GM_F32_BLOCKS_ONEDNN_F16,  // oneDNN's f16 chains under intel-amx (gm_matmul_f16_onednn): 512 for K <= 1024, else 1024
   GM_F32_BLOCKS_ONEDNN_F16_TA, // the same with A transposed: 512 at any K
-  GM_F32_BLOCKS_AVX2_BIG       // MKL's Intel AVX2 kernels for big products: K >= 384 in blocks of 192 (the rest one
+  GM_F32_BLOCKS_AVX2_BIG,      // MKL's Intel AVX2 kernels for big products: K >= 384 in blocks of 192 (the rest one
                                // block), else AVX2_256's; every row alike; columns in panels of 24 (matmul_torch_f32.c)
+  GM_F32_BLOCKS_AVX2_96        // AVX2_256's kernels with op(A) = A^T: blocks of 96 (a rest of at most 96 one block,
+                               // below 192 two halves, the first ceil(rest / 2) long)
 } gm_f32_blocks;
 // The three column kinds of that kernel (matmul_torch_f32.c), and one output in its order (before
 // the bias).

@@ -431,11 +431,14 @@ static int bwd_bmm(const gm_op_ctx *one, bmm_views v, const float *A, int lda, c
 
 // A backward bmm whose A is a transposed view, op(A) = A^T for A [K, M] (lda): where head_bmm would
 // take the plain bf16 product, gm_op_matmul_t packs A^T straight from A (gm_matmul_bf16_ta, the
-// same bits as the product of A^T made contiguous); else A^T is copied into tbuf and run through
-// bwd_bmm. Rounded to the dtype either way. 0, or -1 (out of memory).
+// same bits as the product of A^T made contiguous); in f32 under MKL's AVX2 sgemm (avx2 target)
+// gm_op_matmul_t runs its order for A transposed (blocks of 96: GM_F32_BLOCKS_AVX2_96); else A^T
+// is copied into tbuf and run through bwd_bmm. Rounded to the dtype either way. 0, or -1 (out of
+// memory).
 static int bwd_bmm_ta(const gm_op_ctx *one, bmm_views v, const float *A, int lda, float *tbuf, const float *B, int ldb,
                       float *Cm, int ldc, int M, int N, int K) {
-  if (one->dtype == GM_BF16 && !bmm_small(true, M, N, K) && bmm_plain(one)) {
+  const bool mkl_avx2 = gm_torch_target_get_info(gm_torch_target_active())->mkl == GM_MKL_SGEMM_INTEL_AVX2;
+  if ((one->dtype == GM_BF16 || (one->dtype == GM_F32 && mkl_avx2)) && !bmm_small(true, M, N, K) && bmm_plain(one)) {
     if (gm_op_matmul_t(one, A, lda, true, B, ldb, false, NULL, 1.0f, Cm, ldc, M, N, K)) return -1;
     gm_round_rows(one->dtype, Cm, (size_t)ldc, M, N);
     return 0;

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
 MA, KA, NB = 128, 3072, 768
-# (op, M, K, N): addmm(bias, A, B) with B as stored, linear = F.linear(A, B^T contiguous, bias)
+# (op, M, K, N): addmm(bias, A, B) with B as stored, linear = F.linear(A, B^T contiguous, bias), mm_ta below
 PRODUCTS = [
     ("addmm", 72, 768, 72),    # the big products' corner (B as stored)
     ("addmm", 71, 768, 72),    # one row fewer: the 4..6-row kernels
@@ -47,6 +47,13 @@ PRODUCTS = [
     ("linear", 64, 768, 55),   # N 55: the 4..6-row kernels
     ("addmm", 128, 128, 64),   # B as stored, 64 columns, 128 rows (a multiple of 16): no 2-row group
     ("addmm", 80, 128, 64),    # 80 rows: the fewest measured to be taken whole
+    # op(A) = A^T (mm_ta = torch.mm(At.t(), B), At [K, M] = formula_a(K, M)): the 4..6-row kernels
+    # with K blocks of 96 (a rest of at most 96 one block, below 192 two halves)
+    ("mm_ta", 64, 65, 64),     # one block
+    ("mm_ta", 64, 100, 64),    # two halves
+    ("mm_ta", 64, 200, 64),    # 96, then 52 + 52
+    ("mm_ta", 30, 777, 16),    # eight blocks of 96, then 53 + 52 (ceil first)
+    ("mm_ta", 120, 128, 71),   # 7 pair columns
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
@@ -66,7 +73,9 @@ def main():
     t = {"bias": bias_all}
     for pi, (op, m, k, n) in enumerate(PRODUCTS):
         a, b, bias = a_all[:m, :k].contiguous(), b_all[:k, :n].contiguous(), bias_all[:n]
-        c = torch.addmm(bias, a, b) if op == "addmm" else torch.nn.functional.linear(a, b.T.contiguous(), bias)
+        if op == "addmm": c = torch.addmm(bias, a, b)
+        elif op == "linear": c = torch.nn.functional.linear(a, b.T.contiguous(), bias)
+        else: c = torch.mm(torch.from_numpy(formula_a(k, m)).t(), b)
         t[f"p{pi}.first"] = c[:, :16].contiguous()
         t[f"p{pi}.last"] = c[:, n - 8:].contiguous()
         print(f"  p{pi} {op} {m}x{k}x{n}")

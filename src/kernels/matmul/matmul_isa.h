@@ -61,9 +61,10 @@ void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int
 // matmul_torch_f32_avx2.c: the strip kernel, and one row against B^T in place.
 void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                              const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
-// One row of C against B [K, ncols] in MKL's Intel AVX2 pair kernels' order (fma: their FMA form).
+// One row of C against B [K, ncols] in MKL's Intel AVX2 pair kernels' order (fma: their FMA form),
+// K blocks by `blocks` (GM_F32_BLOCKS_AVX2_256, or _96 with op(A) = A^T).
 void gm_f32_torch_pairs_avx2(const float *a, const float *B, int ldb, int ncols, int K, const float *bias, float *C,
-                             float post, bool fma);
+                             float post, bool fma, gm_f32_blocks blocks);
 void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
                                  const float *bias, float *C, gm_f32_blocks blocks, float post);
 

@@ -49,6 +49,7 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16_TA) return rest <= 512 ? K : k0 + 512;
   if (blocks == GM_F32_BLOCKS_INTEL_SPLIT && K < 768) return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
   if (blocks == GM_F32_BLOCKS_AVX2_256) return rest <= 256 ? K : rest < 512 ? k0 + (rest + 1) / 2 : k0 + 256;
+  if (blocks == GM_F32_BLOCKS_AVX2_96) return rest <= 96 ? K : rest < 192 ? k0 + (rest + 1) / 2 : k0 + 96;
   if (blocks == GM_F32_BLOCKS_AVX2_BIG && K < 384) return gm_f32_torch_block_end_for(GM_F32_BLOCKS_AVX2_256, K, k0);
   if (blocks == GM_F32_BLOCKS_AVX2_BIG) return rest <= 192 ? K : k0 + 192;
   if (rest <= 384) return K;
@@ -178,7 +179,7 @@ static avx2_kernel avx2_kernel_for(gm_f32_blocks blocks, int M, int N, int i, in
   return j < N - N % 16 ? AVX2_CHAIN : AVX2_PAIRS_FMA;
 }
 
-// One output under MKL's Intel AVX2 kernels: per K block (GM_F32_BLOCKS_AVX2_256) one FMA chain
+// One output under MKL's Intel AVX2 kernels: per K block (GM_F32_BLOCKS_AVX2_256, _96, _BIG) one FMA chain
 // from zero (AVX2_CHAIN), or two chains, over even and odd k of the block (from its start), added,
 // the odd block's last product then onto their sum: with FMA (AVX2_PAIRS_FMA), or as R(a*b) added
 // (AVX2_PAIRS_MUL). C = bias, then C + R(alpha * block) block by block (no bias: the first block).
@@ -234,7 +235,7 @@ static f32_order order_for(int M, int N, int K, bool trans_b, float alpha) {
   f32_order o = {gm_f32_torch_blocks(mkl, M, N, K, trans_b), alpha, 1.0f};
   if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV && alpha != 1.0f) // the one-row kernel with alpha: not reproduced
     o.blocks = K <= 64 && N >= 64 ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
-  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES || o.blocks == GM_F32_BLOCKS_AVX2_256 ||
+  if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES || o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_96 ||
       o.blocks == GM_F32_BLOCKS_AVX2_BIG) { // alpha on each block's sum
     o.b_scale = 1.0f;
     o.post = alpha;
@@ -306,7 +307,7 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
 static float *pack_buffer(size_t floats); // below: one kept buffer per thread
 
 static void avx2_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
-                      float *C, int ldc, int M, int N, int K, int threads, gm_simd_level isa) {
+                      float *C, int ldc, int M, int N, int K, int threads, gm_simd_level isa, gm_f32_blocks blocks) {
   int n_strips = (N + STRIP - 1) / STRIP, n16 = N - N % 16;
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
@@ -316,7 +317,7 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
       if (!Bs) { // no SIMD, or no memory for the copy: the definition itself
-        avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, j0, j0 + nc, K, GM_F32_BLOCKS_AVX2_256);
+        avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, j0, j0 + nc, K, blocks);
         continue;
       }
       if (trans_b) pack_strip_scalar(B, ldb, true, j0, nc, K, 1.0f, Bs);
@@ -331,14 +332,15 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
           int n_chain = r == 1 ? nc : nch;
           if (n_chain > 0)
             gm_f32_torch_strip_avx2(A + (size_t)i * lda, lda, Bs, STRIP, r, n_chain, K, bj, Ci, ldc,
-                                    GM_F32_BLOCKS_AVX2_256, alpha);
+                                    blocks, alpha);
           if (n_chain < nc)
             for (int q = 0; q < r; q++)
               gm_f32_torch_pairs_avx2(A + (size_t)(i + q) * lda, Bs + n_chain, STRIP, nc - n_chain, K,
-                                      bj ? bj + n_chain : NULL, Ci + (size_t)q * ldc + n_chain, alpha, true);
+                                      bj ? bj + n_chain : NULL, Ci + (size_t)q * ldc + n_chain, alpha, true, blocks);
         } else
           for (int q = 0; q < r; q++)
-            gm_f32_torch_pairs_avx2(A + (size_t)(i + q) * lda, Bs, STRIP, nc, K, bj, Ci + (size_t)q * ldc, alpha, r == 3);
+            gm_f32_torch_pairs_avx2(A + (size_t)(i + q) * lda, Bs, STRIP, nc, K, bj, Ci + (size_t)q * ldc, alpha, r == 3,
+                                    blocks);
       }
     }
   }
@@ -442,8 +444,8 @@ static void matmul_order_body(const float *A, int lda, const float *B, int ldb, 
                               float alpha, float *C, int ldc, int M, int N, int K, int threads, const f32_order o) {
   gm_simd_level isa = K > 0 ? gm_cpu_simd() : GM_SIMD_SCALAR;
   bool simd = isa == GM_SIMD_AVX512;
-  if (o.blocks == GM_F32_BLOCKS_AVX2_256) { // MKL's Intel AVX2 kernels (the AVX2 body on AVX-512 CPUs too)
-    avx2_path(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, isa);
+  if (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_96) { // MKL's Intel AVX2 kernels (AVX2 body)
+    avx2_path(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, isa, o.blocks);
     return;
   }
   if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) { // MKL's Intel one-row kernel against B^T (decode's linears)
@@ -722,6 +724,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
   if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
+  if (trans_a && o.blocks == GM_F32_BLOCKS_AVX2_256) o.blocks = GM_F32_BLOCKS_AVX2_96;      // likewise, AVX2
   return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns);
 }
 

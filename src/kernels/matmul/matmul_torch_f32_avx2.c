@@ -186,13 +186,13 @@ void gm_f32_torch_dot16_avx2(const float *A, int lda, const float *B, int ldb, c
 // (FMA, or R(a*b) then add when !fma), added, the odd block's last product onto the sum; then
 // R(post * block) onto the bias (or stored), later blocks added.
 void gm_f32_torch_pairs_avx2(const float *a, const float *B, int ldb, int ncols, int K, const float *bias, float *C,
-                             float post, bool fma) {
+                             float post, bool fma, gm_f32_blocks blocks) {
   __m256 vpost = _mm256_set1_ps(post);
   for (int j = 0; j < ncols; j += 8) {
     __m256i m = lane_mask(ncols - j);
     __m256 c = _mm256_setzero_ps();
     for (int k0 = 0, k1; k0 < K; k0 = k1) {
-      k1 = gm_f32_torch_block_end_for(GM_F32_BLOCKS_AVX2_256, K, k0);
+      k1 = gm_f32_torch_block_end_for(blocks, K, k0);
       __m256 e = _mm256_setzero_ps(), o = _mm256_setzero_ps();
       int k = k0;
       for (; k + 1 < k1; k += 2) {
