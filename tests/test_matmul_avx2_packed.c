@@ -10,7 +10,9 @@
 //   - the big-product schedule is chosen exactly where the generator's comments say (the corner
 //     products, not the ones a row, a column short of it);
 //   - with op(A) = A^T (gm_matmul_f32_torch_mt, trans_a: the backward's dV, dK) the 4..6-row
-//     kernels' K blocks of 96 (GM_F32_BLOCKS_AVX2_96).
+//     kernels' K blocks of 96 (GM_F32_BLOCKS_AVX2_96);
+//   - torch on 2 threads (gm_matmul_f32_torch_mt, torch_threads 2): the big-product kernels on
+//     each half of the columns (K >= 767 and N >= 766, or N >= 384 with M >= 64).
 #include "harness.h"
 
 #include "gptmeg/kernels.h"
@@ -24,19 +26,21 @@
 typedef struct {
   bool trans; // linear: B^T
   int M, K, N;
-  bool packed;  // the generator's comment: on the big-product kernels
+  bool packed;  // the generator's comment: on the big-product kernels (on 1 thread)
   bool trans_a; // mm_ta: op(A) = A^T, A stored [K, M] (no bias)
+  int tt;       // torch's thread count
 } product;
 
 // The generator's PRODUCTS, in its order (p<index>.first, .last).
 static const product PRODUCTS[] = {
-    {false, 72, 768, 72, true, false},    {false, 71, 768, 72, false, false},   {false, 72, 768, 71, false, false},
-    {false, 128, 768, 766, true, false},  {false, 128, 1000, 765, true, false}, {false, 96, 3072, 768, true, false},
-    {false, 128, 385, 128, true, false},  {false, 128, 300, 120, true, false},  {true, 56, 768, 767, true, false},
-    {true, 54, 768, 64, false, false},    {true, 64, 768, 56, true, false},     {true, 64, 768, 55, false, false},
-    {false, 128, 128, 64, false, false},  {false, 80, 128, 64, false, false},   {false, 64, 65, 64, false, true},
-    {false, 64, 100, 64, false, true},    {false, 64, 200, 64, false, true},    {false, 30, 777, 16, false, true},
-    {false, 120, 128, 71, false, true},
+    {false, 72, 768, 72, true, false, 1}, {false, 71, 768, 72, false, false, 1}, {false, 72, 768, 71, false, false, 1},
+    {false, 128, 768, 766, true, false, 1}, {false, 128, 1000, 765, true, false, 1}, {false, 96, 3072, 768, true, false, 1},
+    {false, 128, 385, 128, true, false, 1}, {false, 128, 300, 120, true, false, 1}, {true, 56, 768, 767, true, false, 1},
+    {true, 54, 768, 64, false, false, 1}, {true, 64, 768, 56, true, false, 1}, {true, 64, 768, 55, false, false, 1},
+    {false, 128, 128, 64, false, false, 1}, {false, 80, 128, 64, false, false, 1}, {false, 64, 65, 64, false, true, 1},
+    {false, 64, 100, 64, false, true, 1}, {false, 64, 200, 64, false, true, 1}, {false, 30, 777, 16, false, true, 1},
+    {false, 120, 128, 71, false, true, 1}, {false, 64, 3072, 768, false, false, 2}, {true, 32, 768, 766, false, false, 2},
+    {false, 64, 768, 767, false, false, 2}, {false, 100, 1000, 401, true, false, 2}, {false, 2, 767, 768, false, false, 2},
 };
 enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
 
@@ -97,21 +101,23 @@ int main(void) {
       continue;
     }
     const bool packed = gm_f32_torch_blocks(GM_MKL_SGEMM_INTEL_AVX2, M, N, K, p->trans) == GM_F32_BLOCKS_AVX2_BIG;
-    CHECK(packed == p->packed, "%s %d x %d x %d: gptmeg %s the big-product kernels", p->trans_a ? "mm_ta" : p->trans ? "linear" : "addmm", M, K, N,
+    const char *op = p->trans_a ? "mm_ta" : p->trans ? "linear" : "addmm";
+    CHECK(packed == p->packed, "%s %d x %d x %d: gptmeg %s the big-product kernels on 1 thread", op, M, K, N,
           packed ? "takes" : "does not take");
     for (int pa = 0; pa < n_paths; pa++) {
       if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
       memset(C, 0xff, sizeof(float) * (size_t)M * N);
+      const int tt = p->tt;
       if (p->trans_a)
-        CHECK(gm_matmul_f32_torch_mt(Bt, M, true, B, NB, false, NULL, 1.0f, C, N, M, N, K, PATHS[pa].threads, 1) == 0,
+        CHECK(gm_matmul_f32_torch_mt(Bt, M, true, B, NB, false, NULL, 1.0f, C, N, M, N, K, PATHS[pa].threads, tt) == 0,
               "mm_ta %d x %d x %d: out of memory", M, K, N);
-      else gm_matmul_f32_torch(A, KA, Bp, ldb, p->trans, bias, 1.0f, C, N, M, N, K, PATHS[pa].threads);
+      else gm_matmul_f32_torch_mt(A, KA, false, Bp, ldb, p->trans, bias, 1.0f, C, N, M, N, K, PATHS[pa].threads, tt);
       int bad = diff_block(C, N, 0, rf, FIRST, M) + diff_block(C, N, N - LAST, rl, LAST, M);
-      CHECK(bad == 0, "%s %d x %d x %d, %s: %d of %d outputs differ from torch", p->trans_a ? "mm_ta" : p->trans ? "linear" : "addmm", M, K,
+      CHECK(bad == 0, "%s %d x %d x %d, %s: %d of %d outputs differ from torch", op, M, K,
             N, PATHS[pa].name, bad, M * (FIRST + LAST));
       test_set_simd(NULL);
     }
-    printf("  %-6s %3d x %4d x %3d: %s\n", p->trans_a ? "mm_ta" : p->trans_a ? "mm_ta" : p->trans ? "linear" : "addmm", M, K, N,
+    printf("  %-6s %3d x %4d x %4d, torch on %d thread(s) (on 1: the %s)\n", op, M, K, N, p->tt,
            packed ? "big-product kernels" : "4..6-row kernels");
     runs++;
     free(rf); free(rl);

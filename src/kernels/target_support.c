@@ -71,9 +71,10 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "big-product kernels' pair columns with K 257..383 (e.g. 128x300x128's last 8 columns), the 4..6-row kernels' "
            "2- and 3-row groups below a long M (e.g. 122x128x64) and their leftover columns at large N (e.g. 55x768x767 "
            "B^T), "
-           "2-thread orders and the scaling of reorder_and_upcast_attn's f32 baddbmm between 2048 and about 32768 "
+           "2-thread orders outside K >= 767 with N >= 766 (or N >= 384 from 64 rows) and A transposed on 2 threads, "
+           "and the scaling of reorder_and_upcast_attn's f32 baddbmm between 2048 and about 32768 "
            "multiply-adds per head are not reproduced (1 thread: GPT-2 124M's f32 logits bit-identical at T 32, 64, 128, "
-           "256 and 300, its gradients at B 4 T 128 and 256)";
+           "256 and 300, on 2 threads at T 32, 64, 128 and 300, its gradients at B 4 T 128 and 256 and on 2 threads at B 2 T 64)";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
     return "MKL's one-row kernels with B as stored or with alpha != 1 (the one-row B^T kernel of a decode step's "
            "lm_head and linears is reproduced, on 1 and 2 threads), the dot kernel's 2-thread orders (B^T, 2..15 rows, "

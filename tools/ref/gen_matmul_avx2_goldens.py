@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
 MA, KA, NB = 128, 3072, 768
-# (op, M, K, N): addmm(bias, A, B) with B as stored, linear = F.linear(A, B^T contiguous, bias), mm_ta below
+# (op, M, K, N[, torch threads]): addmm(bias, A, B) with B as stored, linear = F.linear(A, B^T
+# contiguous, bias), mm_ta below; one thread unless given
 PRODUCTS = [
     ("addmm", 72, 768, 72),    # the big products' corner (B as stored)
     ("addmm", 71, 768, 72),    # one row fewer: the 4..6-row kernels
@@ -54,6 +55,13 @@ PRODUCTS = [
     ("mm_ta", 64, 200, 64),    # 96, then 52 + 52
     ("mm_ta", 30, 777, 16),    # eight blocks of 96, then 53 + 52 (ceil first)
     ("mm_ta", 120, 128, 71),   # 7 pair columns
+    # torch.set_num_threads(2), where measured (K >= 767 and N >= 766, or N >= 384 with M >= 64):
+    # the big-product kernels on each half of the columns, [0, floor(N / 2)) and the rest
+    ("addmm", 64, 3072, 768, 2),  # GPT-2's c_proj at T 64 (1 thread: the 4..6-row kernels)
+    ("linear", 32, 768, 766, 2),  # B^T; halves of 383: pair columns in each
+    ("addmm", 64, 768, 767, 2),   # odd N: 383 + 384
+    ("addmm", 100, 1000, 401, 2),  # 200 + 201
+    ("addmm", 2, 767, 768, 2),    # two rows
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
@@ -71,18 +79,19 @@ def main():
     a_all, b_all = torch.from_numpy(formula_a(MA, KA)), torch.from_numpy(formula_b(KA, NB))
     bias_all = 0.1 * torch.randn(NB, generator=torch.Generator().manual_seed(23))
     t = {"bias": bias_all}
-    for pi, (op, m, k, n) in enumerate(PRODUCTS):
+    for pi, (op, m, k, n, *th) in enumerate(PRODUCTS):
+        torch.set_num_threads(th[0] if th else 1)
         a, b, bias = a_all[:m, :k].contiguous(), b_all[:k, :n].contiguous(), bias_all[:n]
         if op == "addmm": c = torch.addmm(bias, a, b)
         elif op == "linear": c = torch.nn.functional.linear(a, b.T.contiguous(), bias)
         else: c = torch.mm(torch.from_numpy(formula_a(k, m)).t(), b)
         t[f"p{pi}.first"] = c[:, :16].contiguous()
         t[f"p{pi}.last"] = c[:, n - 8:].contiguous()
-        print(f"  p{pi} {op} {m}x{k}x{n}")
+        print(f"  p{pi} {op} {m}x{k}x{n}, {th[0] if th else 1} thread(s)")
     out = os.path.join("tests", "golden", "targets", "avx2", "matmul_avx2")
     os.makedirs(out, exist_ok=True)
     meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(), "target": "avx2",
-            "settings": " ".join(f"{k}={v}" for k, v in CAPS.items()) + "; 1 thread; bias seed 23; A and B by "
+            "settings": " ".join(f"{k}={v}" for k, v in CAPS.items()) + "; 1 thread unless the product names 2; bias seed 23; A and B by "
                         "formula (see the generator); each output's first 16 and last 8 columns"}
     path = os.path.join(out, "packed.safetensors")
     save_file(t, path, metadata=meta)

@@ -723,6 +723,17 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
+  // MKL's AVX2 sgemm on 2 threads, where measured: K >= 767 and N >= 766, or K >= 767, N >= 384 and
+  // M >= 64 (M 2..128, N 384..50257, K 767..3072; B^T too): the big-product kernels on each half of
+  // the columns, [0, floor(N / 2)) and the rest, each with its own leftover panels. Elsewhere it
+  // runs orders not modelled (e.g. 2 x 740 x 768, 4 x 768 x 384, 64 x 768 x 256, 72 x 768 x 72;
+  // and with A transposed): the 1-thread order runs.
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && torch_threads == 2 && !trans_a && M > 1 && K >= 767 &&
+      (N >= 766 || (N >= 384 && M >= 64)) &&
+      (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)) {
+    o.blocks = GM_F32_BLOCKS_AVX2_BIG;
+    ns = N / 2;
+  }
   if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
   if (trans_a && o.blocks == GM_F32_BLOCKS_AVX2_256) o.blocks = GM_F32_BLOCKS_AVX2_96;      // likewise, AVX2
   return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns);
