@@ -111,6 +111,22 @@ int test_count_diff(const float *a, const float *b, size_t n) {
   return bad;
 }
 
+int test_count_diff_cols(const float *C, int ldc, int c0, const float *ref, int w, int M) {
+  int bad = 0;
+  for (int i = 0; i < M; i++) bad += test_count_diff(C + (size_t)i * ldc + c0, ref + (size_t)i * w, (size_t)w);
+  return bad;
+}
+
+void test_formula_a(float *x, int m, int n) {
+  for (int i = 0; i < m; i++)
+    for (int k = 0; k < n; k++) x[(size_t)i * n + k] = (float)((37 * i + 71 * k) % 1009 - 504) / 503.0f;
+}
+
+void test_formula_b(float *x, int m, int n) {
+  for (int k = 0; k < m; k++)
+    for (int j = 0; j < n; j++) x[(size_t)k * n + j] = (float)((31 * k + 17 * j) % 97 - 48) / 64.0f;
+}
+
 __attribute__((constructor)) static void test_pin_target(void) { gm_torch_target_set(GM_TT_ZEN4); }
 
 const char *test_golden_for(int target, const char *rel, char *buf, size_t n) {

@@ -54,6 +54,12 @@ void test_amx_fill(float *x, size_t n, uint32_t salt);
 int test_amx_rows(int M, int *r);
 // Number of positions where a and b differ bit for bit.
 int test_count_diff(const float *a, const float *b, size_t n);
+// The same over columns [c0, c0 + w) of C (M rows, row stride ldc) against ref (M x w).
+int test_count_diff_cols(const float *C, int ldc, int c0, const float *ref, int w, int M);
+// The f32 matmul goldens' operands (tools/ref/gm_inputs.py formula_a, formula_b), x [m, n] row-major
+// with x[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and ((31 i + 17 k) % 97 - 48) / 64 in float32.
+void test_formula_a(float *x, int m, int n);
+void test_formula_b(float *x, int m, int n);
 // The golden file at tests/golden/<rel> as torch made it on target t: tests/golden/targets/<t>/<rel>
 // where the target's bits differ from zen4's, else tests/golden/<rel> (zen4's). Into buf.
 const char *test_golden_for(int target, const char *rel, char *buf, size_t n);

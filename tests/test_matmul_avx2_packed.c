@@ -50,13 +50,6 @@ typedef struct {
 } path;
 static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
 
-// Outputs of columns [c0, c0 + w) of C (M x N) that differ from ref (M x w).
-static int diff_block(const float *C, int N, int c0, const float *ref, int w, int M) {
-  int bad = 0;
-  for (int i = 0; i < M; i++) bad += test_count_diff(C + (size_t)i * N + c0, ref + (size_t)i * w, (size_t)w);
-  return bad;
-}
-
 int main(void) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s/tests/golden/targets/avx2/matmul_avx2/packed.safetensors", GPTMEG_SOURCE_DIR);
@@ -72,10 +65,8 @@ int main(void) {
   float *bias = test_st_f32(&st, "bias", &nb, &one);
   CHECK(A && B && Bt && C && bias && nb == NB, "%s: bias missing or not %d floats (or out of memory)", buf, NB);
   if (!A || !B || !Bt || !C || !bias) return test_done("test_matmul_avx2_packed");
-  for (int i = 0; i < MA; i++)
-    for (int k = 0; k < KA; k++) A[(size_t)i * KA + k] = (float)((37 * i + 71 * k) % 1009 - 504) / 503.0f;
-  for (int k = 0; k < KA; k++)
-    for (int j = 0; j < NB; j++) B[(size_t)k * NB + j] = (float)((31 * k + 17 * j) % 97 - 48) / 64.0f;
+  test_formula_a(A, MA, KA);
+  test_formula_b(B, KA, NB);
   const int n_paths = test_quick() ? 2 : (int)(sizeof PATHS / sizeof PATHS[0]);
   int runs = 0;
   for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
@@ -86,9 +77,7 @@ int main(void) {
       for (int j = 0; j < N; j++)
         for (int k = 0; k < K; k++) Bt[(size_t)j * K + k] = B[(size_t)k * NB + j];
     const float *Bp = p->trans ? Bt : B;
-    if (p->trans_a) // At [K, M] = the generator's formula_a(K, M), into Bt's space (no B^T here)
-      for (int k = 0; k < K; k++)
-        for (int i = 0; i < M; i++) Bt[(size_t)k * M + i] = (float)((37 * k + 71 * i) % 1009 - 504) / 503.0f;
+    if (p->trans_a) test_formula_a(Bt, K, M); // At [K, M] = the generator's formula_a(K, M), in Bt's space
     const int ldb = p->trans ? K : NB;
     char nf[32], nl[32];
     snprintf(nf, sizeof nf, "p%zu.first", q);
@@ -112,7 +101,7 @@ int main(void) {
         CHECK(gm_matmul_f32_torch_mt(Bt, M, true, B, NB, false, NULL, 1.0f, C, N, M, N, K, PATHS[pa].threads, tt) == 0,
               "mm_ta %d x %d x %d: out of memory", M, K, N);
       else gm_matmul_f32_torch_mt(A, KA, false, Bp, ldb, p->trans, bias, 1.0f, C, N, M, N, K, PATHS[pa].threads, tt);
-      int bad = diff_block(C, N, 0, rf, FIRST, M) + diff_block(C, N, N - LAST, rl, LAST, M);
+      int bad = test_count_diff_cols(C, N, 0, rf, FIRST, M) + test_count_diff_cols(C, N, N - LAST, rl, LAST, M);
       CHECK(bad == 0, "%s %d x %d x %d, %s: %d of %d outputs differ from torch", op, M, K,
             N, PATHS[pa].name, bad, M * (FIRST + LAST));
       test_set_simd(NULL);

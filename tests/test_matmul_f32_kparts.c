@@ -55,13 +55,6 @@ typedef struct {
 } path;
 static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
 
-// The number of outputs whose first COLS columns differ between C (M x N) and ref (M x COLS).
-static int diff_cols(const float *C, int N, const float *ref, int M) {
-  int bad = 0;
-  for (int i = 0; i < M; i++) bad += test_count_diff(C + (size_t)i * N, ref + (size_t)i * COLS, COLS);
-  return bad;
-}
-
 // Every check above on one golden file, under target tt; 0 when the file is absent.
 static int check_file(gm_torch_target tt) {
   char buf[1024];
@@ -85,10 +78,8 @@ static int check_file(gm_torch_target tt) {
     gm_st_close(&st);
     return 1;
   }
-  for (int i = 0; i < MA; i++)
-    for (int k = 0; k < KA; k++) A[(size_t)i * KA + k] = (float)((37 * i + 71 * k) % 1009 - 504) / 503.0f;
-  for (int k = 0; k < KA; k++)
-    for (int j = 0; j < NB; j++) B[(size_t)k * NB + j] = (float)((31 * k + 17 * j) % 97 - 48) / 64.0f;
+  test_formula_a(A, MA, KA);
+  test_formula_b(B, KA, NB);
   const int n_paths = test_quick() ? 2 : (int)(sizeof PATHS / sizeof PATHS[0]);
   int runs = 0, cut = 0;
   for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
@@ -119,7 +110,7 @@ static int check_file(gm_torch_target tt) {
         if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
         memset(C, 0xff, sizeof(float) * (size_t)M * N);
         int rc = gm_matmul_f32_torch_mt(A_K, KA, false, Bp, ldb, trans, bp, 1.0f, C, N, M, N, K, PATHS[pa].threads, t);
-        int bad = diff_cols(C, N, ref, M);
+        int bad = test_count_diff_cols(C, N, 0, ref, COLS, M);
         CHECK(rc == 0 && bad == 0, "%s %d x %d x %d, torch on %d threads, %s: %d of %d outputs differ from torch",
               OP_NAMES[p->op], M, K, N, t, PATHS[pa].name, bad, M * COLS);
         test_set_simd(NULL);
@@ -128,7 +119,7 @@ static int check_file(gm_torch_target tt) {
       gm_op_ctx_init(&c, &prof, t, NULL, NULL);
       memset(C, 0xff, sizeof(float) * (size_t)M * N);
       gm_op_matmul(&c, A_K, KA, Bp, ldb, trans, bp, 1.0f, C, N, M, N, K);
-      int bad = diff_cols(C, N, ref, M);
+      int bad = test_count_diff_cols(C, N, 0, ref, COLS, M);
       CHECK(bad == 0, "gm_op_matmul %s %d x %d x %d, %d threads: %d of %d differ from torch", OP_NAMES[p->op], M, K, N,
             t, bad, M * COLS);
       const int kp = gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
