@@ -69,17 +69,10 @@ static uint16_t bf16_daz(float v) {
   return (uint16_t)(u >> 16);
 }
 
-static float from_bf16(uint32_t h) {
-  uint32_t u = h << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
-}
-
 // One VDPBF16PS lane step: acc + a[2p+1] * b[2p+1], then + a[2p] * b[2p] (pairs a, b as packed).
 static float pair_step(float acc, uint32_t a, uint32_t b) {
-  acc = ftz(acc + ftz(from_bf16(a >> 16) * from_bf16(b >> 16)));
-  return ftz(acc + ftz(from_bf16(a & 0xffff) * from_bf16(b & 0xffff)));
+  acc = ftz(acc + ftz(bf16_pair_hi(a) * bf16_pair_hi(b)));
+  return ftz(acc + ftz(bf16_pair_lo(a) * bf16_pair_lo(b)));
 }
 
 // After pair p: at the end of a K block the block's chain joins the sum of the blocks before it
@@ -148,9 +141,9 @@ typedef struct {
 } vec_src;
 
 static float elem(const vec_src *v, int k) {
-  if (!v->p) return from_bf16(bf16_daz(v->f[(size_t)k * v->stride]));
+  if (!v->p) return bf16_pair_lo(bf16_daz(v->f[(size_t)k * v->stride]));
   uint32_t u = v->p[(size_t)(k / 2) * v->stride];
-  return from_bf16(k & 1 ? u >> 16 : u & 0xffff);
+  return k & 1 ? bf16_pair_hi(u) : bf16_pair_lo(u);
 }
 
 // The sum of row a and column b over K in the AVX512_CORE order.
@@ -177,8 +170,8 @@ typedef struct {
 // Pair p of P (chunks of Pc pairs): the even product into E, the odd into O; at the end of a tile
 // acc += E + O; at the end of a chunk the chunk's acc joins the sum.
 static void amx_step(amx_state *s, uint32_t a, uint32_t b, int p, int P, int Pc) {
-  s->e = ftz(s->e + ftz(from_bf16(a & 0xffff) * from_bf16(b & 0xffff)));
-  s->o = ftz(s->o + ftz(from_bf16(a >> 16) * from_bf16(b >> 16)));
+  s->e = ftz(s->e + ftz(bf16_pair_lo(a) * bf16_pair_lo(b)));
+  s->o = ftz(s->o + ftz(bf16_pair_hi(a) * bf16_pair_hi(b)));
   bool chunk_end = p + 1 == P || (p + 1) % Pc == 0;
   if (!chunk_end && (p + 1) % 16 != 0) return;
   s->acc = ftz(s->acc + ftz(s->e + s->o));
@@ -200,8 +193,8 @@ static float row16_dot(const uint32_t *a, const uint32_t *b, size_t sb, int P) {
 
 // One f32 chain over k (the M = 1 order): element 2p, then 2p + 1.
 static float seq_step(float acc, uint32_t a, uint32_t b) {
-  acc = acc + from_bf16(a & 0xffff) * from_bf16(b & 0xffff);
-  return acc + from_bf16(a >> 16) * from_bf16(b >> 16);
+  acc = acc + bf16_pair_lo(a) * bf16_pair_lo(b);
+  return acc + bf16_pair_hi(a) * bf16_pair_hi(b);
 }
 
 // ---- the avx2 orders ------------------------------------------------------------------------

@@ -38,11 +38,8 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
       bh[v] = _mm256_castsi256_ps(_mm256_and_si256(b, hi_mask));
     }
     for (int r = 0; r < R; r++) {
-      const uint32_t w = Ap[(size_t)r * P + p], lo = w << 16, hi = w & 0xffff0000u;
-      float flo, fhi;
-      __builtin_memcpy(&flo, &lo, 4);
-      __builtin_memcpy(&fhi, &hi, 4);
-      const __m256 alo = _mm256_set1_ps(flo), ahi = _mm256_set1_ps(fhi);
+      const uint32_t w = Ap[(size_t)r * P + p];
+      const __m256 alo = _mm256_set1_ps(bf16_pair_lo(w)), ahi = _mm256_set1_ps(bf16_pair_hi(w));
       for (int v = 0; v < V; v++) {
         e[r][v] = _mm256_add_ps(e[r][v], _mm256_mul_ps(alo, bl[v]));
         o[r][v] = _mm256_add_ps(o[r][v], _mm256_mul_ps(ahi, bh[v]));

@@ -37,11 +37,8 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
     const __m512 bl[2] = {_mm512_castsi512_ps(_mm512_slli_epi32(b0, 16)), _mm512_castsi512_ps(_mm512_slli_epi32(b1, 16))};
     const __m512 bh[2] = {_mm512_castsi512_ps(_mm512_and_si512(b0, hi_mask)), _mm512_castsi512_ps(_mm512_and_si512(b1, hi_mask))};
     for (int r = 0; r < R; r++) {
-      const uint32_t w = Ap[(size_t)r * P + p], lo = w << 16, hi = w & 0xffff0000u;
-      float flo, fhi;
-      __builtin_memcpy(&flo, &lo, 4);
-      __builtin_memcpy(&fhi, &hi, 4);
-      const __m512 alo = _mm512_set1_ps(flo), ahi = _mm512_set1_ps(fhi);
+      const uint32_t w = Ap[(size_t)r * P + p];
+      const __m512 alo = _mm512_set1_ps(bf16_pair_lo(w)), ahi = _mm512_set1_ps(bf16_pair_hi(w));
       for (int h = 0; h < 2; h++) {
         e[r][h] = _mm512_add_ps(e[r][h], _mm512_mul_ps(alo, bl[h]));
         o[r][h] = _mm512_add_ps(o[r][h], _mm512_mul_ps(ahi, bh[h]));

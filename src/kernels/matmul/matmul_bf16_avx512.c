@@ -125,11 +125,7 @@ void gm_bf16_seq_strip_avx512(const uint32_t *Ap, int P, const uint32_t *Bs, int
     for (int p = 0; p < P; p++) {
       const uint32_t *row = Bs + (size_t)p * ldbs;
       __m512i b0 = _mm512_maskz_loadu_epi32(m0, row), b1 = _mm512_maskz_loadu_epi32(m1, row + 16);
-      uint32_t lo = a[p] << 16, hi = a[p] & 0xffff0000u;
-      float flo, fhi;
-      __builtin_memcpy(&flo, &lo, 4);
-      __builtin_memcpy(&fhi, &hi, 4);
-      const __m512 alo = _mm512_set1_ps(flo), ahi = _mm512_set1_ps(fhi);
+      const __m512 alo = _mm512_set1_ps(bf16_pair_lo(a[p])), ahi = _mm512_set1_ps(bf16_pair_hi(a[p]));
       c0 = _mm512_add_ps(c0, _mm512_mul_ps(alo, _mm512_castsi512_ps(_mm512_slli_epi32(b0, 16))));
       c1 = _mm512_add_ps(c1, _mm512_mul_ps(alo, _mm512_castsi512_ps(_mm512_slli_epi32(b1, 16))));
       c0 = _mm512_add_ps(c0, _mm512_mul_ps(ahi, _mm512_castsi512_ps(_mm512_and_si512(b0, hi_mask))));

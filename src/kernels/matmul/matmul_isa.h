@@ -27,6 +27,20 @@ typedef enum {
 } gm_scratch_slot;
 void *gm_matmul_scratch(gm_scratch_slot slot, size_t bytes);
 
+// The two bf16 of a packed pair w (low half first, as VDPBF16PS reads it) as f32, exactly.
+static inline float bf16_pair_lo(uint32_t w) {
+  const uint32_t u = w << 16;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+static inline float bf16_pair_hi(uint32_t w) {
+  const uint32_t u = w & 0xffff0000u;
+  float f;
+  __builtin_memcpy(&f, &u, 4);
+  return f;
+}
+
 // ---- f32, PyTorch's MKL order (matmul_torch_f32.c) ---------------------------------------------
 // Every f32 body takes the K block schedule (gm_f32_blocks, gptmeg/kernels.h) and post: each
 // block's sum is multiplied by post before it meets C (MKL's Intel kernels apply alpha there; 1,

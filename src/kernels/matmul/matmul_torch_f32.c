@@ -282,7 +282,7 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
     avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K, o.blocks);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, C, N, 0, N, K);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
-  else matmul_scalar(A, lda, B, ldb, trans_b, bias, order_for(M, N, K, trans_b, alpha), C, ldc, M, 0, N, K);
+  else matmul_scalar(A, lda, B, ldb, trans_b, bias, o, C, ldc, M, 0, N, K);
 }
 
 // One row, B as stored (decode): B streams row by row through column blocks of at most ROW_BLOCK,
