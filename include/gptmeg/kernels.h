@@ -60,8 +60,9 @@ int gm_f32_torch_block_end(int K, int k0);
 // N >= 192, or K <= 64 and N >= 64) cuts the rest into blocks of 384 then the remainder and folds
 // alpha into B as on zen4 (GM_F32_BLOCKS_INTEL_384). Exact against torch (one thread) for every M >= 2 with B
 // as stored and for B transposed from 2 rows on (N >= 4; see the dot kernel below); one row
-// against B^T with alpha = 1 runs MKL's one-row kernel (GM_F32_BLOCKS_INTEL_GEMV); torch's other
-// one-row kernels (B as stored, alpha != 1), and B transposed with N <= 3 below the dot kernel's K, sum in other orders not
+// against B^T with alpha = 1 runs MKL's one-row kernel (GM_F32_BLOCKS_INTEL_GEMV), one row against B
+// as stored its other one-row kernel (GM_F32_BLOCKS_INTEL_ROW8, any alpha); one row against B^T
+// with alpha != 1, and B transposed with N <= 3 below the dot kernel's K, sum in other orders not
 // reproduced here (the same schedule runs there). The schedule depends on M and N: under Intel targets the rows of a big
 // product computed alone may differ from the product's rows (never for K a multiple of 384 or
 // K <= 768, GPT-2's shapes). MKL's Intel AVX2 kernels (avx2 target; GM_F32_BLOCKS_AVX2_256) are
@@ -88,9 +89,18 @@ typedef enum {
   GM_F32_BLOCKS_ONEDNN_F16_TA, // the same with A transposed: 512 at any K
   GM_F32_BLOCKS_AVX2_BIG,      // MKL's Intel AVX2 kernels for big products: K >= 384 in blocks of 192 (the rest one
                                // block), else AVX2_256's; every row alike; columns in panels of 24 (matmul_torch_f32.c)
-  GM_F32_BLOCKS_AVX2_96        // AVX2_256's kernels with op(A) = A^T: blocks of 96 (a rest of at most 96 one block,
+  GM_F32_BLOCKS_AVX2_96,       // AVX2_256's kernels with op(A) = A^T: blocks of 96 (a rest of at most 96 one block,
                                // below 192 two halves, the first ceil(rest / 2) long)
+  GM_F32_BLOCKS_INTEL_ROW8     // MKL's Intel AVX-512 one-row kernel with B as stored (gm_f32_torch_row8)
 } gm_f32_blocks;
+// MKL's Intel AVX-512 one-row kernel with B as stored (M = 1: a decode step's Conv1D; measured on
+// live torch 2.15, tools/ref/probe_f32_row8.py): one output of a [K] against column b (stride
+// apart), from s (the bias, zero without). Columns in whole groups of 16 of N (row8 true) take K in
+// steps of 8, with x_i = R(alpha * a[k0 + i]) and b_i = b[k0 + i]: s = fma(x6, b6, s);
+// s = fma(x4, b4, s); s = s + fma(x5, b5, R(x7 b7)); s = s + (fma(x0, b0, R(x2 b2)) +
+// fma(x1, b1, R(x3 b3))); then the last K % 8 products one FMA each onto s. The N % 16 leftover
+// columns (row8 false): one FMA chain over all k from s.
+float gm_f32_torch_row8(const float *a, const float *b, size_t stride, int K, float alpha, bool row8, float s);
 // The three column kinds of that kernel (matmul_torch_f32.c), and one output in its order (before
 // the bias).
 typedef enum { GM_F32_GEMV_MAIN = 0, GM_F32_GEMV_ONE, GM_F32_GEMV_TWO } gm_f32_gemv;

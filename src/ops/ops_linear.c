@@ -17,8 +17,8 @@
 // {64, 50257}, and 9 more):
 //   f32: all three gradients on 1 and 2 threads (MKL's K split reproduced; on more threads the
 //        K cut into parts, gm_f32_torch_kparts, for N 768..1536: GPT-2 124M's gradients on 4, 6
-//        and 8 threads), except the
-//        lm_head's dinp of one row (MKL's one-row kernel for B as stored: 144 of 1568 outputs);
+//        and 8 threads), the lm_head's dinp of one row too (MKL's one-row kernel for B as stored,
+//        GM_F32_BLOCKS_INTEL_ROW8, since 2026-12-05: before, 144 of 1568 outputs);
 //   f16: all (dinp of one row against W^T is ATen's gemv, fp16_dot_with_fp32_arith: not oneDNN);
 //   bf16: all three on 1 and 2 threads (oneDNN's K chunks, K splits and K-tail calls from the
 //        model of its blocking heuristics, onednn_amx.h; the one-row dinp against W^T is oneDNN's

@@ -72,6 +72,10 @@ void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int
                                     const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
                              float *C, gm_f32_blocks blocks, float post);
+// MKL's Intel one-row kernel with B as stored (gm_f32_torch_row8), ncols <= 1024 columns of B [K, ncols]
+// from its first; the ncols % 16 leftover columns take the leftover order.
+void gm_f32_torch_row8_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
+                              float *C);
 // matmul_torch_f32_avx2.c: the strip kernel, and one row against B^T in place.
 void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                              const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);

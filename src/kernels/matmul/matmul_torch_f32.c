@@ -44,7 +44,7 @@ int gm_f32_torch_block_end(int K, int k0) {
 int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
   int rest = K - k0;
-  if (blocks == GM_F32_BLOCKS_INTEL_DOT16) return K;
+  if (blocks == GM_F32_BLOCKS_INTEL_DOT16 || blocks == GM_F32_BLOCKS_INTEL_ROW8) return K;
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16) return rest <= (K <= 1024 ? 512 : 1024) ? K : k0 + (K <= 1024 ? 512 : 1024);
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16_TA) return rest <= 512 ? K : k0 + 512;
   if (blocks == GM_F32_BLOCKS_INTEL_SPLIT && K < 768) return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
@@ -64,6 +64,7 @@ gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool tr
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order
   if (trans_b && M >= 2 && M <= 15 && N >= 2 && K >= 24 * M) return GM_F32_BLOCKS_INTEL_DOT16;
   if (trans_b && M == 1 && K >= 1) return GM_F32_BLOCKS_INTEL_GEMV; // alpha = 1 only (order_for)
+  if (!trans_b && M == 1) return GM_F32_BLOCKS_INTEL_ROW8;
   bool packed = trans_b ? (M >= 16 && N >= 192) || (K <= 64 && N >= 64) : M >= 192 && N >= 192;
   return packed ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
 }
@@ -120,6 +121,32 @@ float gm_f32_torch_gemv16(const float *a, const float *b, int K, gm_f32_gemv kin
     for (int l = 0; k < K; l++, k++) v[l] = fmaf(a[k], b[k], v[l]);
   }
   return halve(v, 16) + a[0] * b[0];
+}
+
+// MKL's Intel AVX-512 one-row kernel with B as stored (contract in gptmeg/kernels.h).
+float gm_f32_torch_row8(const float *a, const float *b, size_t stride, int K, float alpha, bool row8, float s) {
+  int k = 0;
+  if (row8)
+    for (; k + 8 <= K; k += 8) {
+      float x[8], p[8];
+      for (int i = 0; i < 8; i++) {
+        x[i] = alpha * a[k + i];
+        p[i] = b[(size_t)(k + i) * stride];
+      }
+      s = fmaf(x[6], p[6], s);
+      s = fmaf(x[4], p[4], s);
+      s = s + fmaf(x[5], p[5], x[7] * p[7]);
+      s = s + (fmaf(x[0], p[0], x[2] * p[2]) + fmaf(x[1], p[1], x[3] * p[3]));
+    }
+  for (; k < K; k++) s = fmaf(alpha * a[k], b[(size_t)k * stride], s);
+  return s;
+}
+
+// Columns j0..j1 of the one row C = a B (+ bias) in that order, element by element.
+static void row8_scalar(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int N,
+                        int j0, int j1, int K) {
+  for (int j = j0; j < j1; j++)
+    C[j] = gm_f32_torch_row8(a, B + j, (size_t)ldb, K, alpha, j < N - N % 16, bias ? bias[j] : 0.0f);
 }
 
 static gm_f32_gemv gemv_kind(int N, int j) {
@@ -281,12 +308,14 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
   if (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)
     avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K, o.blocks);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, C, N, 0, N, K);
+  else if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8) row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
   else matmul_scalar(A, lda, B, ldb, trans_b, bias, o, C, ldc, M, 0, N, K);
 }
 
 // One row, B as stored (decode): B streams row by row through column blocks of at most ROW_BLOCK,
-// as many per thread (each element's bits do not depend on the cut).
+// as many per thread (each element's bits do not depend on the cut: the blocks are whole groups
+// of 16 columns but the last, so only N's own leftover columns are a block's leftover).
 static void one_row(const float *A, const float *B, int ldb, const float *bias, f32_order o, float *C, int N, int K,
                     int threads) {
   int per_thread = (N + threads * ROW_BLOCK - 1) / (threads * ROW_BLOCK);
@@ -297,7 +326,9 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int s = 0; s < n_blocks; s++) {
     int j0 = s * width, nc = N - j0 < width ? N - j0 : width;
-    gm_f32_torch_row_avx512(A, B + j0, ldb, K, nc, o.b_scale, bias ? bias + j0 : NULL, C + j0, o.blocks, o.post);
+    if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8)
+      gm_f32_torch_row8_avx512(A, B + j0, ldb, K, nc, o.b_scale, bias ? bias + j0 : NULL, C + j0);
+    else gm_f32_torch_row_avx512(A, B + j0, ldb, K, nc, o.b_scale, bias ? bias + j0 : NULL, C + j0, o.blocks, o.post);
   }
 }
 
@@ -471,7 +502,11 @@ static void matmul_order_body(const float *A, int lda, const float *B, int ldb, 
     }
     return;
   }
-  alpha = o.b_scale; // what B is scaled by (1 under the Intel kernels: o.post scales each block)
+  alpha = o.b_scale; // what B is scaled by (1 under the Intel kernels: o.post scales each block); A under ROW8
+  if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8 && !simd) { // MKL's Intel one-row kernel, B as stored: its definition
+    row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K);
+    return;
+  }
   if (simd && M == 1 && !trans_b) {
     one_row(A, B, ldb, bias, o, C, N, K, threads);
     return;
@@ -560,7 +595,12 @@ static int kparts_for(int t, int K) {
 
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || t % 2 || K <= 768 || N < 16 || K < 8 * M) return 1;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2) return 1;
+  // One row with B as stored (GM_F32_BLOCKS_INTEL_ROW8), any thread count: MKL cuts K into t parts
+  // from K = 128 t while N < 501 t, for 41 <= N <= 69 from K = 1000 (tools/ref/probe_f32_row8.py
+  // --threads: edges exact on 2..8, 12 and 16 threads at K 256..50257, N 1..8016).
+  if (M == 1 && !trans_b) return K >= 128 * t && N < 501 * t && !(N >= 41 && N <= 69 && K < 1000) ? t : 1;
+  if (t % 2 || K <= 768 || N < 16 || K < 8 * M) return 1;
   if ((int64_t)M * N * K <= 192000) return 1; // below this MKL runs one thread (measured: 192000 one, 192192 two)
   // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
   // measured for M = 2..16 at K = 800..3072, both edges at M = 2 and 8; up to 56 rows at some K: not modelled)
@@ -615,14 +655,44 @@ static float split_part(const float *a, const float *b, size_t stride, int len, 
 // Where K part p of kp starts: MKL's balanced cut, the first K % kp parts one longer.
 static int part_start(int K, int kp, int p) { return p * (K / kp) + (p < K % kp ? p : K % kp); }
 
+// One row against B as stored in kp > 1 K parts (MKL's Intel one-row kernel on kp threads): each
+// part summed alone from zero in the kernel's order (part_start), C = bias + (((part 0 + part 1) +
+// part 2) + ...). Without SIMD (the definition) or without memory for a part's row: element by element.
+static void row8_parts(const float *a, const float *B, int ldb, const float *bias, float *C, int N, int K, int threads,
+                       f32_order o, int kp) {
+  float *T = gm_cpu_simd() == GM_SIMD_SCALAR ? NULL : malloc((size_t)N * sizeof(float));
+  if (!T) {
+    for (int j = 0; j < N; j++) {
+      float c = 0.0f;
+      for (int p = 0; p < kp; p++) {
+        const int k0 = part_start(K, kp, p), k1 = part_start(K, kp, p + 1);
+        const float s = gm_f32_torch_row8(a + k0, B + (size_t)k0 * ldb + j, (size_t)ldb, k1 - k0, o.b_scale,
+                                          j < N - N % 16, 0.0f);
+        c = p == 0 ? s : c + s;
+      }
+      C[j] = bias ? bias[j] + c : c;
+    }
+    return;
+  }
+  for (int p = 0; p < kp; p++) {
+    const int k0 = part_start(K, kp, p), k1 = part_start(K, kp, p + 1);
+    matmul_order(a + k0, k1 - k0, B + (size_t)k0 * ldb, ldb, false, NULL, o.b_scale, p == 0 ? C : T, N, 1, N, k1 - k0,
+                 threads, o);
+    if (p > 0)
+      for (int j = 0; j < N; j++) C[j] = C[j] + T[j];
+  }
+  if (bias)
+    for (int j = 0; j < N; j++) C[j] = bias[j] + C[j];
+  free(T);
+}
+
 // One block of rows of a product whose order o (and K parts kp, N split ns) the whole shape chose: the
 // rows of C do not depend on each other, so any block of at least FEW_ROWS rows computes its rows as
 // the whole product does. trans_a: this block of op(A) = A^T made contiguous first ([m, K] rows
 // r0 .. r0 + m). ns: columns [0, ns) and [ns, N) as two products, each with its own column kinds.
 // kp > 1: K in kp parts (part_start), each summed alone, C = (bias + part 0) + (((part 1 + part 2)
-// + ...) + part kp-1); one row with B as stored (MKL's other one-row kernel, 2 parts) adds the bias
-// last, C = bias + (part 0 + part 1). At: the caller's buffer for op(A)'s block (m x K floats at
-// least) when trans_a.
+// + ...) + part kp-1); one row with B as stored (MKL's one-row kernel GM_F32_BLOCKS_INTEL_ROW8):
+// row8_parts. At: the caller's buffer for op(A)'s block (m x K floats at least) when trans_a.
 static int rows_block(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                       float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int kp,
                       int ns, float *At) {
@@ -651,7 +721,10 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
     matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, N, K, threads, o);
     return 0;
   }
-  const bool bias_last = bias && m == 1 && !trans_b;
+  if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8) {
+    row8_parts(A, B, ldb, bias, C, N, K, threads, o, kp);
+    return 0;
+  }
   const size_t bstride = trans_b ? 1 : (size_t)ldb;
   // without SIMD (the definition) or without memory for the parts' scratch: element by element
   float *R = gm_cpu_simd() == GM_SIMD_SCALAR ? NULL : malloc((size_t)m * N * sizeof(float) * (kp > 2 ? 2 : 1));
@@ -665,15 +738,14 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
           const float s = split_part(a + k0, b + k0 * bstride, bstride, k1 - k0, NULL);
           rest = p == 1 ? s : rest + s;
         }
-        const float c = split_part(a, b, bstride, part_start(K, kp, 1), bias && !bias_last ? bias + j : NULL) + rest;
-        C[(size_t)i * ldc + j] = bias_last ? bias[j] + c : c;
+        C[(size_t)i * ldc + j] = split_part(a, b, bstride, part_start(K, kp, 1), bias ? bias + j : NULL) + rest;
       }
     return 0;
   }
   // part 0 onto the bias in C; parts 1.. summed in order in R (part p > 1 through R + m N); C += R
   const f32_order h = {GM_F32_BLOCKS_INTEL_SPLIT, 1.0f, 1.0f};
   float *T = R + (size_t)m * N;
-  matmul_order(A, lda, B, ldb, trans_b, bias_last ? NULL : bias, 1.0f, C, ldc, m, N, part_start(K, kp, 1), threads, h);
+  matmul_order(A, lda, B, ldb, trans_b, bias, 1.0f, C, ldc, m, N, part_start(K, kp, 1), threads, h);
   for (int p = 1; p < kp; p++) {
     const int k0 = part_start(K, kp, p), k1 = part_start(K, kp, p + 1);
     const float *Bp = trans_b ? B + k0 : B + (size_t)k0 * ldb;
@@ -682,10 +754,7 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
       for (size_t e = 0; e < (size_t)m * N; e++) R[e] = R[e] + T[e];
   }
   for (int i = 0; i < m; i++)
-    for (int j = 0; j < N; j++) {
-      float c = C[(size_t)i * ldc + j] + R[(size_t)i * N + j];
-      C[(size_t)i * ldc + j] = bias_last ? bias[j] + c : c;
-    }
+    for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] = C[(size_t)i * ldc + j] + R[(size_t)i * N + j];
   free(R);
   return 0;
 }
