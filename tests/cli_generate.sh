@@ -36,6 +36,32 @@ grep -q 'n_positions 64' "$T/err" && ok "n_positions stop said on stderr" || bad
 expect 0 "--profile hf" "$G" generate --model "$M" --prompt "$P" --max-new-tokens 12 --temperature 0 --profile hf
 same "$T/out" "$T/greedy" "--profile hf is the default"
 
+# --prompt-ids (ids in, ids out) and --logits-out: the same tokens as the text prompt's
+ids_npy() { # ids_npy OUT ID...: a [n] '<i4' .npy
+  local out=$1; shift
+  { npy_header '<i4' "($#,)"
+    for id in "$@"; do h=$(printf '%08x' "$id"); printf "\\x${h:6:2}\\x${h:4:2}\\x${h:2:2}\\x${h:0:2}"; done; } >"$out"
+}
+printf '%s' "$P" >"$T/p.txt"
+expect 0 "tokenize the prompt" "$G" tokenize --model "$M" <"$T/p.txt"
+read -r -a PIDS <"$T/out"
+ids_npy "$T/p.npy" "${PIDS[@]}"
+expect 0 "--prompt-ids --logits-out" "$G" generate --model "$M" --prompt-ids "$T/p.npy" --max-new-tokens 12 --temperature 0 --logits-out "$T/l.npy"
+[ "$(wc -w <"$T/out")" -eq 12 ] && ok "12 ids printed" || bad "--prompt-ids printed '$(cat "$T/out")'"
+"$G" tokenize --model "$M" --decode <"$T/out" >"$T/ids_text"
+same "$T/ids_text" "$T/greedy" "--prompt-ids continues as the text prompt does"
+sz=$(stat -c %s "$T/l.npy"); want=$((12 * 557 * 4))
+[ "$sz" -gt "$want" ] && [ "$sz" -le $((want + 256)) ] && ok "--logits-out holds [12, 557] f32" || bad "--logits-out is $sz bytes (want $want + header)"
+expect 1 "--logits-out into a missing folder" "$G" generate --model "$M" --prompt-ids "$T/p.npy" --max-new-tokens 2 --logits-out "$T/nope/l.npy"
+[ ! -e "$T/nope" ] && ok "nothing written" || bad "--logits-out wrote into $T/nope"
+ids_npy "$T/oov.npy" 5 557
+expect 1 "--prompt-ids outside the vocabulary" "$G" generate --model "$M" --prompt-ids "$T/oov.npy"
+grep -q 'outside the vocabulary' "$T/err" && ok "out-of-vocabulary message" || bad "out-of-vocabulary message: $(cat "$T/err")"
+{ npy_header '<i4' '(2, 1)'; printf '\x05\x00\x00\x00\x06\x00\x00\x00'; } >"$T/two.npy"
+expect 1 "--prompt-ids of two sequences" "$G" generate --model "$M" --prompt-ids "$T/two.npy"
+grep -q 'one sequence' "$T/err" && ok "two sequences message" || bad "two sequences message: $(cat "$T/err")"
+expect 2 "--prompt and --prompt-ids" "$G" generate --model "$M" --prompt "$P" --prompt-ids "$T/p.npy"
+
 # bad input
 expect 1 "empty prompt" "$G" generate --model "$M" --prompt ""
 grep -q 'prompt is empty' "$T/err" && ok "empty prompt message" || bad "empty prompt message: $(cat "$T/err")"

@@ -123,9 +123,11 @@ static void test_sampler(void) {
   gm_sampler_free(&s);
 }
 
-typedef struct { int32_t tok[128]; int n, stop_after; } collect;
-static int on_tok(void *ctx, int32_t t) {
+// V > 0: each greedy token must be the argmax of the logits it is passed with (not_argmax counts).
+typedef struct { int32_t tok[128]; int n, stop_after, V, not_argmax; } collect;
+static int on_tok(void *ctx, int32_t t, const float *logits) {
   collect *c = ctx;
+  if (c->V > 0 && (!logits || test_argmax(logits, c->V) != t)) c->not_argmax++;
   c->tok[c->n++] = t;
   return c->stop_after && c->n >= c->stop_after;
 }
@@ -150,11 +152,13 @@ static void test_generate(void) {
   gm_profile p;
   gm_profile_get("hf", GM_F32, &p);
   int32_t prompt[64] = {17, 4, 399, 0, 123};
-  collect c = {0}, c2 = {0};
+  collect c = {.V = V}, c2 = {0};
   gm_generate_stats st;
   const int NEW = test_quick() ? 12 : 30;
   gm_sample_params greedy = {0, 0, 1, 0};
   CHECK(gen(&m, prompt, 5, NEW, greedy, -1, 1, &c, &st) == 0, "greedy: %s", gm_errmsg());
+  CHECK(c.not_argmax == 0, "greedy: %d of %d tokens are not the argmax of the logits passed with them", c.not_argmax, c.n);
+  c.V = 0;
   CHECK(c.n == NEW && st.n_new == NEW && st.stop == GM_STOP_MAX_NEW && st.n_prompt == 5, "greedy: %d new, stop %d", c.n, st.stop);
   // each KV-cache step equals the argmax of the full forward over prompt + tokens so far
   int32_t seq[64];

@@ -101,7 +101,8 @@ typedef struct {
   int n;
 } tokens_seen;
 
-static int collect(void *ctx, int32_t token) {
+static int collect(void *ctx, int32_t token, const float *logits) {
+  (void)logits;
   tokens_seen *s = ctx;
   s->t[s->n++] = token;
   return 0;

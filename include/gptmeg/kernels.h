@@ -60,10 +60,10 @@ int gm_f32_torch_block_end(int K, int k0);
 // N >= 192, or K <= 64 and N >= 64) cuts the rest into blocks of 384 then the remainder and folds
 // alpha into B as on zen4 (GM_F32_BLOCKS_INTEL_384). Exact against torch (one thread) for every M >= 2 with B
 // as stored and for B transposed from 2 rows on (N >= 4; see the dot kernel below); one row
-// against B^T with alpha = 1 runs MKL's one-row kernel (GM_F32_BLOCKS_INTEL_GEMV), one row against B
-// as stored its other one-row kernel (GM_F32_BLOCKS_INTEL_ROW8, any alpha); one row against B^T
-// with alpha != 1, and B transposed with N <= 3 below the dot kernel's K, sum in other orders not
-// reproduced here (the same schedule runs there). The schedule depends on M and N: under Intel targets the rows of a big
+// against B^T runs MKL's one-row kernel (GM_F32_BLOCKS_INTEL_GEMV; C = fma(alpha, r, bias), alpha *
+// r without bias: a decode step's baddbmm scores), one row against B as stored its other one-row
+// kernel (GM_F32_BLOCKS_INTEL_ROW8, any alpha); B transposed with N <= 3 below the dot kernel's K
+// sums in other orders not reproduced here (the same schedule runs there). The schedule depends on M and N: under Intel targets the rows of a big
 // product computed alone may differ from the product's rows (never for K a multiple of 384 or
 // K <= 768, GPT-2's shapes). MKL's Intel AVX2 kernels (avx2 target; GM_F32_BLOCKS_AVX2_256) are
 // reproduced only in part: K in blocks of 256 (a rest of at most 256 one block, a rest below 512
@@ -114,8 +114,8 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // `threads`): MKL's Intel AVX-512 sgemm (intel-amx, intel-avx512[-bf16|-fp16] targets) on an even
 // thread count cuts K of a tall-K product into parts (gm_f32_torch_kparts; 1: no cut): on 2 threads
 // in two for K > 768, K >= 8 M, N >= 16, M N K > 192000 (tools/ref/probe_f32_mt.py: 2 x 1000 x 96
-// runs one thread, 2 x 1001 x 96 splits), not its dot or one-row kernel (found with
-// tools/ref/probe_linear_bwd.py); on 4, 6, ... threads, where also N >= 768 and M >= 17 (B as
+// runs one thread, 2 x 1001 x 96 splits), not its dot or one-row kernels (found with
+// tools/ref/probe_linear_bwd.py; one row against B as stored has its own cut, below); on 4, 6, ... threads, where also N >= 768 and M >= 17 (B as
 // stored) or M >= 65 (B^T) and M <= 384 on 4 threads (1536 on 6 and 8, 1024 on more), into the
 // largest divisor of the thread count that is at most
 // ceil(K / 384) (probe_f32_mt.py --kparts, 4..16 threads). Part p is K / P long, one longer for the
@@ -131,13 +131,14 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 // The K split holds with a bias too (alpha = 1; tools/ref/probe_f32_mt.py: GPT-2's MLP c_proj, addmm
 // 3072 -> 768, M 2..384): C = (bias + first part) + rest, the first part's blocks added onto
-// the bias; on 2 threads one row with B as stored adds the bias last, C = bias + (first + second) (that row's
-// kernel is not reproduced within the halves). MKL's one-row kernel against B^T
+// the bias; one row with B as stored (GM_F32_BLOCKS_INTEL_ROW8) cuts K into torch_threads parts
+// where K >= 128 t and N < 501 t (41 <= N <= 69: from K = 1000), on any thread count t, and adds the
+// bias last: C = bias + (((part 0 + part 1) + part 2) + ...). MKL's one-row kernel against B^T
 // (GM_F32_BLOCKS_INTEL_GEMV: the lm_head of a decode step) on 2 threads splits the columns at
 // ns = ceil(N / 2) once N reaches a minimum that falls with K (matmul_torch_f32.c's table, measured
 // on N = 8 q + 1; 41 at K = 768): columns [0, ns) and [ns, N) run as two products, each with its
-// own N % 4 leftover columns. gm_f32_torch_nsplit gives ns, or 0 (other targets, thread counts,
-// kernels, alpha != 1). Both depend only on torch_threads, never on `threads`. The K split's
+// own N % 4 leftover columns, alpha or not. gm_f32_torch_nsplit gives ns, or 0 (other targets,
+// thread counts, kernels). Both depend only on torch_threads, never on `threads`. The K split's
 // rule is exact on GPT-2's products; B as stored with M <= 16 and 379 <= N <= 755 does not split
 // (MKL shares the columns out); elsewhere torch's region differs (17..56 rows in that band of N do
 // not split at some K; with K < 8 M and small N it does; the dot kernel's shapes sometimes split):

@@ -276,8 +276,10 @@ typedef struct {
   double prefill_s, decode_s;  // wall time of the prompt's forward, of the decode steps
 } gm_generate_stats;
 
-// Called with each new token as soon as it is drawn; non-zero stops the generation (no error).
-typedef int (*gm_token_fn)(void *ctx, int32_t token);
+// Called with each new token as soon as it is drawn, and the logits [V] (f32, valid during the
+// call) it was drawn from: the prompt's last position for the first token, then each decode step's;
+// non-zero stops the generation (no error).
+typedef int (*gm_token_fn)(void *ctx, int32_t token, const float *logits);
 
 // Runs prompt [n_prompt] (1 <= n_prompt <= n_positions) through a KV cache (logits_to_keep = 1: the
 // prefill projects only the last position, bit-identical to the all-logits row), then draws up to

@@ -150,7 +150,7 @@ int gm_gpt2_generate(const gm_gpt2 *m, const gm_profile *p, const int32_t *promp
     if ((rc = gm_sampler_next(s, last, &tok))) break;
     if (tok == eot_id) { stats->stop = GM_STOP_EOT; break; }
     stats->n_new++;
-    if (on_token && on_token(ctx, tok)) { stats->stop = GM_STOP_CALLBACK; break; }
+    if (on_token && on_token(ctx, tok, last)) { stats->stop = GM_STOP_CALLBACK; break; }
     if (stats->n_new == max_new) { stats->stop = GM_STOP_MAX_NEW; break; }
     if (n_prompt + stats->n_new >= P) { stats->stop = GM_STOP_POSITIONS; break; }
     if ((rc = gm_gpt2_run(m, &(gm_gpt2_run_opts){.profile = p, .tokens = &tok, .B = 1, .T = 1, .kv = &kv, .logits = logits,

@@ -15,6 +15,11 @@ thread count it is given (docs/numerics.md).
 dispatch caps (set before torch is imported, in a child process), gptmeg with --torch-target NAME.
 `all` is every target this machine can produce: its own class and the classes below it that the
 caps imitate (an Intel AMX machine: intel-amx, intel-avx512-fp16, intel-avx512-bf16, intel-avx512, avx2).
+--decode N compares, instead of one forward, greedy generation of N tokens after the --tokens random
+ones: transformers' generate(do_sample=False, output_logits=True) (KV cache; the prefill keeps only
+the last position's logits) against `gptmeg generate --prompt-ids --temperature 0 --logits-out`:
+per profile and dtype the share of the steps' logits bit-identical, the steps identical whole, and
+the first step whose token differs (after it the two runs see other tokens: compared up to there).
 --mkl sets GPTMEG_TORCH_MKL to this torch's libtorch_cpu.so for gptmeg, so its f32 tanh/erf/exp are
 MKL VML as torch's are: with it the f32 logits are bit-identical (docs/numerics.md); without it the
 op-by-op GELUs' f32 tanh is glibc's double result rounded (within about 2e-6 of torch's logits).
@@ -90,6 +95,7 @@ def main():
     ap.add_argument("--mkl", action="store_true")
     ap.add_argument("--target", nargs="+", help="torch CPU targets, or 'all' this machine can produce")
     ap.add_argument("--threads", type=int, default=1, help="torch's and gptmeg's thread count")
+    ap.add_argument("--decode", type=int, default=0, metavar="N", help="compare N greedy decode steps instead")
     ap.add_argument("--one-target", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.target:
@@ -105,6 +111,8 @@ def main():
     print(f"torch {torch.__version__}, model {args.model}, {args.tokens} random tokens (seed {args.seed}), "
           f"gptmeg f32 tanh/erf: {'MKL VML' if 'GPTMEG_TORCH_MKL' in env else 'as gptmeg finds torch (info --cpu)'}"
           + (f", torch CPU target {args.one_target}" if args.one_target else "") + f", {args.threads} thread(s)")
+    if args.decode:
+        return check_decode(args, tok, env, target_args)
     print(f"{'profile':10s} {'dtype':5s} {'bit-identical':>14s} {'top-1 differs':>14s} {'max |diff|':>11s}")
     with tempfile.TemporaryDirectory() as tmp:
         tpath, lpath = os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")
@@ -121,6 +129,36 @@ def main():
                 same = (got.view(np.uint32) == ref.view(np.uint32)).mean()
                 flips = int((got.argmax(-1) != ref.argmax(-1)).sum())
                 print(f"{prof:10s} {dts:5s} {100 * same:13.3f}% {flips:14d} {np.abs(got - ref).max():11.3g}", flush=True)
+    return 0
+
+
+def check_decode(args, tok, env, target_args):
+    """--decode: greedy generation, step by step, transformers against gptmeg."""
+    print(f"{args.decode} greedy decode steps after the prompt")
+    print(f"{'profile':10s} {'dtype':5s} {'steps':>6s} {'bit-identical':>14s} {'steps whole':>12s} {'tokens differ at':>17s} "
+          f"{'max |diff|':>11s}")
+    with tempfile.TemporaryDirectory() as tmp:
+        tpath, lpath = os.path.join(tmp, "tok.npy"), os.path.join(tmp, "logits.npy")
+        np.save(tpath, tok)
+        for dts in args.dtypes:
+            for prof in args.profiles:
+                ref = gm_profiles.generate(gm_profiles.load(args.model, prof, gm_profiles.DTYPES[dts]), tok,
+                                           args.decode).numpy()
+                r = subprocess.run([args.gptmeg, "generate", "--model", args.model, "--prompt-ids", tpath, "--temperature",
+                                    "0", "--max-new-tokens", str(args.decode), "--logits-out", lpath, "--dtype", dts,
+                                    "--profile", prof, "--threads", str(args.threads), *target_args],
+                                   capture_output=True, text=True, env=env)
+                if r.returncode != 0:
+                    print(r.stderr, file=sys.stderr)
+                    return 1
+                got = np.load(lpath)
+                n = min(len(got), len(ref))
+                flips = [i for i in range(n) if got[i].argmax() != ref[i].argmax()]
+                n = flips[0] + 1 if flips else n  # rows after a differing token are not comparable
+                same = got[:n].view(np.uint32) == ref[:n].view(np.uint32)
+                print(f"{prof:10s} {dts:5s} {n:6d} {100 * same.mean():13.3f}% {int(same.all(axis=1).sum()):12d} "
+                      f"{(str(flips[0]) if flips else '-'):>17s} {np.abs(got[:n] - ref[:n]).max():11.3g}"
+                      + ("" if len(got) == len(ref) else f"  (lengths: gptmeg {len(got)}, torch {len(ref)})"), flush=True)
     return 0
 
 

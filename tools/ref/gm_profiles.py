@@ -154,11 +154,26 @@ def load(model_dir, profile, dtype):
 def run(model, tokens):
     """Logits of tokens [B, T] (numpy int) under the model's profile (its attention function is
     patched into transformers for the duration of the call)."""
+    return _patched(model, lambda: model(torch.as_tensor(tokens)).logits)
+
+
+def generate(model, tokens, n):
+    """Greedy generate(output_logits=True) of up to n tokens after tokens [1, T] (numpy int) under the
+    model's profile, as a user runs it (KV cache, logits_to_keep = 1 in the prefill): the logits
+    [steps, V] each new token was drawn from, as float32."""
+    ids = torch.as_tensor(tokens)
+    out = _patched(model, lambda: model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                                   max_new_tokens=n, output_logits=True, return_dict_in_generate=True,
+                                                   pad_token_id=model.config.eos_token_id))
+    return torch.stack([x[0] for x in out.logits]).float()
+
+
+def _patched(model, fn):
     attention = {"hf": ORIGINAL_EAGER, "hf-legacy": legacy_attention, "meg": meg_attention,
                  "megatron": megatron_attention}[model.gm_profile]
     modeling_gpt2.eager_attention_forward = attention
     try:
         with torch.no_grad():
-            return model(torch.as_tensor(tokens)).logits
+            return fn()
     finally:
         modeling_gpt2.eager_attention_forward = ORIGINAL_EAGER

@@ -88,9 +88,10 @@ void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int nc
 
 // MKL's Intel dot kernel (GM_F32_BLOCKS_INTEL_DOT16): C[i][j] = fma(alpha, gm_f32_torch_dot16(row i
 // of A, row j of B), bias[j]) (alpha * dot without bias), rows 0..M-1, columns j0..j1 of B^T [N, K].
-// MKL's Intel one-row kernel against B^T (gm_f32_torch_gemv16), columns j0..j1 of N, alpha = 1.
-void gm_f32_torch_gemv_avx512(const float *a, const float *B, int ldb, const float *bias, float *C, int N, int j0, int j1,
-                              int K);
+// MKL's Intel one-row kernel against B^T (gm_f32_torch_gemv16), columns j0..j1 of N:
+// C = fma(alpha, r, bias) (alpha * r without bias).
+void gm_f32_torch_gemv_avx512(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int N,
+                              int j0, int j1, int K);
 void gm_f32_torch_dot16_avx512(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,
                                int ldc, int M, int j0, int j1, int K);
 void gm_f32_torch_dot16_avx2(const float *A, int lda, const float *B, int ldb, const float *bias, float alpha, float *C,

@@ -154,12 +154,13 @@ static gm_f32_gemv gemv_kind(int N, int j) {
   return j < n4 ? GM_F32_GEMV_MAIN : j == n4 + 1 ? GM_F32_GEMV_ONE : GM_F32_GEMV_TWO;
 }
 
-// Columns j0..j1 of the one row C = a B^T (+ bias) in that order, element by element.
-static void gemv_scalar(const float *a, const float *B, int ldb, const float *bias, float *C, int N, int j0, int j1,
-                        int K) {
+// Columns j0..j1 of the one row C = fma(alpha, a B^T, bias) (alpha * a B^T without bias; bias + r
+// when alpha = 1) in that order, element by element.
+static void gemv_scalar(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int N, int j0,
+                        int j1, int K) {
   for (int j = j0; j < j1; j++) {
     float r = gm_f32_torch_gemv16(a, B + (size_t)j * ldb, K, gemv_kind(N, j));
-    C[j] = bias ? bias[j] + r : r;
+    C[j] = bias ? fmaf(alpha, r, bias[j]) : alpha * r;
   }
 }
 
@@ -260,8 +261,6 @@ static f32_order order_for(int M, int N, int K, bool trans_b, float alpha) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
   f32_order o = {gm_f32_torch_blocks(mkl, M, N, K, trans_b), alpha, 1.0f};
-  if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV && alpha != 1.0f) // the one-row kernel with alpha: not reproduced
-    o.blocks = K <= 64 && N >= 64 ? GM_F32_BLOCKS_INTEL_384 : GM_F32_BLOCKS_INTEL_HALVES;
   if (o.blocks == GM_F32_BLOCKS_INTEL_HALVES || o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_96 ||
       o.blocks == GM_F32_BLOCKS_AVX2_BIG) { // alpha on each block's sum
     o.b_scale = 1.0f;
@@ -307,7 +306,7 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
   f32_order o = order_for(M, N, K, trans_b, alpha);
   if (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)
     avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K, o.blocks);
-  else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, C, N, 0, N, K);
+  else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8) row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
   else matmul_scalar(A, lda, B, ldb, trans_b, bias, o, C, ldc, M, 0, N, K);
@@ -485,8 +484,8 @@ static void matmul_order_body(const float *A, int lda, const float *B, int ldb, 
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && (double)N * K > 1e5)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * ROW_BLOCK, j1 = N - j0 < ROW_BLOCK ? N : j0 + ROW_BLOCK;
-      if (simd) gm_f32_torch_gemv_avx512(A, B, ldb, bias, C, N, j0, j1, K);
-      else gemv_scalar(A, B, ldb, bias, C, N, j0, j1, K);
+      if (simd) gm_f32_torch_gemv_avx512(A, B, ldb, bias, alpha, C, N, j0, j1, K);
+      else gemv_scalar(A, B, ldb, bias, alpha, C, N, j0, j1, K);
     }
     return;
   }
@@ -630,7 +629,8 @@ static const struct {
                       {1536, 25},  {2048, 25},  {3072, 17}, {4096, 17}, {8192, 9}};
 
 int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads) {
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads != 2 || alpha != 1.0f) return 0;
+  (void)alpha; // the split is the same with alpha (C = fma(alpha, r, bias); measured K 64..3072)
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads != 2) return 0;
   if (gm_f32_torch_blocks(mkl, M, N, K, trans_b) != GM_F32_BLOCKS_INTEL_GEMV) return 0;
   int n_min = 0;
   for (size_t r = 0; r < sizeof GEMV_SPLIT_MIN / sizeof GEMV_SPLIT_MIN[0] && GEMV_SPLIT_MIN[r].K <= K; r++)

@@ -452,8 +452,8 @@ static inline __m128 halve16(__m512 v) {
 // MKL's Intel one-row kernel against B^T (matmul_isa.h): the columns in whole groups of four in
 // vectors (lane 0 of the 16 starts as R(a0*b0); the 8-lane stage and the rest lane by lane, as the
 // definition), the N % 4 leftover columns through the definition itself.
-void gm_f32_torch_gemv_avx512(const float *a, const float *B, int ldb, const float *bias, float *C, int N, int j0, int j1,
-                              int K) {
+void gm_f32_torch_gemv_avx512(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int N,
+                              int j0, int j1, int K) {
   int n4 = N - N % 4;
   for (int j = j0; j < j1; j++) {
     const float *b = B + (size_t)j * ldb;
@@ -470,6 +470,6 @@ void gm_f32_torch_gemv_avx512(const float *a, const float *B, int ldb, const flo
         for (int l = 0; l < h; l++) e[l] = e[l] + e[l + h];
       r = e[0];
     } else r = gm_f32_torch_gemv16(a, b, K, j == n4 + 1 ? GM_F32_GEMV_ONE : GM_F32_GEMV_TWO);
-    C[j] = bias ? bias[j] + r : r;
+    C[j] = bias ? fmaf(alpha, r, bias[j]) : alpha * r;
   }
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""f32 goldens of torch's one-row products with B as stored under MKL's Intel AVX-512 sgemm, on 1 to
-16 threads (issue 23), for tests/test_matmul_f32_row8.c.
+"""f32 goldens of torch's one-row products under MKL's Intel AVX-512 sgemm, on 1 to 16 threads
+(issue 23), for tests/test_matmul_f32_onerow.c: its one-row kernel with B as stored, and its one-row
+kernel against B^T with alpha (a decode step's baddbmm scores).
 
 torch.addmm(bias, x[1, K], W[K, N]) (transformers' Conv1D in a decode step) and mm of one row run
 MKL's one-row kernel: the columns in whole groups of 16 take K in steps of 8 in a fixed pattern,
@@ -10,13 +11,15 @@ the N % 16 leftover columns one FMA chain; on t threads, where K >= 128 t and N 
 torch.set_num_threads(t) for several t: GPT-2 124M's decode shapes (768 -> 768, 2304, 3072; 3072
 -> 768), both sides of every threshold (K 255/256 on 2 threads, 383/384 on 3, N 1001/1002 on 2,
 2003/2004 on 4, N 40/41 and 69/70 at K 999/1000), leftover columns and K % 8 tails, mm without
-bias and addmm with alpha 0.3. The operands are formulas the test rebuilds (gm_inputs.formula_a's
+bias and addmm with alpha 0.3. Against B^T (addmm_t: torch.addmm(bias, a, W.t(), alpha), W [N, K]
+contiguous; beta 0 without bias: baddbmm's scores of one query row): C = fma(alpha, r, bias) with r
+the alpha = 1 kernel's sum, on 1 and 2 threads (the column split of 2 threads alike). The operands are formulas the test rebuilds (gm_inputs.formula_a's
 row 0 and formula_b, both correctly rounded float32; the bias random and stored); whole rows are
-stored. Runs where torch's f32 sgemm is MKL's Intel AVX-512 kernel, natively (an Intel CPU with
-AVX-512, no dispatch caps), and writes tests/golden/targets/<target>/matmul_row8/f32_row8.safetensors
+stored (W = B[:K, :N]^T made contiguous). Runs where torch's f32 sgemm is MKL's Intel AVX-512 kernel, natively (an Intel CPU with
+AVX-512, no dispatch caps), and writes tests/golden/targets/<target>/matmul_onerow/f32_onerow.safetensors
 for the host's target (--target, one of the four that run that kernel); the machine is recorded in
 the metadata.
-  /work/venv/bin/python tools/ref/gen_matmul_row8_goldens.py --target intel-avx512-fp16
+  /work/venv/bin/python tools/ref/gen_matmul_onerow_goldens.py --target intel-avx512-fp16
 """
 import argparse
 import json
@@ -31,7 +34,8 @@ from gen_matmul_kparts_goldens import MKL_INTEL_AVX512, native_mkl_intel  # noqa
 from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
 KA, NB = 3072, 3072  # the largest K and N; products read a[:K] and B[:K, :N]
-# (op, K, N, alpha, thread counts): addmm(bias, a, B, alpha=alpha) or mm(a, B)
+# (op, K, N, alpha, thread counts): addmm(bias, a, B, alpha=alpha), mm(a, B), addmm_t(bias, a, W.t(), alpha)
+# or mm_t (beta 0, no bias)
 PRODUCTS = [
     ("addmm", 768, 768, 1.0, [1, 2, 3, 4, 8]),
     ("addmm", 768, 2304, 1.0, [1, 2, 4, 5]),
@@ -55,6 +59,10 @@ PRODUCTS = [
     ("addmm", 5, 3, 1.0, [1]),
     ("mm", 1000, 1009, 1.0, [1, 2]),
     ("addmm", 768, 768, 0.3, [1]),
+    ("addmm_t", 768, 768, 0.3, [1, 2]),
+    ("addmm_t", 768, 2053, 0.3, [1, 2]),
+    ("addmm_t", 64, 17, 0.3, [1]),
+    ("mm_t", 64, 300, 0.125 / 3, [1, 2]),
 ]
 
 
@@ -63,7 +71,7 @@ def main():
     ap.add_argument("--target", default="zen4", help="the host's target (make_goldens.py passes each one it makes)")
     args = ap.parse_args()
     if args.target not in MKL_INTEL_AVX512 or not native_mkl_intel():
-        print(f"gen_matmul_row8_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel "
+        print(f"gen_matmul_onerow_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel "
               "CPU with AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + ")")
         return
     a_all, b_all = torch.from_numpy(formula_a(1, KA)), torch.from_numpy(formula_b(KA, NB))
@@ -74,18 +82,21 @@ def main():
         outs = {}
         for th in threads:
             torch.set_num_threads(th)
-            outs[th] = torch.addmm(bias, a, b, alpha=alpha) if op == "addmm" else torch.mm(a, b)
+            if op == "addmm": outs[th] = torch.addmm(bias, a, b, alpha=alpha)
+            elif op == "mm": outs[th] = torch.mm(a, b)
+            elif op == "addmm_t": outs[th] = torch.addmm(bias, a, b.T.contiguous().t(), alpha=alpha)
+            else: outs[th] = torch.addmm(torch.zeros(n), a, b.T.contiguous().t(), beta=0, alpha=alpha)
             t[f"p{pi}.t{th}"] = outs[th].contiguous()
         same = [th for th in threads if torch.equal(outs[th], outs[1])]
         print(f"  p{pi} {op} 1x{k}x{n} alpha {alpha}: threads {threads}, the 1-thread bits on {same}")
-    out = os.path.join("tests", "golden", "targets", args.target, "matmul_row8")
+    out = os.path.join("tests", "golden", "targets", args.target, "matmul_onerow")
     os.makedirs(out, exist_ok=True)
     meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(), "target": args.target,
             "settings": "native (no dispatch caps); torch.set_num_threads(t) for p<i>.t<t>; bias seed 29; "
                         "a and B by formula (see the generator); whole rows"}
-    path = os.path.join(out, "f32_row8.safetensors")
+    path = os.path.join(out, "f32_onerow.safetensors")
     save_file(t, path, metadata=meta)
-    print(f"gen_matmul_row8_goldens: {len(PRODUCTS)} products -> {path} ({meta['cpu']})")
+    print(f"gen_matmul_onerow_goldens: {len(PRODUCTS)} products -> {path} ({meta['cpu']})")
 
 
 if __name__ == "__main__":
