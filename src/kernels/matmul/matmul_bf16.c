@@ -109,7 +109,12 @@ static bf16_order order_for(int M, int N, int K, bool trans_a, bool trans_b, boo
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   if (ti && ti->onednn == GM_ONEDNN_AVX2) return trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
   if (ti && ti->onednn == GM_ONEDNN_AVX512_CORE) return ORDER_GEMM512;
-  if (!ti || ti->onednn != GM_ONEDNN_AMX) return ORDER_VDP;
+  // AVX512_CORE_BF16 and _FP16 on Intel (intel-avx512-bf16, intel-avx512-fp16): oneDNN's brgemm
+  // for two rows or more; one row takes the same kernels as under AMX (those are AVX512_CORE_BF16's
+  // there too: ONEDNN_VERBOSE, tools/ref/probe_bf16_onerow_t.py; measured with check_fidelity.py
+  // --decode on an Emerald Rapids host). zen4 keeps ORDER_VDP for one row (not measured on AMD).
+  const bool intel = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512;
+  if (!ti || (ti->onednn != GM_ONEDNN_AMX && !(intel && M == 1))) return ORDER_VDP;
   // at most 16^3 multiply-adds: torch keeps the product in ATen's cpublas gemm: the avx2 target's
   // two orders for A as stored, one f32 chain over k for a transposed A (tools/ref probes, 100%);
   // not for one slice of a batched product (the attention's bmm: torch checks the whole batch)
