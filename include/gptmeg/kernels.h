@@ -173,6 +173,13 @@ void gm_matmul_f16_torch(const float *A, int lda, const float *B, int ldb, bool 
 // 2048, 2304, 3000, 3072, 50257. Same bits for any thread count.
 void gm_matmul_f16_onednn(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                           float alpha, float *C, int ldc, int M, int N, int K, int threads);
+// One row a [K] against B^T (B [N, K], row stride ldb) as a slice of torch's batched f16 product on
+// the targets whose f16 is oneDNN's (intel-amx, intel-avx512-fp16: a decode step's q @ k^T, whose
+// whole batch passes torch's 16^3 rule): oneDNN's one-row brgemm, measured live on an Emerald
+// Rapids host (tools/ref/check_fidelity.py --decode; cancellation probes over K = 64): 16 lane
+// chains from zero, lane l over k = l, l + 16, ... in order (products exact), then t[l] = c[l] +
+// c[l + 8], u[l] = t[l] + t[l + 4], r = (u0 + u1) + (u2 + u3); C[j] = alpha * r (+ bias[j]).
+void gm_matmul_f16_row16(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int N, int K);
 // gm_matmul_f16_torch with B given as f16 bits (an f16 run's weights; B [K, N] as stored or, with
 // trans_b, [N, K], row stride ldb): the same bits as on B widened to f32. The AVX-512 kernels read
 // the f16 bits (half the bytes: decode streams the weights, the lm_head's strips take half the

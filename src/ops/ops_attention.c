@@ -153,7 +153,9 @@ static int matmul_as(const gm_op_ctx *one, bool want_trans, const float *A, int 
 //   - ATen's small kernel when M * N * K < 400 and small_ok (no cache: a cached step keeps
 //     gptmeg's decode invariance);
 //   - f16 under a target whose oneDNN ISA is AMX: oneDNN's f16 matmul, one f32 chain over k
-//     whatever the views (gm_matmul_f16_torch's order for B transposed there);
+//     whatever the views (gm_matmul_f16_torch's order for B transposed there); one row (a decode
+//     step) its one-row kernels: q @ k^T (B a transposed view) 16 lane chains
+//     (gm_matmul_f16_row16), P @ v (B as stored) one chain over k;
 //   - f16 elsewhere: ATen's reduced-type gemm, by the views (measured under intel-avx512-bf16):
 //     A transposed, B as stored: one chain over k (small_bmm's order, products exact); A as stored,
 //     B transposed: the f32-arithmetic dot (gm_matmul_f16_torch, B transposed); both as stored or
@@ -178,6 +180,12 @@ static int head_bmm(const gm_op_ctx *one, bool small_ok, bmm_views v, const floa
     return 0;
   }
   const bool amx = one->dtype == GM_F16 && onednn_amx();
+  if (amx && M == 1 && !v.ta) { // a decode step: oneDNN's one-row kernels (check_fidelity.py --decode, Emerald Rapids)
+    if (v.tb && trans_b) gm_matmul_f16_row16(A, B, ldb, NULL, alpha, Cm, N, K); // q @ k^T: 16 lane chains
+    else if (!v.tb && !trans_b) gm_matmul_f16_onednn(A, lda, false, B, ldb, false, NULL, alpha, Cm, ldc, 1, N, K, 1);
+    else return matmul_as(one, true, A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K); // (not met: the chain below)
+    return 0;
+  }
   if (!amx && v.ta && !v.tb) {
     small_bmm(A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K);
     return 0;

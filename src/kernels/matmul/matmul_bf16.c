@@ -121,7 +121,7 @@ static bf16_order order_for(int M, int N, int K, bool trans_a, bool trans_b, boo
   if ((long)M * N * K <= 4096 && !slice) return trans_a ? ORDER_SEQ : trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
   if (M != 1) return ORDER_AMX;
   if (!trans_b) return ORDER_SEQ;
-  return (long)N * K > 4096 ? ORDER_ROW16 : ORDER_ATEN_DOT;
+  return (long)N * K > 4096 || slice ? ORDER_ROW16 : ORDER_ATEN_DOT; // a slice: the batch passed 16^3
 }
 
 // ---- the AVX512_CORE order (intel-avx512) ---------------------------------------------------

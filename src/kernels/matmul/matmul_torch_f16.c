@@ -263,6 +263,19 @@ static bool notrans_is_onednn(int M, int N, int K, float alpha) {
   return trans_is_chain() && alpha != 0.0f && (double)M * N * K > 4096.0;
 }
 
+void gm_matmul_f16_row16(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int N, int K) {
+  for (int j = 0; j < N; j++) {
+    const float *b = B + (size_t)j * ldb;
+    float c[16] = {0};
+    for (int k = 0; k < K; k++) c[k % 16] = c[k % 16] + a[k] * b[k];
+    float t[8], u[4];
+    for (int l = 0; l < 8; l++) t[l] = c[l] + c[l + 8];
+    for (int l = 0; l < 4; l++) u[l] = t[l] + t[l + 4];
+    const float r = alpha * ((u[0] + u[1]) + (u[2] + u[3]));
+    C[j] = bias ? bias[j] + r : r;
+  }
+}
+
 static bool fast_chain_row(int N, int K, float alpha) {
   return notrans_is_onednn(1, N, K, alpha) && gm_cpu_simd() == GM_SIMD_AVX512;
 }
