@@ -26,8 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { OP_ADDMM, OP_MM, OP_ADDMM_T, OP_MM_T } op_kind;
-static const char *OP_NAMES[] = {"addmm", "mm", "addmm_t", "mm_t"};
+typedef enum { OP_ADDMM, OP_MM, OP_ADDMM_T, OP_MM_T, OP_BMM_BF16_T, OP_LINEAR_BF16_T } op_kind;
+static const char *OP_NAMES[] = {"addmm", "mm", "addmm_t", "mm_t", "bmm_bf16_t", "linear_bf16_t"};
 typedef struct {
   op_kind op; // addmm(bias, a, B, alpha), mm(a, B); _t: against W^T (W [N, K]), mm_t with alpha (beta 0)
   int K, N;
@@ -63,8 +63,34 @@ static const product PRODUCTS[] = {
     {OP_ADDMM_T, 768, 2053, 0.3f, {1, 2}},
     {OP_ADDMM_T, 64, 17, 0.3f, {1}},
     {OP_MM_T, 64, 300, (float)(0.125 / 3), {1, 2}},
+    {OP_BMM_BF16_T, 64, 40, 1.0f, {1}},
+    {OP_BMM_BF16_T, 64, 70, 1.0f, {1}},
+    {OP_LINEAR_BF16_T, 64, 40, 1.0f, {1}},
 };
-enum { KA = 3072, NB = 3072, N_RUNS = 61 };
+enum { KA = 3072, NB = 3072, N_RUNS = 64 };
+
+// The bf16 probes (the generator's probe_bf16): one row of ones against W [N, K] of ones with +2^40
+// at i_n = 7 n % K and -2^40 at j_n = (13 n + 5) % K (+1 if equal), as a slice of the attention's
+// batched q @ k^T (gm_matmul_bf16_slice) or as a plain F.linear (gm_matmul_bf16); 0 when they match.
+static int check_bf16_probe(const char *file, const char *name, op_kind op, int K, int N, const float *ref) {
+  float *a = malloc(sizeof(float) * K), *W = malloc(sizeof(float) * K * N), *C = malloc(sizeof(float) * N);
+  int bad = N;
+  if (a && W && C) {
+    for (int k = 0; k < K; k++) a[k] = 1.0f;
+    for (int n = 0; n < N; n++) {
+      int i = 7 * n % K, j = (13 * n + 5) % K;
+      if (j == i) j = (j + 1) % K;
+      for (int k = 0; k < K; k++) W[(size_t)n * K + k] = k == i ? 0x1p40f : k == j ? -0x1p40f : 1.0f;
+    }
+    if (op == OP_BMM_BF16_T) gm_matmul_bf16_slice(a, K, false, W, K, true, NULL, 1.0f, C, N, 1, N, K, 1);
+    else gm_matmul_bf16(a, K, W, K, true, NULL, 1.0f, C, N, 1, N, K, 1);
+    gm_round_inplace(GM_BF16, C, (size_t)N);
+    bad = test_count_diff(C, ref, (size_t)N);
+  }
+  CHECK(bad == 0, "%s %s 1 x %d x %d: %d of %d outputs differ from torch", file, name, K, N, bad, N);
+  free(a), free(W), free(C);
+  return bad;
+}
 
 typedef struct {
   const char *name, *simd; // GPTMEG_SIMD cap, NULL for none
@@ -115,6 +141,13 @@ static int check_file(gm_torch_target tt) {
       float *ref = test_st_f32(&st, name, &r0, &r1);
       CHECK(ref && r0 == 1 && r1 == N, "%s: %s missing or not 1 x %d", file, name, N);
       if (!ref) continue;
+      if (p->op == OP_BMM_BF16_T || p->op == OP_LINEAR_BF16_T) {
+        check_bf16_probe(file, name, p->op, K, N, ref);
+        printf("  %-13s 1 x %4d x %4d: the summation order's probe\n", OP_NAMES[p->op], K, N);
+        runs++;
+        free(ref);
+        continue;
+      }
       if (t == 1) ref1 = ref;
       const bool differs = ref1 && ref1 != ref && test_count_diff(ref, ref1, (size_t)N) > 0;
       cut += differs;

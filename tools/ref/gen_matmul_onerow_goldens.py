@@ -13,7 +13,12 @@ torch.set_num_threads(t) for several t: GPT-2 124M's decode shapes (768 -> 768, 
 2003/2004 on 4, N 40/41 and 69/70 at K 999/1000), leftover columns and K % 8 tails, mm without
 bias and addmm with alpha 0.3. Against B^T (addmm_t: torch.addmm(bias, a, W.t(), alpha), W [N, K]
 contiguous; beta 0 without bias: baddbmm's scores of one query row): C = fma(alpha, r, bias) with r
-the alpha = 1 kernel's sum, on 1 and 2 threads (the column split of 2 threads alike). The operands are formulas the test rebuilds (gm_inputs.formula_a's
+the alpha = 1 kernel's sum, on 1 and 2 threads (the column split of 2 threads alike). bf16 one-row
+products against B^T as a decode step's attention runs them (probe_bf16: torch.matmul(q [2, 1, 64],
+k [2, N, 64]^T), a batch whose M N K passes torch's 16^3 rule though one slice may not, and the
+plain F.linear(a [1, 64], W [N, 64]) of the same shape): a = ones and column n of k ones but
++2^40 at i_n = 7 n % 64 and -2^40 at j_n = (13 n + 5) % 64 (+1 if equal), so each output counts
+the ones outside the subtree where i_n and j_n meet: the order itself, not a rounding of it. The operands are formulas the test rebuilds (gm_inputs.formula_a's
 row 0 and formula_b, both correctly rounded float32; the bias random and stored); whole rows are
 stored (W = B[:K, :N]^T made contiguous). Runs where torch's f32 sgemm is MKL's Intel AVX-512 kernel, natively (an Intel CPU with
 AVX-512, no dispatch caps), and writes tests/golden/targets/<target>/matmul_onerow/f32_onerow.safetensors
@@ -63,7 +68,21 @@ PRODUCTS = [
     ("addmm_t", 768, 2053, 0.3, [1, 2]),
     ("addmm_t", 64, 17, 0.3, [1]),
     ("mm_t", 64, 300, 0.125 / 3, [1, 2]),
+    ("bmm_bf16_t", 64, 40, 1.0, [1]),
+    ("bmm_bf16_t", 64, 70, 1.0, [1]),
+    ("linear_bf16_t", 64, 40, 1.0, [1]),
 ]
+
+
+def probe_bf16(n, k):
+    """k [n, 64]: ones, +2^40 at i_n, -2^40 at j_n (bf16 values)."""
+    w = torch.ones(n, k)
+    for c in range(n):
+        i, j = 7 * c % k, (13 * c + 5) % k
+        if j == i:
+            j = (j + 1) % k
+        w[c, i], w[c, j] = 2.0 ** 40, -(2.0 ** 40)
+    return w.bfloat16()
 
 
 def main():
@@ -85,7 +104,11 @@ def main():
             if op == "addmm": outs[th] = torch.addmm(bias, a, b, alpha=alpha)
             elif op == "mm": outs[th] = torch.mm(a, b)
             elif op == "addmm_t": outs[th] = torch.addmm(bias, a, b.T.contiguous().t(), alpha=alpha)
-            else: outs[th] = torch.addmm(torch.zeros(n), a, b.T.contiguous().t(), beta=0, alpha=alpha)
+            elif op == "mm_t": outs[th] = torch.addmm(torch.zeros(n), a, b.T.contiguous().t(), beta=0, alpha=alpha)
+            elif op == "bmm_bf16_t":
+                w = probe_bf16(n, k)
+                outs[th] = torch.matmul(torch.ones(2, 1, k).bfloat16(), torch.stack([w, w]).transpose(-1, -2))[0].float()
+            else: outs[th] = torch.nn.functional.linear(torch.ones(1, k).bfloat16(), probe_bf16(n, k)).float()
             t[f"p{pi}.t{th}"] = outs[th].contiguous()
         same = [th for th in threads if torch.equal(outs[th], outs[1])]
         print(f"  p{pi} {op} 1x{k}x{n} alpha {alpha}: threads {threads}, the 1-thread bits on {same}")

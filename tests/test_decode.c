@@ -1,0 +1,105 @@
+// Greedy decode against transformers' generate(output_logits=True) (issue 23): every step's logits
+// bit for bit, under each Intel target whose host made goldens
+// (tests/golden/targets/<target>/decode/decode.safetensors, tools/ref/gen_decode_goldens.py, the
+// real torch 2.15 and transformers 4.57.3; intel-avx512-fp16's on an Emerald Rapids Xeon), on the
+// model tests/golden/decode_model/ (wide enough for torch's one-row kernels: MKL's one-row sgemm
+// kernels and their 2-thread K cut, oneDNN's one-row brgemm, the attention's one-row bmm slices on
+// both sides of torch's 16^3 rule). Per case (profile hf in f32, f16, bf16; meg in f16, bf16) and
+// torch thread count t (1, 2): gm_gpt2_generate with threads = t, greedy, 80 tokens after the
+// stored 8-token prompt, gives torch's logits at every step (the prefill's last position, then
+// each cached step) and so torch's tokens. At least one golden file must exist.
+#include "harness.h"
+
+#include "gptmeg/model.h"
+#include "gptmeg/safetensors.h"
+#include "gptmeg/target.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { STEPS = 80, PROMPT = 8, V = 400 };
+static const struct {
+  const char *profile;
+  gm_dtype dt;
+} CASES[] = {{"hf", GM_F32}, {"hf", GM_F16}, {"hf", GM_BF16}, {"meg", GM_F16}, {"meg", GM_BF16}};
+
+typedef struct {
+  float *rows; // [STEPS, V]
+  int n;
+} kept;
+
+static int keep(void *ctx, int32_t token, const float *logits) {
+  (void)token;
+  kept *k = ctx;
+  if (k->n < STEPS) memcpy(k->rows + (size_t)k->n * V, logits, V * sizeof(float));
+  k->n++;
+  return 0;
+}
+
+// Every case of one golden file under target tt; 0 when the file is absent.
+static int check_file(gm_torch_target tt) {
+  char file[1024];
+  snprintf(file, sizeof file, "%s/tests/golden/targets/%s/decode/decode.safetensors", GPTMEG_SOURCE_DIR,
+           gm_torch_target_name(tt));
+  gm_safetensors st;
+  if (gm_st_open(&st, file)) return 0;
+  printf("%s (under %s)\n", file, gm_torch_target_name(tt));
+  gm_torch_target_set(tt);
+  int64_t p0 = 0, p1 = 0;
+  float *pf = test_st_f32(&st, "prompt", &p0, &p1);
+  CHECK(pf && p0 == 1 && p1 == PROMPT, "%s: prompt missing or not 1 x %d", file, PROMPT);
+  int32_t prompt[PROMPT];
+  for (int i = 0; pf && i < PROMPT; i++) prompt[i] = (int32_t)pf[i];
+  free(pf);
+  kept k = {malloc(sizeof(float) * STEPS * V), 0};
+  for (size_t c = 0; k.rows && p0 == 1 && c < sizeof CASES / sizeof CASES[0]; c++) {
+    gm_gpt2 m;
+    if (gm_gpt2_load(&m, GPTMEG_SOURCE_DIR "/tests/golden/decode_model") || gm_gpt2_to_dtype(&m, CASES[c].dt)) {
+      CHECK(0, "decode_model: %s", gm_errmsg());
+      break;
+    }
+    gm_profile p;
+    CHECK(gm_profile_get(CASES[c].profile, CASES[c].dt, &p) == 0, "profile: %s", gm_errmsg());
+    for (int t = 1; t <= 2; t++) {
+      char name[64];
+      snprintf(name, sizeof name, "%s.%s.t%d", CASES[c].profile, gm_dtype_name(CASES[c].dt), t);
+      int64_t r0 = 0, r1 = 0;
+      float *ref = test_st_f32(&st, name, &r0, &r1);
+      CHECK(ref && r0 == STEPS && r1 == V, "%s: %s missing or not %d x %d", file, name, STEPS, V);
+      if (!ref) continue;
+      gm_sampler s;
+      gm_sample_params greedy = {0, 0, 1, 0};
+      gm_generate_stats stats;
+      k.n = 0;
+      int rc = gm_sampler_init(&s, &greedy, V);
+      if (!rc) rc = gm_gpt2_generate(&m, &p, prompt, PROMPT, STEPS, &s, -1, t, keep, &k, &stats);
+      gm_sampler_free(&s);
+      CHECK(rc == 0 && k.n == STEPS, "%s: generate: %d steps (%s)", name, k.n, rc ? gm_errmsg() : "ok");
+      int first = -1, rows_same = 0;
+      for (int i = 0; i < STEPS && i < k.n; i++) {
+        const bool same = test_count_diff(k.rows + (size_t)i * V, ref + (size_t)i * V, V) == 0;
+        rows_same += same;
+        if (!same && first < 0) first = i;
+      }
+      CHECK(first < 0, "%s: step %d is the first whose logits differ from torch's (%d of %d steps identical)", name,
+            first, rows_same, STEPS);
+      printf("  %-12s %d of %d steps bit-identical\n", name, rows_same, STEPS);
+      free(ref);
+    }
+    gm_gpt2_free(&m);
+  }
+  free(k.rows);
+  gm_st_close(&st);
+  gm_torch_target_set(GM_TT_ZEN4);
+  return 1;
+}
+
+int main(void) {
+  const gm_torch_target mkl_intel[] = {GM_TT_INTEL_AMX, GM_TT_INTEL_AVX512_FP16, GM_TT_INTEL_AVX512_BF16,
+                                       GM_TT_INTEL_AVX512};
+  int files = 0;
+  for (size_t i = 0; i < sizeof mkl_intel / sizeof mkl_intel[0]; i++) files += check_file(mkl_intel[i]);
+  CHECK(files >= 1, "no tests/golden/targets/*/decode/decode.safetensors (tools/ref/gen_decode_goldens.py)");
+  return test_done("test_decode");
+}
