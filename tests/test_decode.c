@@ -1,5 +1,5 @@
 // Greedy decode against transformers' generate(output_logits=True) (issue 23): every step's logits
-// bit for bit, under each Intel target whose host made goldens
+// bit for bit, under each Intel target (and avx2) whose host made goldens
 // (tests/golden/targets/<target>/decode/decode.safetensors, tools/ref/gen_decode_goldens.py, the
 // real torch 2.15 and transformers 4.57.3; intel-avx512-fp16's on an Emerald Rapids Xeon), on the
 // model tests/golden/decode_model/ (wide enough for torch's one-row kernels: MKL's one-row sgemm
@@ -97,7 +97,7 @@ static int check_file(gm_torch_target tt) {
 
 int main(void) {
   const gm_torch_target mkl_intel[] = {GM_TT_INTEL_AMX, GM_TT_INTEL_AVX512_FP16, GM_TT_INTEL_AVX512_BF16,
-                                       GM_TT_INTEL_AVX512};
+                                       GM_TT_INTEL_AVX512, GM_TT_AVX2};
   int files = 0;
   for (size_t i = 0; i < sizeof mkl_intel / sizeof mkl_intel[0]; i++) files += check_file(mkl_intel[i]);
   CHECK(files >= 1, "no tests/golden/targets/*/decode/decode.safetensors (tools/ref/gen_decode_goldens.py)");

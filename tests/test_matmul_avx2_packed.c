@@ -12,7 +12,9 @@
 //   - with op(A) = A^T (gm_matmul_f32_torch_mt, trans_a: the backward's dV, dK) the 4..6-row
 //     kernels' K blocks of 96 (GM_F32_BLOCKS_AVX2_96);
 //   - torch on 2 threads (gm_matmul_f32_torch_mt, torch_threads 2): the big-product kernels on
-//     each half of the columns (K >= 767 and N >= 766, or N >= 384 with M >= 64).
+//     each half of the columns (K >= 767 and N >= 766, or N >= 384 with M >= 64);
+//   - one row (a decode step): MKL's AVX2 one-row kernels (GM_F32_BLOCKS_AVX2_ROW, _GEMV8), on 2
+//     threads with B as stored the K cut in two (K >= 256, N < 1002).
 #include "harness.h"
 
 #include "gptmeg/kernels.h"
@@ -41,6 +43,10 @@ static const product PRODUCTS[] = {
     {false, 64, 100, 64, false, true, 1}, {false, 64, 200, 64, false, true, 1}, {false, 30, 777, 16, false, true, 1},
     {false, 120, 128, 71, false, true, 1}, {false, 64, 3072, 768, false, false, 2}, {true, 32, 768, 766, false, false, 2},
     {false, 64, 768, 767, false, false, 2}, {false, 100, 1000, 401, true, false, 2}, {false, 2, 767, 768, false, false, 2},
+    {false, 1, 768, 768, false, false, 1}, {false, 1, 3072, 768, false, false, 1}, {true, 1, 768, 767, false, false, 1},
+    {false, 1, 13, 20, false, false, 1}, {true, 1, 13, 20, false, false, 1}, {false, 1, 768, 768, false, false, 2},
+    {false, 1, 3072, 768, false, false, 2}, {true, 1, 768, 766, false, false, 2}, {false, 1, 255, 100, false, false, 2},
+    {false, 1, 256, 100, false, false, 2},
 };
 enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
 
@@ -107,7 +113,7 @@ int main(void) {
       test_set_simd(NULL);
     }
     printf("  %-6s %3d x %4d x %4d, torch on %d thread(s) (on 1: the %s)\n", op, M, K, N, p->tt,
-           packed ? "big-product kernels" : "4..6-row kernels");
+           packed ? "big-product kernels" : M == 1 ? "one-row kernel" : "4..6-row kernels");
     runs++;
     free(rf); free(rl);
   }

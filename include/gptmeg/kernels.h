@@ -91,8 +91,17 @@ typedef enum {
                                // block), else AVX2_256's; every row alike; columns in panels of 24 (matmul_torch_f32.c)
   GM_F32_BLOCKS_AVX2_96,       // AVX2_256's kernels with op(A) = A^T: blocks of 96 (a rest of at most 96 one block,
                                // below 192 two halves, the first ceil(rest / 2) long)
-  GM_F32_BLOCKS_INTEL_ROW8     // MKL's Intel AVX-512 one-row kernel with B as stored (gm_f32_torch_row8)
+  GM_F32_BLOCKS_INTEL_ROW8,    // MKL's Intel AVX-512 one-row kernel with B as stored (gm_f32_torch_row8)
+  GM_F32_BLOCKS_AVX2_ROW,      // MKL's AVX2 one-row kernel with B as stored: one FMA chain over K from the bias
+                               // (gm_f32_torch_row8 with row8 false for every column)
+  GM_F32_BLOCKS_AVX2_GEMV8     // MKL's AVX2 one-row kernel against B^T (gm_f32_torch_gemv8)
 } gm_f32_blocks;
+// MKL's AVX2 one-row kernel against B^T (avx2 target; measured on live torch 2.15 under
+// MKL_ENABLE_INSTRUCTIONS=AVX2, 1 and 2 threads, K 13..50257, N 20..50257, tools/ref/probe_f32_row8.py
+// --avx2): one output a . b over K in 8 lanes, lane l the FMA chain from zero over k = l, l + 8, ...;
+// h = (c0 + c1, c2 + c3, c4 + c5, c6 + c7), r = (h0 + h2) + (h1 + h3). C = fma(alpha, r, bias)
+// (alpha * r without bias); threads never change it.
+float gm_f32_torch_gemv8(const float *a, const float *b, int K);
 // MKL's Intel AVX-512 one-row kernel with B as stored (M = 1: a decode step's Conv1D; measured on
 // live torch 2.15, tools/ref/probe_f32_row8.py): one output of a [K] against column b (stride
 // apart), from s (the bias, zero without). Columns in whole groups of 16 of N (row8 true) take K in

@@ -11,9 +11,12 @@ pass torch's 16^3 rule, the 2-thread K cut of the one-row kernel (K 512 >= 256) 
 scores' batch crosses 16^3 at 32 keys. Per case (profile, dtype, torch threads 1 and 2): the logits
 [steps, 400] of 80 greedy tokens after an 8-token prompt (prompt stored). Cases: hf in f32, f16 and
 bf16; meg in f16 and bf16 (their GELUs need no MKL VML; the f32 op-by-op tanh would). Runs where
-torch's kernels are the target's natively (an Intel CPU with AVX-512, no dispatch caps) and writes
+torch's kernels are the target's natively (an Intel CPU with AVX-512, no dispatch caps), or for
+avx2 on an Intel CPU under the avx2 caps (make_goldens.py sets them), and writes
 tests/golden/targets/<target>/decode/decode.safetensors (--target; the machine in the metadata).
   /work/venv/bin/python tools/ref/gen_decode_goldens.py --target intel-avx512-fp16
+  MKL_ENABLE_INSTRUCTIONS=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 \\
+      /work/venv/bin/python tools/ref/gen_decode_goldens.py --target avx2
 """
 import argparse
 import json
@@ -26,6 +29,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gm_profiles  # noqa: E402
+from gen_matmul_avx2_goldens import CAPS as AVX2_CAPS  # noqa: E402
 from gen_matmul_kparts_goldens import MKL_INTEL_AVX512, native_mkl_intel  # noqa: E402
 from gm_inputs import cpu_model  # noqa: E402
 
@@ -56,9 +60,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", default="zen4", help="the host's target (make_goldens.py passes each one it makes)")
     args = ap.parse_args()
-    if args.target not in MKL_INTEL_AVX512 or not native_mkl_intel():
+    intel = "GenuineIntel" in open("/proc/cpuinfo").read()
+    avx2 = args.target == "avx2" and intel and all(os.environ.get(k) == v for k, v in AVX2_CAPS.items())
+    if not avx2 and (args.target not in MKL_INTEL_AVX512 or not native_mkl_intel()):
         print(f"gen_decode_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel CPU with "
-              "AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + ")")
+              "AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + "; or avx2 under its caps on an "
+              "Intel CPU)")
         return
     write_model()
     prompt = torch.randint(0, 400, (1, PROMPT), generator=torch.Generator().manual_seed(12))
@@ -74,7 +81,8 @@ def main():
     out = os.path.join("tests", "golden", "targets", args.target, "decode")
     os.makedirs(out, exist_ok=True)
     meta = {"torch": torch.__version__, "cases": json.dumps(CASES), "cpu": cpu_model(), "target": args.target,
-            "settings": f"native (no dispatch caps); greedy generate(output_logits=True), {STEPS} steps after "
+            "settings": ("avx2 caps: " + " ".join(f"{k}={v}" for k, v in AVX2_CAPS.items()) if avx2 else
+                         "native (no dispatch caps)") + f"; greedy generate(output_logits=True), {STEPS} steps after "
                         f"a {PROMPT}-token prompt; torch.set_num_threads(t) for <profile>.<dtype>.t<t>"}
     path = os.path.join(out, "decode.safetensors")
     save_file(t, path, metadata=meta)

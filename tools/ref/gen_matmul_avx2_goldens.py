@@ -62,6 +62,11 @@ PRODUCTS = [
     ("addmm", 64, 768, 767, 2),   # odd N: 383 + 384
     ("addmm", 100, 1000, 401, 2),  # 200 + 201
     ("addmm", 2, 767, 768, 2),    # two rows
+    # one row (a decode step): B as stored one FMA chain over K from the bias; B^T eight lane chains
+    # (gm_f32_torch_gemv8); on t threads B as stored cuts K into t parts where K >= 128 t, N < 501 t
+    ("addmm", 1, 768, 768), ("addmm", 1, 3072, 768), ("linear", 1, 768, 767), ("addmm", 1, 13, 20),
+    ("linear", 1, 13, 20), ("addmm", 1, 768, 768, 2), ("addmm", 1, 3072, 768, 2), ("linear", 1, 768, 766, 2),
+    ("addmm", 1, 255, 100, 2), ("addmm", 1, 256, 100, 2),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
@@ -85,8 +90,8 @@ def main():
         if op == "addmm": c = torch.addmm(bias, a, b)
         elif op == "linear": c = torch.nn.functional.linear(a, b.T.contiguous(), bias)
         else: c = torch.mm(torch.from_numpy(formula_a(k, m)).t(), b)
-        t[f"p{pi}.first"] = c[:, :16].contiguous()
-        t[f"p{pi}.last"] = c[:, n - 8:].contiguous()
+        t[f"p{pi}.first"] = c[:, :16].clone()
+        t[f"p{pi}.last"] = c[:, n - 8:].clone()
         print(f"  p{pi} {op} {m}x{k}x{n}, {th[0] if th else 1} thread(s)")
     out = os.path.join("tests", "golden", "targets", "avx2", "matmul_avx2")
     os.makedirs(out, exist_ok=True)

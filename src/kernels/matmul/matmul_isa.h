@@ -72,10 +72,14 @@ void gm_f32_torch_rows_trans_avx512(const float *A, int lda, const float *B, int
                                     const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);
 void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
                              float *C, gm_f32_blocks blocks, float post);
-// MKL's Intel one-row kernel with B as stored (gm_f32_torch_row8), ncols <= 1024 columns of B [K, ncols]
-// from its first; the ncols % 16 leftover columns take the leftover order.
-void gm_f32_torch_row8_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
-                              float *C);
+// MKL's one-row kernels with B as stored (gm_f32_torch_row8), ncols <= 1024 columns of B [K, ncols]
+// from its first: the first n8 (a multiple of 16) in the Intel kernel's steps of 8, the rest one
+// FMA chain each (the Intel kernel's leftover columns, every column of MKL's AVX2 kernel: n8 = 0).
+void gm_f32_torch_row8_avx512(const float *a, const float *B, int ldb, int K, int ncols, int n8, float alpha,
+                              const float *bias, float *C);
+// MKL's AVX2 one-row kernel against B^T (gm_f32_torch_gemv8), columns j0..j1: C = fma(alpha, r, bias).
+void gm_f32_torch_gemv8_avx2(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int j0,
+                             int j1, int K);
 // matmul_torch_f32_avx2.c: the strip kernel, and one row against B^T in place.
 void gm_f32_torch_strip_avx2(const float *A, int lda, const float *B, int ldb, int M, int ncols, int K,
                              const float *bias, float *C, int ldc, gm_f32_blocks blocks, float post);

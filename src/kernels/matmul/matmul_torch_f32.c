@@ -44,7 +44,9 @@ int gm_f32_torch_block_end(int K, int k0) {
 int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
   int rest = K - k0;
-  if (blocks == GM_F32_BLOCKS_INTEL_DOT16 || blocks == GM_F32_BLOCKS_INTEL_ROW8) return K;
+  if (blocks == GM_F32_BLOCKS_INTEL_DOT16 || blocks == GM_F32_BLOCKS_INTEL_ROW8 || blocks == GM_F32_BLOCKS_AVX2_ROW ||
+      blocks == GM_F32_BLOCKS_AVX2_GEMV8)
+    return K;
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16) return rest <= (K <= 1024 ? 512 : 1024) ? K : k0 + (K <= 1024 ? 512 : 1024);
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16_TA) return rest <= 512 ? K : k0 + 512;
   if (blocks == GM_F32_BLOCKS_INTEL_SPLIT && K < 768) return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
@@ -58,7 +60,9 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
 }
 
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b) {
-  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) // its kernels for big products, else its 4..6-row chains (1 row: not reproduced)
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && M == 1) // its one-row kernels
+    return trans_b ? GM_F32_BLOCKS_AVX2_GEMV8 : GM_F32_BLOCKS_AVX2_ROW;
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2) // its kernels for big products, else its 4..6-row chains
     return (trans_b ? M >= 56 && N >= 56 : M >= 72 && N >= 72) ? GM_F32_BLOCKS_AVX2_BIG
                                                                           : GM_F32_BLOCKS_AVX2_256;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512) return GM_F32_BLOCKS_ZEN4; // the AMD order
@@ -142,11 +146,32 @@ float gm_f32_torch_row8(const float *a, const float *b, size_t stride, int K, fl
   return s;
 }
 
-// Columns j0..j1 of the one row C = a B (+ bias) in that order, element by element.
+float gm_f32_torch_gemv8(const float *a, const float *b, int K) {
+  float c[8] = {0};
+  for (int k = 0; k < K; k++) c[k % 8] = fmaf(a[k], b[k], c[k % 8]);
+  const float h0 = c[0] + c[1], h1 = c[2] + c[3], h2 = c[4] + c[5], h3 = c[6] + c[7];
+  return (h0 + h2) + (h1 + h3);
+}
+
+// The columns of N that take MKL's Intel AVX-512 one-row kernel's steps of 8 (its whole groups of
+// 16) under blocks: none under MKL's AVX2 one-row kernel (one chain each).
+static int row8_cols(gm_f32_blocks blocks, int N) { return blocks == GM_F32_BLOCKS_INTEL_ROW8 ? N - N % 16 : 0; }
+
+// Columns j0..j1 of the one row C = a B (+ bias) in that order (GM_F32_BLOCKS_INTEL_ROW8 or
+// GM_F32_BLOCKS_AVX2_ROW), element by element.
 static void row8_scalar(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int N,
-                        int j0, int j1, int K) {
-  for (int j = j0; j < j1; j++)
-    C[j] = gm_f32_torch_row8(a, B + j, (size_t)ldb, K, alpha, j < N - N % 16, bias ? bias[j] : 0.0f);
+                        int j0, int j1, int K, gm_f32_blocks blocks) {
+  const int n8 = row8_cols(blocks, N);
+  for (int j = j0; j < j1; j++) C[j] = gm_f32_torch_row8(a, B + j, (size_t)ldb, K, alpha, j < n8, bias ? bias[j] : 0.0f);
+}
+
+// Columns j0..j1 of the one row C = fma(alpha, a B^T, bias) in MKL's AVX2 one-row order.
+static void gemv8_scalar(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int j0,
+                         int j1, int K) {
+  for (int j = j0; j < j1; j++) {
+    const float r = gm_f32_torch_gemv8(a, B + (size_t)j * ldb, K);
+    C[j] = bias ? fmaf(alpha, r, bias[j]) : alpha * r;
+  }
 }
 
 static gm_f32_gemv gemv_kind(int N, int j) {
@@ -307,7 +332,9 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
   if (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)
     avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K, o.blocks);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K);
-  else if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8) row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K);
+  else if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8 || o.blocks == GM_F32_BLOCKS_AVX2_ROW)
+    row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K, o.blocks);
+  else if (o.blocks == GM_F32_BLOCKS_AVX2_GEMV8) gemv8_scalar(A, B, ldb, bias, alpha, C, 0, N, K);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
   else matmul_scalar(A, lda, B, ldb, trans_b, bias, o, C, ldc, M, 0, N, K);
 }
@@ -325,8 +352,9 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int s = 0; s < n_blocks; s++) {
     int j0 = s * width, nc = N - j0 < width ? N - j0 : width;
-    if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8)
-      gm_f32_torch_row8_avx512(A, B + j0, ldb, K, nc, o.b_scale, bias ? bias + j0 : NULL, C + j0);
+    if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8 || o.blocks == GM_F32_BLOCKS_AVX2_ROW)
+      gm_f32_torch_row8_avx512(A, B + j0, ldb, K, nc, row8_cols(o.blocks, nc), o.b_scale, bias ? bias + j0 : NULL,
+                               C + j0);
     else gm_f32_torch_row_avx512(A, B + j0, ldb, K, nc, o.b_scale, bias ? bias + j0 : NULL, C + j0, o.blocks, o.post);
   }
 }
@@ -502,8 +530,19 @@ static void matmul_order_body(const float *A, int lda, const float *B, int ldb, 
     return;
   }
   alpha = o.b_scale; // what B is scaled by (1 under the Intel kernels: o.post scales each block); A under ROW8
-  if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8 && !simd) { // MKL's Intel one-row kernel, B as stored: its definition
-    row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K);
+  if ((o.blocks == GM_F32_BLOCKS_INTEL_ROW8 || o.blocks == GM_F32_BLOCKS_AVX2_ROW) && !simd) { // MKL's one-row
+    row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K, o.blocks);                                // kernels, B as stored
+    return;
+  }
+  if (o.blocks == GM_F32_BLOCKS_AVX2_GEMV8) { // MKL's AVX2 one-row kernel against B^T (decode's lm_head and linears)
+    int n_strips = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+    if (threads > n_strips) threads = n_strips;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && (double)N * K > 1e5)
+    for (int s = 0; s < n_strips; s++) {
+      int j0 = s * ROW_BLOCK, j1 = N - j0 < ROW_BLOCK ? N : j0 + ROW_BLOCK;
+      if (isa >= GM_SIMD_AVX2) gm_f32_torch_gemv8_avx2(A, B, ldb, bias, alpha, C, j0, j1, K);
+      else gemv8_scalar(A, B, ldb, bias, alpha, C, j0, j1, K);
+    }
     return;
   }
   if (simd && M == 1 && !trans_b) {
@@ -594,11 +633,13 @@ static int kparts_for(int t, int K) {
 
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
+  // One row with B as stored (GM_F32_BLOCKS_INTEL_ROW8, and MKL's AVX2 one-row kernel alike), any
+  // thread count: MKL cuts K into t parts from K = 128 t while N < 501 t, for 41 <= N <= 69 from
+  // K = 1000 (tools/ref/probe_f32_row8.py --threads: edges exact on 2..8, 12 and 16 threads at K
+  // 256..50257, N 1..8016; --avx2 on 2 threads).
+  if ((mkl == GM_MKL_SGEMM_INTEL_AVX512 || mkl == GM_MKL_SGEMM_INTEL_AVX2) && M == 1 && !trans_b && t >= 2)
+    return K >= 128 * t && N < 501 * t && !(N >= 41 && N <= 69 && K < 1000) ? t : 1;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2) return 1;
-  // One row with B as stored (GM_F32_BLOCKS_INTEL_ROW8), any thread count: MKL cuts K into t parts
-  // from K = 128 t while N < 501 t, for 41 <= N <= 69 from K = 1000 (tools/ref/probe_f32_row8.py
-  // --threads: edges exact on 2..8, 12 and 16 threads at K 256..50257, N 1..8016).
-  if (M == 1 && !trans_b) return K >= 128 * t && N < 501 * t && !(N >= 41 && N <= 69 && K < 1000) ? t : 1;
   if (t % 2 || K <= 768 || N < 16 || K < 8 * M) return 1;
   if ((int64_t)M * N * K <= 192000) return 1; // below this MKL runs one thread (measured: 192000 one, 192192 two)
   // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
@@ -667,7 +708,7 @@ static void row8_parts(const float *a, const float *B, int ldb, const float *bia
       for (int p = 0; p < kp; p++) {
         const int k0 = part_start(K, kp, p), k1 = part_start(K, kp, p + 1);
         const float s = gm_f32_torch_row8(a + k0, B + (size_t)k0 * ldb + j, (size_t)ldb, k1 - k0, o.b_scale,
-                                          j < N - N % 16, 0.0f);
+                                          j < row8_cols(o.blocks, N), 0.0f);
         c = p == 0 ? s : c + s;
       }
       C[j] = bias ? bias[j] + c : c;
@@ -721,7 +762,7 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
     matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, N, K, threads, o);
     return 0;
   }
-  if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8) {
+  if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8 || o.blocks == GM_F32_BLOCKS_AVX2_ROW) {
     row8_parts(A, B, ldb, bias, C, N, K, threads, o, kp);
     return 0;
   }

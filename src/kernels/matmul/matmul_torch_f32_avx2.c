@@ -115,6 +115,25 @@ static inline __attribute__((always_inline)) void transpose8(const __m256 in[8],
 // C[i, 0..ncols) for one row a of A against B transposed ([ncols, K], row stride ldb), with no copy
 // of B (decode's lm_head): 8 rows of B at a time, each 8 x 8 tile transposed in registers and run
 // through the row's chains; the last ncols % 8 columns one by one (the same chains, scalar).
+// MKL's AVX2 one-row kernel against B^T (gm_f32_torch_gemv8): one 8-lane FMA chain per column over K
+// (the K % 8 tail masked into the first lanes), then its reduction.
+void gm_f32_torch_gemv8_avx2(const float *a, const float *B, int ldb, const float *bias, float alpha, float *C, int j0,
+                             int j1, int K) {
+  const int k8 = K - K % 8;
+  const __m256i mt = lane_mask(K % 8);
+  for (int j = j0; j < j1; j++) {
+    const float *b = B + (size_t)j * ldb;
+    __m256 c = _mm256_setzero_ps();
+    for (int k = 0; k < k8; k += 8) c = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), c);
+    if (k8 < K) c = _mm256_fmadd_ps(_mm256_maskload_ps(a + k8, mt), _mm256_maskload_ps(b + k8, mt), c);
+    float l[8];
+    _mm256_storeu_ps(l, c);
+    const float h0 = l[0] + l[1], h1 = l[2] + l[3], h2 = l[4] + l[5], h3 = l[6] + l[7];
+    const float r = (h0 + h2) + (h1 + h3);
+    C[j] = bias ? fmaf(alpha, r, bias[j]) : alpha * r;
+  }
+}
+
 void gm_f32_torch_row_trans_avx2(const float *a, const float *B, int ldb, int ncols, int K, float alpha,
                                  const float *bias, float *C, gm_f32_blocks blocks, float post) {
   __m256 vpost = _mm256_set1_ps(post);

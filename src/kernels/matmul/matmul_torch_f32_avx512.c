@@ -360,18 +360,19 @@ void gm_f32_torch_row_avx512(const float *a, const float *B, int ldb, int K, int
   for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + 16 * v, v + 1 < nv ? 0xffff : last, c[v]);
 }
 
-// MKL's Intel one-row kernel with B as stored (gm_f32_torch_row8's order, lane by lane): ncols
-// (<= 1024) columns; the whole groups of 16 take eight rows of B per step, the ncols % 16 leftover
-// columns (N's own: callers cut whole groups) run masked FMA chains. s[v] waits in L1 between steps.
-void gm_f32_torch_row8_avx512(const float *a, const float *B, int ldb, int K, int ncols, float alpha, const float *bias,
-                              float *C) {
+// MKL's one-row kernels with B as stored (gm_f32_torch_row8's order, lane by lane): ncols (<= 1024)
+// columns; the first n8 (whole groups of 16) take eight rows of B per step, the rest (the Intel
+// kernel's N % 16 leftover columns: callers cut whole groups; every column of the AVX2 kernel) run
+// FMA chains, masked at the end. s[v] waits in L1 between steps.
+void gm_f32_torch_row8_avx512(const float *a, const float *B, int ldb, int K, int ncols, int n8, float alpha,
+                              const float *bias, float *C) {
   enum { NV = 1024 / 16 };
   __m512 s[NV];
-  const int n16 = ncols / 16, tail = ncols % 16, nv = n16 + (tail > 0);
-  const __mmask16 mt = (__mmask16)((1u << tail) - 1u);
+  const int n16 = n8 / 16, tail = ncols % 16, nv = (ncols + 15) / 16; // vectors [n16, nv): FMA chains
+  const __mmask16 mt = (__mmask16)(tail ? (1u << tail) - 1u : 0xffffu);
   const size_t ld = (size_t)ldb;
   for (int v = 0; v < nv; v++)
-    s[v] = bias ? _mm512_maskz_loadu_ps(v < n16 ? (__mmask16)0xffff : mt, bias + 16 * v) : _mm512_setzero_ps();
+    s[v] = bias ? _mm512_maskz_loadu_ps(v + 1 < nv ? (__mmask16)0xffff : mt, bias + 16 * v) : _mm512_setzero_ps();
   int k = 0;
   for (; k + 8 <= K; k += 8) {
     const float *b = B + (size_t)k * ld;
@@ -387,17 +388,17 @@ void gm_f32_torch_row8_avx512(const float *a, const float *B, int ldb, int K, in
       __m512 o = _mm512_fmadd_ps(x[1], _mm512_loadu_ps(bv + ld), _mm512_mul_ps(x[3], _mm512_loadu_ps(bv + 3 * ld)));
       s[v] = _mm512_add_ps(acc, _mm512_add_ps(e, o));
     }
-    if (tail)
+    for (int v = n16; v < nv; v++) // the chain columns, k0 .. k0 + 7 in order
       for (int i = 0; i < 8; i++)
-        s[n16] = _mm512_fmadd_ps(x[i], _mm512_maskz_loadu_ps(mt, b + i * ld + 16 * n16), s[n16]);
+        s[v] = _mm512_fmadd_ps(x[i], _mm512_maskz_loadu_ps(v + 1 < nv ? (__mmask16)0xffff : mt, b + i * ld + 16 * v), s[v]);
   }
   for (; k < K; k++) {
     __m512 x = _mm512_set1_ps(alpha * a[k]);
     for (int v = 0; v < nv; v++)
-      s[v] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(v < n16 ? (__mmask16)0xffff : mt, B + (size_t)k * ld + 16 * v),
+      s[v] = _mm512_fmadd_ps(x, _mm512_maskz_loadu_ps(v + 1 < nv ? (__mmask16)0xffff : mt, B + (size_t)k * ld + 16 * v),
                              s[v]);
   }
-  for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + 16 * v, v < n16 ? (__mmask16)0xffff : mt, s[v]);
+  for (int v = 0; v < nv; v++) _mm512_mask_storeu_ps(C + 16 * v, v + 1 < nv ? (__mmask16)0xffff : mt, s[v]);
 }
 
 // gm_f32_torch_dot16's reduction of 16 lanes: the four 128-bit groups added in order, then
