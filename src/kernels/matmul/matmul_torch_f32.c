@@ -360,7 +360,7 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
 }
 
 // MKL's Intel AVX2 kernels (avx2_scalar's order) over strips of 64 columns, each copied contiguous
-// ([K, 64], alpha not applied): groups of 4..6 rows (and, not reproduced, 1) through the chain
+// ([K, 64], alpha not applied): groups of 4..6 rows (and, not reproduced, a last row alone) through the chain
 // strip kernel on the columns of whole 16-panels, the pair kernels for the rest.
 static float *pack_buffer(size_t floats); // below: one kept buffer per thread
 
