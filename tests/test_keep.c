@@ -219,11 +219,13 @@ static void test_target_invariance(gm_torch_target tt, gm_dtype dt) {
   // intel-amx f16 (a decode step's lm_head is ATen's one-row gemv, fp16_dot_with_fp32_arith, where
   // prefill's rows run oneDNN's K-block chains). docs/numerics.md, "Torch CPU targets".
   // (intel-avx512-fp16's f16 is intel-amx's: oneDNN's brgemm in prefill, ATen's gemv in a step;
-  // intel-avx512-bf16's and -fp16's bf16 one row too: intel-amx's one-row kernels in a step)
+  // intel-avx512-bf16's and -fp16's bf16 one row too: intel-amx's one-row kernels in a step;
+  // intel-avx512's bf16: oneDNN's AVX512_CORE one-row kernels in a step)
   const bool intel512 = tt == GM_TT_INTEL_AMX || tt == GM_TT_INTEL_AVX512_BF16 || tt == GM_TT_INTEL_AVX512 ||
                         tt == GM_TT_INTEL_AVX512_FP16;
   const bool torch_varies = (tt == GM_TT_INTEL_AMX && (dt == GM_BF16 || dt == GM_F16)) ||
-                            ((tt == GM_TT_INTEL_AVX512_BF16 || tt == GM_TT_INTEL_AVX512_FP16) && dt == GM_BF16) ||
+                            ((tt == GM_TT_INTEL_AVX512_BF16 || tt == GM_TT_INTEL_AVX512_FP16 || tt == GM_TT_INTEL_AVX512) &&
+                             dt == GM_BF16) ||
                             (tt == GM_TT_INTEL_AVX512_FP16 && dt == GM_F16) || (tt == GM_TT_AVX2 && dt == GM_F32) ||
                             (intel512 && dt == GM_F32);
   if (torch_varies) {

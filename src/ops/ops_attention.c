@@ -48,10 +48,11 @@ typedef struct {
   float mask;           // masked score value
 } score_rule;
 
-// One (batch, head)'s view: T query rows after t0 cached positions, len keys.
+// One (batch, head)'s view: T query rows after t0 cached positions, len keys; bh (batch, head)
+// slices in torch's bmm.
 typedef struct {
   const gm_op_ctx *c;
-  int T, t0, len;
+  int T, t0, len, bh;
 } head_view;
 
 static float finfo_min(gm_dtype dt) {
@@ -122,8 +123,10 @@ static void small_bmm(const float *A, int lda, const float *B, int ldb, bool tra
 
 // Which view of its operands torch's bmm gets: A and B each as stored (row-major) or as a
 // transposed view (ta, tb). The f16 orders depend on it.
+// small_batch: a one-row (decode) product whose whole batch has at most 16^3 multiply-adds, which
+// torch keeps in ATen's gemm even under oneDNN's f16 (the forward sets it; the backward leaves it).
 typedef struct {
-  bool ta, tb;
+  bool ta, tb, small_batch;
 } bmm_views;
 
 static bool onednn_amx(void) { // oneDNN's f16 brgemm (AVX512_CORE_FP16 and up)
@@ -164,6 +167,23 @@ static int matmul_as(const gm_op_ctx *one, bool want_trans, const float *A, int 
 // Whether head_bmm takes ATen's small kernel, and whether it takes the dtype's plain torch-order
 // product (gm_op_matmul) otherwise: not f16, and not bf16 where oneDNN has no bf16 (ATen's gemm).
 static bool bmm_small(bool small_ok, int M, int N, int K) { return small_ok && (int64_t)M * N * K < 400; }
+
+// Whether the forward's bmm of one (batch, head), slice multiply-adds, takes ATen's small kernel as
+// torch's does: fewer than 400 multiply-adds, unless the whole batch goes to oneDNN first (f16
+// under oneDNN's f16, bf16 under AVX512_CORE and up: more than 16^3 multiply-adds over the batch);
+// in a cached step (its bmm does not know the cache) only under the Intel targets, whose decode
+// steps follow torch's (check_fidelity.py --decode: meg f16 after a 3-token prompt missed from 6
+// keys under intel-avx512-bf16 without it, and under intel-avx512-fp16 with it but without the
+// batch rule); zen4 keeps a decoded row equal to its full-forward row there by choice.
+static bool fwd_small(const head_view *h, int64_t slice) {
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  if (slice >= 400) return false;
+  if (h->t0 > 0 && !(ti && (ti->mkl == GM_MKL_SGEMM_INTEL_AVX512 || ti->mkl == GM_MKL_SGEMM_INTEL_AVX2))) return false;
+  const gm_dtype dt = h->c->dtype;
+  const bool onednn = ti && ((dt == GM_F16 && ti->onednn >= GM_ONEDNN_AVX512_CORE_FP16) ||
+                             (dt == GM_BF16 && ti->onednn >= GM_ONEDNN_AVX512_CORE));
+  return !(onednn && (int64_t)h->bh * slice > 4096);
+}
 static bool bmm_plain(const gm_op_ctx *one) {
   const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
   return one->dtype != GM_F16 && !(one->dtype == GM_BF16 && isa == GM_ONEDNN_AVX2);
@@ -179,7 +199,7 @@ static int head_bmm(const gm_op_ctx *one, bool small_ok, bmm_views v, const floa
     gm_op_matmul(one, A, lda, B, ldb, trans_b, NULL, alpha, Cm, ldc, M, N, K);
     return 0;
   }
-  const bool amx = one->dtype == GM_F16 && onednn_amx();
+  const bool amx = one->dtype == GM_F16 && onednn_amx() && !(M == 1 && v.small_batch);
   if (amx && M == 1 && !v.ta) { // a decode step: oneDNN's one-row kernels (check_fidelity.py --decode, Emerald Rapids)
     if (v.tb && trans_b) gm_matmul_f16_row16(A, B, ldb, NULL, alpha, Cm, N, K); // q @ k^T: 16 lane chains
     else if (!v.tb && !trans_b) gm_matmul_f16_onednn(A, lda, false, B, ldb, false, NULL, alpha, Cm, ldc, 1, N, K, 1);
@@ -238,7 +258,7 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
   gm_op_ctx one = *h->c;
   one.threads = 1;
   one.bmm_slice = true; // torch runs these as one bmm over the batch and heads
-  if (t0 == 0 && (int64_t)T * len * hd < 400) { // ATen's small bmm kernel (no cache only): the whole square
+  if (fwd_small(h, (int64_t)T * len * hd)) { // ATen's small bmm kernel: the whole square
     small_bmm(q, ldq, k, hd, true, alpha, X, len, T, len, hd);
     return 0;
   }
@@ -258,7 +278,7 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
       return 0;
     }
   }
-  const bmm_views v = {false, true}; // k^T: a transposed view of the cache's contiguous k
+  const bmm_views v = {false, true, (int64_t)h->bh * T * len * hd <= 4096}; // k^T: a view of the cache's k
   int rc = 0;
   for (int i0 = 0; i0 < T && !rc; i0 += rb) {
     int i1 = T - i0 < rb ? T : i0 + rb;
@@ -325,7 +345,7 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
         memcpy(vl + at, row + 2 * D + hh * hd, (size_t)hd * sizeof(float));
       }
   const score_rule s = rule_of(c, a);
-  const head_view hv = {c, T, a->t0, len};
+  const head_view hv = {c, T, a->t0, len, B * H};
   int failed = 0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
   for (int bh = 0; bh < B * H; bh++) {
@@ -347,7 +367,9 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
     int b = bh / H, hh = bh % H;
     const float *P = probs + bh * per_head, *V = vl + (size_t)bh * a->max_t * hd;
     float *O = out + (size_t)b * T * D + hh * hd;
-    failed |= head_bmm(&one, a->t0 == 0, (bmm_views){false, false}, P, len, V, hd, false, 1.0f, O, D, T, hd, len) != 0;
+    failed |= head_bmm(&one, fwd_small(&hv, (int64_t)T * len * hd),
+                       (bmm_views){false, false, (int64_t)B * H * T * len * hd <= 4096}, P, len, V, hd, false, 1.0f, O,
+                       D, T, hd, len) != 0;
   }
   if (failed) return gm_fail("attention: out of memory");
   gm_op_round(c, out, N * D);
@@ -487,8 +509,8 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
       const float *P = probs + bh * per_head;
       float *dS = dscores + bh * per_head;
       // dP = dO @ v^T; dv = P^T @ dO
-      int rc = bwd_bmm(&one, (bmm_views){false, true}, dO, D, v, ld, true, dS, len, T, len, hd);
-      rc |= bwd_bmm_ta(&one, (bmm_views){true, false}, P, len, pT, dO, D, dv, ld, len, hd, T);
+      int rc = bwd_bmm(&one, (bmm_views){false, true, false}, dO, D, v, ld, true, dS, len, T, len, hd);
+      rc |= bwd_bmm_ta(&one, (bmm_views){true, false, false}, P, len, pT, dO, D, dv, ld, len, hd, T);
       // softmax backward (the saved output: P, or megatron's f32 softmax of the scores)
       const float *Y = P;
       if (recompute) {
@@ -519,8 +541,8 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
       }
       // dq = dS @ (k^T)^T, k^T a transposed view of the cache's contiguous k, so its transpose is k
       // as stored; dk^T = q^T @ dS, q^T a transposed view
-      rc |= bwd_bmm(&one, (bmm_views){false, false}, dS, len, k, ld, false, dq, ld, T, hd, len);
-      rc |= bwd_bmm_ta(&one, (bmm_views){true, false}, q, ld, pT, dS, len, tmp, len, hd, len, T); // q^T [hd, T]
+      rc |= bwd_bmm(&one, (bmm_views){false, false, false}, dS, len, k, ld, false, dq, ld, T, hd, len);
+      rc |= bwd_bmm_ta(&one, (bmm_views){true, false, false}, q, ld, pT, dS, len, tmp, len, hd, len, T); // q^T [hd, T]
       transpose(dk, ld, tmp, len, hd, len);
       failed |= rc != 0;
       if (baddbmm && s.alpha != 1.0f) { // baddbmm's backward: R(bmm) * alpha, rounded

@@ -9,12 +9,15 @@ here with torch.manual_seed(11): n_embd 128, 2 heads of 64, 2 layers, vocabulary
 96, gelu_pytorch_tanh, weights at O(1) scale) is wide enough for those kernels: its Conv1D rows
 pass torch's 16^3 rule, the 2-thread K cut of the one-row kernel (K 512 >= 256) happens, and the
 scores' batch crosses 16^3 at 32 keys. Per case (profile, dtype, torch threads 1 and 2): the logits
-[steps, 400] of 80 greedy tokens after an 8-token prompt (prompt stored). Cases: hf in f32, f16 and
+[steps, 400] of 80 greedy tokens after an 8-token prompt (prompt stored), and of 20 after its first
+2 tokens (<profile>.<dtype>.short.t<t>: hf f32, meg f16 and bf16). Cases: hf in f32, f16 and
 bf16; meg in f16 and bf16 (their GELUs need no MKL VML; the f32 op-by-op tanh would). Runs where
-torch's kernels are the target's natively (an Intel CPU with AVX-512, no dispatch caps), or for
-avx2 on an Intel CPU under the avx2 caps (make_goldens.py sets them), and writes
+torch's kernels are the target's: on an Intel CPU with AVX-512 under exactly the target's dispatch
+caps (check_fidelity.py's TARGET_ENV: none for the host's own class, e.g. ONEDNN_MAX_CPU_ISA=AVX512_CORE
+for intel-avx512; make_goldens.py sets them), and writes
 tests/golden/targets/<target>/decode/decode.safetensors (--target; the machine in the metadata).
   /work/venv/bin/python tools/ref/gen_decode_goldens.py --target intel-avx512-fp16
+  ONEDNN_MAX_CPU_ISA=AVX512_CORE /work/venv/bin/python tools/ref/gen_decode_goldens.py --target intel-avx512
   MKL_ENABLE_INSTRUCTIONS=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 \\
       /work/venv/bin/python tools/ref/gen_decode_goldens.py --target avx2
 """
@@ -29,13 +32,15 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gm_profiles  # noqa: E402
-from gen_matmul_avx2_goldens import CAPS as AVX2_CAPS  # noqa: E402
-from gen_matmul_kparts_goldens import MKL_INTEL_AVX512, native_mkl_intel  # noqa: E402
+from check_fidelity import PRODUCIBLE, TARGET_ENV, host_target  # noqa: E402
 from gm_inputs import cpu_model  # noqa: E402
 
 MODEL = os.path.join("tests", "golden", "decode_model")
 CASES = [("hf", "f32"), ("hf", "f16"), ("hf", "bf16"), ("meg", "f16"), ("meg", "bf16")]
 PROMPT, STEPS = 8, 80
+# the first 2 prompt tokens, 20 steps: the first steps' bmm slices (at most 6 keys) take ATen's
+# small kernel in torch, cache or not
+SHORT_CASES, SHORT_PROMPT, SHORT_STEPS = [("hf", "f32"), ("meg", "f16"), ("meg", "bf16")], 2, 20
 
 
 def write_model():
@@ -58,14 +63,16 @@ def write_model():
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--target", default="zen4", help="the host's target (make_goldens.py passes each one it makes)")
+    ap.add_argument("--target", default="zen4", help="the target (make_goldens.py passes each one it makes)")
+    ap.add_argument("--gptmeg", default="build/gptmeg", help="to read the host's target (gptmeg info --cpu)")
     args = ap.parse_args()
-    intel = "GenuineIntel" in open("/proc/cpuinfo").read()
-    avx2 = args.target == "avx2" and intel and all(os.environ.get(k) == v for k, v in AVX2_CAPS.items())
-    if not avx2 and (args.target not in MKL_INTEL_AVX512 or not native_mkl_intel()):
-        print(f"gen_decode_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel CPU with "
-              "AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + "; or avx2 under its caps on an "
-              "Intel CPU)")
+    caps = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR")
+    env = {k: os.environ[k] for k in caps if os.environ.get(k)}
+    host = host_target(args.gptmeg) if os.path.exists(args.gptmeg) else None
+    want = {} if args.target == host else TARGET_ENV.get(args.target)
+    if args.target == "zen4" or host is None or args.target not in PRODUCIBLE.get(host, []) or env != want:
+        print(f"gen_decode_goldens: skipped for {args.target} (needs an Intel host that produces it, under exactly "
+              f"its caps {want}; this host: {host}, caps {env}; build gptmeg first: --gptmeg)")
         return
     write_model()
     prompt = torch.randint(0, 400, (1, PROMPT), generator=torch.Generator().manual_seed(12))
@@ -78,10 +85,17 @@ def main():
             assert logits.shape == (STEPS, 400), logits.shape
             t[f"{prof}.{dts}.t{th}"] = logits.contiguous()
             print(f"  {prof} {dts} {th} thread(s): tokens {logits.argmax(-1)[:12].tolist()} ...")
+    for prof, dts in SHORT_CASES:
+        for th in (1, 2):
+            torch.set_num_threads(th)
+            model = gm_profiles.load(MODEL, prof, gm_profiles.DTYPES[dts])
+            logits = gm_profiles.generate(model, prompt[:, :SHORT_PROMPT].numpy(), SHORT_STEPS)
+            assert logits.shape == (SHORT_STEPS, 400), logits.shape
+            t[f"{prof}.{dts}.short.t{th}"] = logits.contiguous()
     out = os.path.join("tests", "golden", "targets", args.target, "decode")
     os.makedirs(out, exist_ok=True)
     meta = {"torch": torch.__version__, "cases": json.dumps(CASES), "cpu": cpu_model(), "target": args.target,
-            "settings": ("avx2 caps: " + " ".join(f"{k}={v}" for k, v in AVX2_CAPS.items()) if avx2 else
+            "settings": ("caps: " + " ".join(f"{k}={v}" for k, v in env.items()) if env else
                          "native (no dispatch caps)") + f"; greedy generate(output_logits=True), {STEPS} steps after "
                         f"a {PROMPT}-token prompt; torch.set_num_threads(t) for <profile>.<dtype>.t<t>"}
     path = os.path.join(out, "decode.safetensors")

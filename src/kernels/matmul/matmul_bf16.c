@@ -101,14 +101,28 @@ static void strip_scalar(const uint32_t *Ap, int P, const uint32_t *Bs, int ldbs
 
 // ---- the intel-amx orders ---------------------------------------------------------------------
 // (ORDER_GEMM512 and after: scalar only, element by element)
-typedef enum { ORDER_VDP = 0, ORDER_AMX, ORDER_SEQ, ORDER_ROW16, ORDER_GEMM512, ORDER_ATEN_NT, ORDER_ATEN_DOT } bf16_order;
+typedef enum {
+  ORDER_VDP = 0,
+  ORDER_AMX,
+  ORDER_SEQ,
+  ORDER_ROW16,
+  ORDER_GEMM512,
+  ORDER_ATEN_NT,
+  ORDER_ATEN_DOT,
+  ORDER_CORE_ROW8, // one row under AVX512_CORE, B as stored
+  ORDER_CORE_ROW16 // one row under AVX512_CORE, B transposed
+} bf16_order;
 
 // The order of an M-row product, B as given (trans_b: B^T stored, as linear's weight), under the
 // active torch CPU target.
 static bf16_order order_for(int M, int N, int K, bool trans_a, bool trans_b, bool slice) {
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   if (ti && ti->onednn == GM_ONEDNN_AVX2) return trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
-  if (ti && ti->onednn == GM_ONEDNN_AVX512_CORE) return ORDER_GEMM512;
+  if (ti && ti->onednn == GM_ONEDNN_AVX512_CORE) { // one row: its one-row kernels (below), ATen's below 16^3
+    if (M != 1 || trans_a) return ORDER_GEMM512;
+    if ((long)N * K <= 4096 && !slice) return trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
+    return trans_b ? ORDER_CORE_ROW16 : ORDER_CORE_ROW8;
+  }
   // AVX512_CORE_BF16 and _FP16 on Intel (intel-avx512-bf16, intel-avx512-fp16): oneDNN's brgemm
   // for two rows or more; one row takes the same kernels as under AMX (those are AVX512_CORE_BF16's
   // there too: ONEDNN_VERBOSE, tools/ref/probe_bf16_onerow_t.py; measured with check_fidelity.py
@@ -151,9 +165,8 @@ static float elem(const vec_src *v, int k) {
   return k & 1 ? bf16_pair_hi(u) : bf16_pair_lo(u);
 }
 
-// The sum of row a and column b over K in the AVX512_CORE order.
-static float gemm512_dot(const vec_src *a, const vec_src *b, int K) {
-  const int Kb = gemm512_block(K);
+// The sum of row a and column b over K in the AVX512_CORE order, K in blocks of Kb.
+static float gemm512_dot(const vec_src *a, const vec_src *b, int K, int Kb) {
   float sum = 0.0f;
   for (int s0 = 0; s0 < K; s0 += Kb) {
     int s1 = K - s0 < Kb ? K : s0 + Kb;
@@ -240,9 +253,34 @@ static float aten_dot(const vec_src *a, const vec_src *b, int K) {
   return sum;
 }
 
+// One row under AVX512_CORE (intel-avx512: a decode step; measured 2026-12-05 on live torch under
+// ONEDNN_MAX_CPU_ISA=AVX512_CORE with +-2^40 summation trees, K 20..3072, N 50..50257, linear,
+// addmm and the attention's bmm slices): B as stored runs gemm512's pair chains in blocks of 8
+// elements (ORDER_CORE_ROW8: gemm512_dot with Kb = 8); B transposed puts pair p into lane p % 16,
+// each lane one chain from zero, acc = (acc + odd product) + even product (nothing flushed), then
+// t[l] = c[l] + c[l + 8], v[m] = t[2m] + t[2m + 1], (v0 + v1) + (v2 + v3).
+static float core_row16_dot(const vec_src *a, const vec_src *b, int K) {
+  float c[16] = {0.0f};
+  for (int k = 0; k < K; k += 2) {
+    float acc = c[(k / 2) % 16];
+    if (k + 1 < K) acc = acc + elem(a, k + 1) * elem(b, k + 1);
+    c[(k / 2) % 16] = acc + elem(a, k) * elem(b, k);
+  }
+  float t[8], v[4];
+  for (int l = 0; l < 8; l++) t[l] = c[l] + c[l + 8];
+  for (int m = 0; m < 4; m++) v[m] = t[2 * m] + t[2 * m + 1];
+  return (v[0] + v[1]) + (v[2] + v[3]);
+}
+
 // The sum of row a and column b over K in a scalar-only order.
 static float scalar_dot(bf16_order ord, const vec_src *a, const vec_src *b, int K) {
-  return ord == ORDER_GEMM512 ? gemm512_dot(a, b, K) : ord == ORDER_ATEN_NT ? aten_nt_dot(a, b, K) : aten_dot(a, b, K);
+  switch (ord) {
+  case ORDER_GEMM512: return gemm512_dot(a, b, K, gemm512_block(K));
+  case ORDER_CORE_ROW8: return gemm512_dot(a, b, K, 8);
+  case ORDER_CORE_ROW16: return core_row16_dot(a, b, K);
+  case ORDER_ATEN_NT: return aten_nt_dot(a, b, K);
+  default: return aten_dot(a, b, K);
+  }
 }
 
 static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int K, int Pc, const uint32_t *Bs, int ldbs, int M,
