@@ -91,11 +91,7 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "threads; products of at most 16^3 multiply-adds in ATen's orders); not reproduced: N = 1 (oneDNN's GEMV "
            "path) and tiny K (oneDNN's AVX512_CORE_BF16 brgemm), batched (3-D) products (the attention's P @ V at "
            "T = 300 differs), an odd K over 32 with A transposed";
-  if (t == GM_TT_INTEL_AVX512 && op == GM_KOP_MATMUL && dt == GM_BF16)
-    return "torch's 2-thread K split for some shapes (e.g. M 2, K 3072 addmm), subnormal bf16 inputs (the packed "
-           "path reads them as zero) and one-row products (a decode step: oneDNN's AVX512_CORE one-row kernels; greedy "
-           "decode 31-34% identical to transformers' generate) are not reproduced";
-  if (t == GM_TT_AVX2 && op == GM_KOP_MATMUL && dt == GM_BF16)
+  if ((t == GM_TT_INTEL_AVX512 || t == GM_TT_AVX2) && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "torch's 2-thread K split for some shapes (e.g. M 2, K 3072 addmm) and subnormal bf16 inputs (the packed "
            "path reads them as zero) are not reproduced";
   if ((t == GM_TT_INTEL_AMX || t == GM_TT_INTEL_AVX512_FP16) && op == GM_KOP_MATMUL && dt == GM_F16)

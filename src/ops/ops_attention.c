@@ -11,8 +11,9 @@
 // (each output one chain from zero, R(a*b) then add, alpha * acc) when T * len * hd < 400 and
 // there is no cache; f16 (and bf16 under avx2) by target and operand views (oneDNN's one chain
 // under AMX, ATen's reduced-type gemm elsewhere); else the dtype's torch order (gm_op_matmul),
-// f32 scores passing k^T as stored without a cache. A cached step (t0 > 0) keeps the row-invariant orders (a
-// decoded row equals its full-forward row), not torch's small kernel. Work is split by (batch,
+// f32 scores passing k^T as stored without a cache. A cached step (t0 > 0) takes torch's small kernel
+// too under the Intel targets (fwd_small: torch's bmm does not know the cache), and its one-row
+// slices torch's one-row kernels; zen4 keeps the row-invariant orders there. Work is split by (batch,
 // head) and every product is defined element by element: any thread count, the same bits.
 // Backward (t0 == 0; autograd of the above; bit for bit torch 2.15 for every profile and dtype
 // under intel-amx, intel-avx512-bf16, intel-avx512 and avx2 (f32 there up to T = 64),
