@@ -200,3 +200,11 @@ int test_amx_rows(int M, int *r) {
     }
   return n;
 }
+
+int test_intel_targets(bool with_avx2, int (*check)(int target)) {
+  const gm_torch_target tt[] = {GM_TT_INTEL_AMX, GM_TT_INTEL_AVX512_FP16, GM_TT_INTEL_AVX512_BF16, GM_TT_INTEL_AVX512,
+                                GM_TT_AVX2};
+  int files = 0;
+  for (size_t i = 0; i < sizeof tt / sizeof tt[0] - (with_avx2 ? 0 : 1); i++) files += check(tt[i]);
+  return files;
+}

@@ -60,6 +60,10 @@ int test_count_diff_cols(const float *C, int ldc, int c0, const float *ref, int 
 // with x[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and ((31 i + 17 k) % 97 - 48) / 64 in float32.
 void test_formula_a(float *x, int m, int n);
 void test_formula_b(float *x, int m, int n);
+// check(t) for each torch CPU target whose f32 sgemm is MKL's Intel AVX-512 kernel (intel-amx,
+// intel-avx512-fp16, intel-avx512-bf16, intel-avx512), then avx2 when with_avx2; the sum of what
+// they return (1 where the target's golden file exists, 0 where not).
+int test_intel_targets(bool with_avx2, int (*check)(int target));
 // The golden file at tests/golden/<rel> as torch made it on target t: tests/golden/targets/<t>/<rel>
 // where the target's bits differ from zen4's, else tests/golden/<rel> (zen4's). Into buf.
 const char *test_golden_for(int target, const char *rel, char *buf, size_t n);

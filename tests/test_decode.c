@@ -81,7 +81,8 @@ static void check_case(const char *file, gm_safetensors *st, const char *profile
 }
 
 // Every case of one golden file under target tt; 0 when the file is absent.
-static int check_file(gm_torch_target tt) {
+static int check_file(int target) {
+  const gm_torch_target tt = (gm_torch_target)target;
   char file[1024];
   snprintf(file, sizeof file, "%s/tests/golden/targets/%s/decode/decode.safetensors", GPTMEG_SOURCE_DIR,
            gm_torch_target_name(tt));
@@ -107,10 +108,6 @@ static int check_file(gm_torch_target tt) {
 }
 
 int main(void) {
-  const gm_torch_target mkl_intel[] = {GM_TT_INTEL_AMX, GM_TT_INTEL_AVX512_FP16, GM_TT_INTEL_AVX512_BF16,
-                                       GM_TT_INTEL_AVX512, GM_TT_AVX2};
-  int files = 0;
-  for (size_t i = 0; i < sizeof mkl_intel / sizeof mkl_intel[0]; i++) files += check_file(mkl_intel[i]);
-  CHECK(files >= 1, "no tests/golden/targets/*/decode/decode.safetensors (tools/ref/gen_decode_goldens.py)");
+  CHECK(test_intel_targets(true, check_file) >= 1, "no tests/golden/targets/*/decode/decode.safetensors (tools/ref/gen_decode_goldens.py)");
   return test_done("test_decode");
 }

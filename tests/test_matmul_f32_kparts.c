@@ -56,7 +56,8 @@ typedef struct {
 static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
 
 // Every check above on one golden file, under target tt; 0 when the file is absent.
-static int check_file(gm_torch_target tt) {
+static int check_file(int target) {
+  const gm_torch_target tt = (gm_torch_target)target;
   char buf[1024];
   snprintf(buf, sizeof buf, "%s/tests/golden/targets/%s/matmul_mt/f32_kparts.safetensors", GPTMEG_SOURCE_DIR,
            gm_torch_target_name(tt));
@@ -141,10 +142,6 @@ static int check_file(gm_torch_target tt) {
 }
 
 int main(void) {
-  const gm_torch_target mkl_intel[] = {GM_TT_INTEL_AMX, GM_TT_INTEL_AVX512_FP16, GM_TT_INTEL_AVX512_BF16,
-                                       GM_TT_INTEL_AVX512};
-  int files = 0;
-  for (size_t i = 0; i < sizeof mkl_intel / sizeof mkl_intel[0]; i++) files += check_file(mkl_intel[i]);
-  CHECK(files >= 1, "no tests/golden/targets/*/matmul_mt/f32_kparts.safetensors (tools/ref/gen_matmul_kparts_goldens.py)");
+  CHECK(test_intel_targets(false, check_file) >= 1, "no tests/golden/targets/*/matmul_mt/f32_kparts.safetensors (tools/ref/gen_matmul_kparts_goldens.py)");
   return test_done("test_matmul_f32_kparts");
 }
