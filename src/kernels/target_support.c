@@ -77,7 +77,7 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "multiply-adds per head are not reproduced (1 thread: GPT-2 124M's f32 logits bit-identical at T 32, 64, 128, "
            "256 and 300, on 2 threads at T 32, 64, 128 and 300, its gradients at B 4 T 128 and 256 and on 2 threads at B 2 T 64)";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
-    return "the B^T kernel for N <= 3 below K = 24 M (a 3-token prefill's q @ k^T, 3x3x64), the dot kernel's 2-thread "
+    return "the B^T kernel for N <= 3 below K = 24 M beyond a 3-token prefill's 3x3x64 q @ k^T, the dot kernel's 2-thread "
            "orders (B^T, 2..15 rows, "
            "K > 768: e.g. 8x1001x64, 9% identical), the K split's region beyond GPT-2's shapes (e.g. 47x1691x382, "
            "323x1981x316), on 4 or more threads the K cut where N < 768 or N > 1536 (torch cuts fewer parts at N 2304 "

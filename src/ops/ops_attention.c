@@ -122,6 +122,31 @@ static void small_bmm(const float *A, int lda, const float *B, int ldb, bool tra
     }
 }
 
+// MKL's Intel AVX-512 kernel for torch's f32 q @ k^T of three query rows against three keys of
+// 64-wide heads (a 3-token prefill; B^T with N <= 3 below the dot kernel's K; measured 2026-12-06,
+// docs/numerics.md: 100% of 432 outputs on random operands): rows 0 and 2 put R(q_l k_l) in 32
+// lanes and FMA q_(l+32) k_(l+32) onto them, then halve 16, 8, 4, 2, 1 (lane l + lane l + n); row 1
+// runs 16 FMA chains from zero over l, l + 16, l + 32, l + 48, then halves 8, 4, 2, 1; X = R(alpha
+// * r) (baddbmm's alpha on the sum, measured at 0.3 and 0.125 / 3). Other shapes of that kernel
+// are not modelled. q rows at stride ldq, k [3, 64], X [3, len].
+static void mkl_scores_3x3(const float *q, int ldq, const float *k, float alpha, float *X, int len) {
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      const float *a = q + (size_t)i * ldq, *b = k + (size_t)j * 64;
+      float v[32] = {0.0f};
+      int n = 32;
+      if (i % 2 == 0) {
+        for (int l = 0; l < 32; l++) v[l] = fmaf(a[l + 32], b[l + 32], a[l] * b[l]);
+      } else {
+        for (int l = 0; l < 64; l++) v[l % 16] = fmaf(a[l], b[l], v[l % 16]);
+        n = 16;
+      }
+      for (n /= 2; n >= 1; n /= 2)
+        for (int l = 0; l < n; l++) v[l] = v[l] + v[l + n];
+      X[(size_t)i * len + j] = alpha * v[0];
+    }
+}
+
 // Which view of its operands torch's bmm gets: A and B each as stored (row-major) or as a
 // transposed view (ta, tb). The f16 orders depend on it.
 // small_batch: a one-row (decode) product whose whole batch has at most 16^3 multiply-adds, which
@@ -261,6 +286,11 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
   one.bmm_slice = true; // torch runs these as one bmm over the batch and heads
   if (fwd_small(h, (int64_t)T * len * hd)) { // ATen's small bmm kernel: the whole square
     small_bmm(q, ldq, k, hd, true, alpha, X, len, T, len, hd);
+    return 0;
+  }
+  const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
+  if (one.dtype == GM_F32 && t0 == 0 && T == 3 && len == 3 && hd == 64 && ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512) {
+    mkl_scores_3x3(q, ldq, k, alpha, X, len); // a 3-token prefill under MKL's Intel AVX-512 sgemm
     return 0;
   }
   float *kT = NULL;

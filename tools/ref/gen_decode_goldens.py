@@ -10,7 +10,8 @@ here with torch.manual_seed(11): n_embd 128, 2 heads of 64, 2 layers, vocabulary
 pass torch's 16^3 rule, the 2-thread K cut of the one-row kernel (K 512 >= 256) happens, and the
 scores' batch crosses 16^3 at 32 keys. Per case (profile, dtype, torch threads 1 and 2): the logits
 [steps, 400] of 80 greedy tokens after an 8-token prompt (prompt stored), and of 20 after its first
-2 tokens (<profile>.<dtype>.short.t<t>: hf f32, meg f16 and bf16). Cases: hf in f32, f16 and
+2 tokens (<profile>.<dtype>.short.t<t>: hf f32, meg f16 and bf16), and (not for avx2, whose 3 x 3 x 64
+q @ k^T is not modelled) of 12 after its first 3 in hf f32 (hf.f32.p3.t<t>). Cases: hf in f32, f16 and
 bf16; meg in f16 and bf16 (their GELUs need no MKL VML; the f32 op-by-op tanh would). Runs where
 torch's kernels are the target's: on an Intel CPU with AVX-512 under exactly the target's dispatch
 caps (check_fidelity.py's TARGET_ENV: none for the host's own class, e.g. ONEDNN_MAX_CPU_ISA=AVX512_CORE
@@ -92,6 +93,11 @@ def main():
             logits = gm_profiles.generate(model, prompt[:, :SHORT_PROMPT].numpy(), SHORT_STEPS)
             assert logits.shape == (SHORT_STEPS, 400), logits.shape
             t[f"{prof}.{dts}.short.t{th}"] = logits.contiguous()
+    if args.target != "avx2":  # hf f32 after 3 tokens: MKL's Intel AVX-512 3 x 3 x 64 q @ k^T in the prefill
+        for th in (1, 2):
+            torch.set_num_threads(th)
+            model = gm_profiles.load(MODEL, "hf", torch.float32)
+            t[f"hf.f32.p3.t{th}"] = gm_profiles.generate(model, prompt[:, :3].numpy(), 12).contiguous()
     out = os.path.join("tests", "golden", "targets", args.target, "decode")
     os.makedirs(out, exist_ok=True)
     meta = {"torch": torch.__version__, "cases": json.dumps(CASES), "cpu": cpu_model(), "target": args.target,
