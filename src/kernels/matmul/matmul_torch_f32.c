@@ -45,7 +45,7 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
   if (blocks == GM_F32_BLOCKS_ZEN4) return gm_f32_torch_block_end(K, k0);
   int rest = K - k0;
   if (blocks == GM_F32_BLOCKS_INTEL_DOT16 || blocks == GM_F32_BLOCKS_INTEL_ROW8 || blocks == GM_F32_BLOCKS_AVX2_ROW ||
-      blocks == GM_F32_BLOCKS_AVX2_GEMV8)
+      blocks == GM_F32_BLOCKS_AVX2_GEMV8) // no K blocks
     return K;
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16) return rest <= (K <= 1024 ? 512 : 1024) ? K : k0 + (K <= 1024 ? 512 : 1024);
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16_TA) return rest <= 512 ? K : k0 + 512;
@@ -151,6 +151,11 @@ float gm_f32_torch_gemv8(const float *a, const float *b, int K) {
   for (int k = 0; k < K; k++) c[k % 8] = fmaf(a[k], b[k], c[k % 8]);
   const float h0 = c[0] + c[1], h1 = c[2] + c[3], h2 = c[4] + c[5], h3 = c[6] + c[7];
   return (h0 + h2) + (h1 + h3);
+}
+
+// MKL's one-row kernels with B as stored (GM_F32_BLOCKS_INTEL_ROW8, GM_F32_BLOCKS_AVX2_ROW).
+static bool row_as_stored(gm_f32_blocks blocks) {
+  return blocks == GM_F32_BLOCKS_INTEL_ROW8 || blocks == GM_F32_BLOCKS_AVX2_ROW;
 }
 
 // The columns of N that take MKL's Intel AVX-512 one-row kernel's steps of 8 (its whole groups of
@@ -332,7 +337,7 @@ void gm_matmul_f32_torch_scalar(const float *A, int lda, const float *B, int ldb
   if (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)
     avx2_scalar(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, 0, N, K, o.blocks);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) gemv_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K);
-  else if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8 || o.blocks == GM_F32_BLOCKS_AVX2_ROW)
+  else if (row_as_stored(o.blocks))
     row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K, o.blocks);
   else if (o.blocks == GM_F32_BLOCKS_AVX2_GEMV8) gemv8_scalar(A, B, ldb, bias, alpha, C, 0, N, K);
   else if (o.blocks == GM_F32_BLOCKS_INTEL_DOT16) dot16_scalar(A, lda, B, ldb, bias, alpha, C, ldc, M, 0, N, K);
@@ -352,7 +357,7 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
   for (int s = 0; s < n_blocks; s++) {
     int j0 = s * width, nc = N - j0 < width ? N - j0 : width;
-    if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8 || o.blocks == GM_F32_BLOCKS_AVX2_ROW)
+    if (row_as_stored(o.blocks))
       gm_f32_torch_row8_avx512(A, B + j0, ldb, K, nc, row8_cols(o.blocks, nc), o.b_scale, bias ? bias + j0 : NULL,
                                C + j0);
     else gm_f32_torch_row_avx512(A, B + j0, ldb, K, nc, o.b_scale, bias ? bias + j0 : NULL, C + j0, o.blocks, o.post);
@@ -506,13 +511,16 @@ static void matmul_order_body(const float *A, int lda, const float *B, int ldb, 
     avx2_path(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, isa, o.blocks);
     return;
   }
-  if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV) { // MKL's Intel one-row kernel against B^T (decode's linears)
-    int n_strips = (N + ROW_BLOCK - 1) / ROW_BLOCK;
+  if (o.blocks == GM_F32_BLOCKS_INTEL_GEMV || o.blocks == GM_F32_BLOCKS_AVX2_GEMV8) { // MKL's one-row kernels
+    int n_strips = (N + ROW_BLOCK - 1) / ROW_BLOCK;                                      // against B^T (decode)
     if (threads > n_strips) threads = n_strips;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && (double)N * K > 1e5)
     for (int s = 0; s < n_strips; s++) {
       int j0 = s * ROW_BLOCK, j1 = N - j0 < ROW_BLOCK ? N : j0 + ROW_BLOCK;
-      if (simd) gm_f32_torch_gemv_avx512(A, B, ldb, bias, alpha, C, N, j0, j1, K);
+      if (o.blocks == GM_F32_BLOCKS_AVX2_GEMV8 && isa >= GM_SIMD_AVX2)
+        gm_f32_torch_gemv8_avx2(A, B, ldb, bias, alpha, C, j0, j1, K);
+      else if (o.blocks == GM_F32_BLOCKS_AVX2_GEMV8) gemv8_scalar(A, B, ldb, bias, alpha, C, j0, j1, K);
+      else if (simd) gm_f32_torch_gemv_avx512(A, B, ldb, bias, alpha, C, N, j0, j1, K);
       else gemv_scalar(A, B, ldb, bias, alpha, C, N, j0, j1, K);
     }
     return;
@@ -530,19 +538,8 @@ static void matmul_order_body(const float *A, int lda, const float *B, int ldb, 
     return;
   }
   alpha = o.b_scale; // what B is scaled by (1 under the Intel kernels: o.post scales each block); A under ROW8
-  if ((o.blocks == GM_F32_BLOCKS_INTEL_ROW8 || o.blocks == GM_F32_BLOCKS_AVX2_ROW) && !simd) { // MKL's one-row
-    row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K, o.blocks);                                // kernels, B as stored
-    return;
-  }
-  if (o.blocks == GM_F32_BLOCKS_AVX2_GEMV8) { // MKL's AVX2 one-row kernel against B^T (decode's lm_head and linears)
-    int n_strips = (N + ROW_BLOCK - 1) / ROW_BLOCK;
-    if (threads > n_strips) threads = n_strips;
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && (double)N * K > 1e5)
-    for (int s = 0; s < n_strips; s++) {
-      int j0 = s * ROW_BLOCK, j1 = N - j0 < ROW_BLOCK ? N : j0 + ROW_BLOCK;
-      if (isa >= GM_SIMD_AVX2) gm_f32_torch_gemv8_avx2(A, B, ldb, bias, alpha, C, j0, j1, K);
-      else gemv8_scalar(A, B, ldb, bias, alpha, C, j0, j1, K);
-    }
+  if (row_as_stored(o.blocks) && !simd) { // MKL's one-row kernels, B as stored: the definition
+    row8_scalar(A, B, ldb, bias, alpha, C, N, 0, N, K, o.blocks);
     return;
   }
   if (simd && M == 1 && !trans_b) {
@@ -639,8 +636,7 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // 256..50257, N 1..8016; --avx2 on 2 threads).
   if ((mkl == GM_MKL_SGEMM_INTEL_AVX512 || mkl == GM_MKL_SGEMM_INTEL_AVX2) && M == 1 && !trans_b && t >= 2)
     return K >= 128 * t && N < 501 * t && !(N >= 41 && N <= 69 && K < 1000) ? t : 1;
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2) return 1;
-  if (t % 2 || K <= 768 || N < 16 || K < 8 * M) return 1;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || t % 2 || K <= 768 || N < 16 || K < 8 * M) return 1;
   if ((int64_t)M * N * K <= 192000) return 1; // below this MKL runs one thread (measured: 192000 one, 192192 two)
   // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
   // measured for M = 2..16 at K = 800..3072, both edges at M = 2 and 8; up to 56 rows at some K: not modelled)
@@ -762,7 +758,7 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
     matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, N, K, threads, o);
     return 0;
   }
-  if (o.blocks == GM_F32_BLOCKS_INTEL_ROW8 || o.blocks == GM_F32_BLOCKS_AVX2_ROW) {
+  if (row_as_stored(o.blocks)) {
     row8_parts(A, B, ldb, bias, C, N, K, threads, o, kp);
     return 0;
   }
