@@ -204,9 +204,7 @@ static void amx_step(amx_state *s, uint32_t a, uint32_t b, int p, int P, int Pc)
 static float row16_dot(const uint32_t *a, const uint32_t *b, size_t sb, int P) {
   float c[16] = {0.0f};
   for (int p = 0; p < P; p++) c[p % 16] = pair_step(c[p % 16], a[p], b[(size_t)p * sb]);
-  for (int l = 0; l < 8; l++) c[l] = c[l] + c[l + 8];
-  for (int l = 0; l < 4; l++) c[l] = c[l] + c[l + 4];
-  return (c[0] + c[1]) + (c[2] + c[3]);
+  return onednn_fold16(c);
 }
 
 // One f32 chain over k (the M = 1 order): element 2p, then 2p + 1.

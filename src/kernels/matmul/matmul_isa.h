@@ -41,6 +41,14 @@ static inline float bf16_pair_hi(uint32_t w) {
   return f;
 }
 
+// oneDNN's fold of a one-row brgemm's 16 lane sums (bf16's pair lanes, f16's lanes): c[l] + c[l + 8],
+// then + c[l + 4], then (c0 + c1) + (c2 + c3); c is overwritten.
+static inline float onednn_fold16(float c[16]) {
+  for (int l = 0; l < 8; l++) c[l] = c[l] + c[l + 8];
+  for (int l = 0; l < 4; l++) c[l] = c[l] + c[l + 4];
+  return (c[0] + c[1]) + (c[2] + c[3]);
+}
+
 // ---- f32, PyTorch's MKL order (matmul_torch_f32.c) ---------------------------------------------
 // Every f32 body takes the K block schedule (gm_f32_blocks, gptmeg/kernels.h) and post: each
 // block's sum is multiplied by post before it meets C (MKL's Intel kernels apply alpha there; 1,

@@ -268,10 +268,7 @@ void gm_matmul_f16_row16(const float *a, const float *B, int ldb, const float *b
     const float *b = B + (size_t)j * ldb;
     float c[16] = {0};
     for (int k = 0; k < K; k++) c[k % 16] = c[k % 16] + a[k] * b[k];
-    float t[8], u[4];
-    for (int l = 0; l < 8; l++) t[l] = c[l] + c[l + 8];
-    for (int l = 0; l < 4; l++) u[l] = t[l] + t[l + 4];
-    const float r = alpha * ((u[0] + u[1]) + (u[2] + u[3]));
+    const float r = alpha * onednn_fold16(c);
     C[j] = bias ? bias[j] + r : r;
   }
 }
