@@ -179,8 +179,7 @@ static int matmul_as(const gm_op_ctx *one, bool want_trans, const float *A, int 
 
 // torch.bmm / baddbmm(beta = 0, alpha) of one (batch, head), not rounded; A [M, K] (lda), op(B)
 // as for gm_op_matmul, v the views torch passes:
-//   - ATen's small kernel when M * N * K < 400 and small_ok (no cache: a cached step keeps
-//     gptmeg's decode invariance);
+//   - ATen's small kernel when M * N * K < 400 and small_ok (fwd_small in the forward);
 //   - f16 under a target whose oneDNN ISA is AMX: oneDNN's f16 matmul, one f32 chain over k
 //     whatever the views (gm_matmul_f16_torch's order for B transposed there); one row (a decode
 //     step) its one-row kernels: q @ k^T (B a transposed view) 16 lane chains
@@ -193,6 +192,10 @@ static int matmul_as(const gm_op_ctx *one, bool want_trans, const float *A, int 
 // Whether head_bmm takes ATen's small kernel, and whether it takes the dtype's plain torch-order
 // product (gm_op_matmul) otherwise: not f16, and not bf16 where oneDNN has no bf16 (ATen's gemm).
 static bool bmm_small(bool small_ok, int M, int N, int K) { return small_ok && (int64_t)M * N * K < 400; }
+
+// Whether torch's bmm of h's batch, slice multiply-adds per (batch, head), has at most 16^3
+// multiply-adds in all: then it stays in ATen's gemm even where oneDNN takes the dtype.
+static bool batch_small(const head_view *h, int64_t slice) { return (int64_t)h->bh * slice <= 4096; }
 
 // Whether the forward's bmm of one (batch, head), slice multiply-adds, takes ATen's small kernel as
 // torch's does: fewer than 400 multiply-adds, unless the whole batch goes to oneDNN first (f16
@@ -208,7 +211,7 @@ static bool fwd_small(const head_view *h, int64_t slice) {
   const gm_dtype dt = h->c->dtype;
   const bool onednn = ti && ((dt == GM_F16 && ti->onednn >= GM_ONEDNN_AVX512_CORE_FP16) ||
                              (dt == GM_BF16 && ti->onednn >= GM_ONEDNN_AVX512_CORE));
-  return !(onednn && (int64_t)h->bh * slice > 4096);
+  return !onednn || batch_small(h, slice);
 }
 static bool bmm_plain(const gm_op_ctx *one) {
   const gm_onednn_isa isa = gm_torch_target_get_info(gm_torch_target_active())->onednn;
@@ -226,10 +229,9 @@ static int head_bmm(const gm_op_ctx *one, bool small_ok, bmm_views v, const floa
     return 0;
   }
   const bool amx = one->dtype == GM_F16 && onednn_amx() && !(M == 1 && v.small_batch);
-  if (amx && M == 1 && !v.ta) { // a decode step: oneDNN's one-row kernels (check_fidelity.py --decode, Emerald Rapids)
-    if (v.tb && trans_b) gm_matmul_f16_row16(A, B, ldb, NULL, alpha, Cm, N, K); // q @ k^T: 16 lane chains
-    else if (!v.tb && !trans_b) gm_matmul_f16_onednn(A, lda, false, B, ldb, false, NULL, alpha, Cm, ldc, 1, N, K, 1);
-    else return matmul_as(one, true, A, lda, B, ldb, trans_b, alpha, Cm, ldc, M, N, K); // (not met: the chain below)
+  if (amx && M == 1 && !v.ta && v.tb == trans_b) { // a decode step: oneDNN's one-row kernels (check_fidelity.py --decode)
+    if (trans_b) gm_matmul_f16_row16(A, B, ldb, NULL, alpha, Cm, N, K); // q @ k^T: 16 lane chains
+    else gm_matmul_f16_onednn(A, lda, false, B, ldb, false, NULL, alpha, Cm, ldc, 1, N, K, 1); // P @ v: one chain
     return 0;
   }
   if (!amx && v.ta && !v.tb) {
@@ -309,7 +311,7 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
       return 0;
     }
   }
-  const bmm_views v = {false, true, (int64_t)h->bh * T * len * hd <= 4096}; // k^T: a view of the cache's k
+  const bmm_views v = {false, true, batch_small(h, (int64_t)T * len * hd)}; // k^T: a view of the cache's k
   int rc = 0;
   for (int i0 = 0; i0 < T && !rc; i0 += rb) {
     int i1 = T - i0 < rb ? T : i0 + rb;
@@ -398,9 +400,9 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
     int b = bh / H, hh = bh % H;
     const float *P = probs + bh * per_head, *V = vl + (size_t)bh * a->max_t * hd;
     float *O = out + (size_t)b * T * D + hh * hd;
-    failed |= head_bmm(&one, fwd_small(&hv, (int64_t)T * len * hd),
-                       (bmm_views){false, false, (int64_t)B * H * T * len * hd <= 4096}, P, len, V, hd, false, 1.0f, O,
-                       D, T, hd, len) != 0;
+    const int64_t slice = (int64_t)T * len * hd;
+    failed |= head_bmm(&one, fwd_small(&hv, slice), (bmm_views){false, false, batch_small(&hv, slice)}, P, len, V, hd,
+                       false, 1.0f, O, D, T, hd, len) != 0;
   }
   if (failed) return gm_fail("attention: out of memory");
   gm_op_round(c, out, N * D);
