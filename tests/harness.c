@@ -208,3 +208,14 @@ int test_intel_targets(bool with_avx2, int (*check)(int target)) {
   for (size_t i = 0; i < sizeof tt / sizeof tt[0] - (with_avx2 ? 0 : 1); i++) files += check(tt[i]);
   return files;
 }
+
+int test_open_target_st(int target, const char *rel, void *st, char *file, size_t n) {
+  snprintf(file, n, "%s/tests/golden/targets/%s/%s", GPTMEG_SOURCE_DIR, gm_torch_target_name((gm_torch_target)target), rel);
+  if (gm_st_open((gm_safetensors *)st, file)) return 0;
+  printf("%s (under %s)\n", file, gm_torch_target_name((gm_torch_target)target));
+  gm_torch_target_set((gm_torch_target)target);
+  return 1;
+}
+
+const test_path TEST_PATHS[TEST_N_PATHS] = {
+    {"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};

@@ -64,6 +64,17 @@ void test_formula_b(float *x, int m, int n);
 // intel-avx512-fp16, intel-avx512-bf16, intel-avx512), then avx2 when with_avx2; the sum of what
 // they return (1 where the target's golden file exists, 0 where not).
 int test_intel_targets(bool with_avx2, int (*check)(int target));
+// Opens tests/golden/targets/<target>/<rel> into *st (a gm_safetensors), its path in file[n]; when it
+// is there, prints it and makes target the active torch CPU target. 1 when opened, 0 when absent.
+int test_open_target_st(int target, const char *rel, void *st, char *file, size_t n);
+// The work paths the f32 matmul golden tests run each product on: 1 and 2 threads as the CPU
+// allows, the AVX2 cap on 2, the scalar cap on 1 (simd: the GPTMEG_SIMD cap, NULL for none).
+typedef struct {
+  const char *name, *simd;
+  int threads;
+} test_path;
+enum { TEST_N_PATHS = 4 };
+extern const test_path TEST_PATHS[TEST_N_PATHS];
 // The golden file at tests/golden/<rel> as torch made it on target t: tests/golden/targets/<t>/<rel>
 // where the target's bits differ from zen4's, else tests/golden/<rel> (zen4's). Into buf.
 const char *test_golden_for(int target, const char *rel, char *buf, size_t n);

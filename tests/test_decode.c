@@ -82,16 +82,11 @@ static void check_case(const char *file, gm_safetensors *st, const char *profile
   gm_gpt2_free(&m);
 }
 
-// Every case of one golden file under target tt; 0 when the file is absent.
+// Every case of one golden file under target; 0 when the file is absent.
 static int check_file(int target) {
-  const gm_torch_target tt = (gm_torch_target)target;
   char file[1024];
-  snprintf(file, sizeof file, "%s/tests/golden/targets/%s/decode/decode.safetensors", GPTMEG_SOURCE_DIR,
-           gm_torch_target_name(tt));
   gm_safetensors st;
-  if (gm_st_open(&st, file)) return 0;
-  printf("%s (under %s)\n", file, gm_torch_target_name(tt));
-  gm_torch_target_set(tt);
+  if (!test_open_target_st(target, "decode/decode.safetensors", &st, file, sizeof file)) return 0;
   int64_t p0 = 0, p1 = 0;
   float *pf = test_st_f32(&st, "prompt", &p0, &p1);
   CHECK(pf && p0 == 1 && p1 == PROMPT, "%s: prompt missing or not 1 x %d", file, PROMPT);
@@ -102,7 +97,7 @@ static int check_file(int target) {
     check_case(file, &st, CASES[c].profile, CASES[c].dt, prompt, PROMPT, STEPS, &k);
     if (CASES[c].short_too) check_case(file, &st, CASES[c].profile, CASES[c].dt, prompt, SHORT_PROMPT, SHORT_STEPS, &k);
   }
-  if (k.rows && pf && p1 == PROMPT && tt != GM_TT_AVX2) check_case(file, &st, "hf", GM_F32, prompt, 3, 12, &k);
+  if (k.rows && pf && p1 == PROMPT && target != GM_TT_AVX2) check_case(file, &st, "hf", GM_F32, prompt, 3, 12, &k);
   free(pf);
   free(k.rows);
   gm_st_close(&st);

@@ -50,12 +50,6 @@ static const product PRODUCTS[] = {
 };
 enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
 
-typedef struct {
-  const char *name, *simd;
-  int threads;
-} path;
-static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
-
 int main(void) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s/tests/golden/targets/avx2/matmul_avx2/packed.safetensors", GPTMEG_SOURCE_DIR);
@@ -73,7 +67,7 @@ int main(void) {
   if (!A || !B || !Bt || !C || !bias) return test_done("test_matmul_avx2_packed");
   test_formula_a(A, MA, KA);
   test_formula_b(B, KA, NB);
-  const int n_paths = test_quick() ? 2 : (int)(sizeof PATHS / sizeof PATHS[0]);
+  const int n_paths = test_quick() ? 2 : TEST_N_PATHS;
   int runs = 0;
   for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
     const product *p = &PRODUCTS[q];
@@ -100,16 +94,16 @@ int main(void) {
     CHECK(packed == p->packed, "%s %d x %d x %d: gptmeg %s the big-product kernels on 1 thread", op, M, K, N,
           packed ? "takes" : "does not take");
     for (int pa = 0; pa < n_paths; pa++) {
-      if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
+      if (TEST_PATHS[pa].simd) test_set_simd(TEST_PATHS[pa].simd);
       memset(C, 0xff, sizeof(float) * (size_t)M * N);
       const int tt = p->tt;
       if (p->trans_a)
-        CHECK(gm_matmul_f32_torch_mt(Bt, M, true, B, NB, false, NULL, 1.0f, C, N, M, N, K, PATHS[pa].threads, tt) == 0,
+        CHECK(gm_matmul_f32_torch_mt(Bt, M, true, B, NB, false, NULL, 1.0f, C, N, M, N, K, TEST_PATHS[pa].threads, tt) == 0,
               "mm_ta %d x %d x %d: out of memory", M, K, N);
-      else gm_matmul_f32_torch_mt(A, KA, false, Bp, ldb, p->trans, bias, 1.0f, C, N, M, N, K, PATHS[pa].threads, tt);
+      else gm_matmul_f32_torch_mt(A, KA, false, Bp, ldb, p->trans, bias, 1.0f, C, N, M, N, K, TEST_PATHS[pa].threads, tt);
       int bad = test_count_diff_cols(C, N, 0, rf, FIRST, M) + test_count_diff_cols(C, N, N - LAST, rl, LAST, M);
       CHECK(bad == 0, "%s %d x %d x %d, %s: %d of %d outputs differ from torch", op, M, K,
-            N, PATHS[pa].name, bad, M * (FIRST + LAST));
+            N, TEST_PATHS[pa].name, bad, M * (FIRST + LAST));
       test_set_simd(NULL);
     }
     printf("  %-6s %3d x %4d x %4d, torch on %d thread(s) (on 1: the %s)\n", op, M, K, N, p->tt,

@@ -49,23 +49,11 @@ static const product PRODUCTS[] = {
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { MA = 385, KA = 4096, NB = 1536, COLS = 32 };
 
-typedef struct {
-  const char *name, *simd; // GPTMEG_SIMD cap, NULL for none
-  int threads;
-} path;
-static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
-
-// Every check above on one golden file, under target tt; 0 when the file is absent.
+// Every check above on one golden file, under target; 0 when the file is absent.
 static int check_file(int target) {
-  const gm_torch_target tt = (gm_torch_target)target;
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s/tests/golden/targets/%s/matmul_mt/f32_kparts.safetensors", GPTMEG_SOURCE_DIR,
-           gm_torch_target_name(tt));
-  const char *file = buf;
+  char file[1024];
   gm_safetensors st;
-  if (gm_st_open(&st, file)) return 0;
-  printf("%s (under %s)\n", file, gm_torch_target_name(tt));
-  gm_torch_target_set(tt);
+  if (!test_open_target_st(target, "matmul_mt/f32_kparts.safetensors", &st, file, sizeof file)) return 0;
   gm_profile prof;
   CHECK(gm_profile_get("hf", GM_F32, &prof) == 0, "profile hf f32: %s", gm_errmsg());
   // the generator's formulas, float32 correctly rounded
@@ -81,7 +69,7 @@ static int check_file(int target) {
   }
   test_formula_a(A, MA, KA);
   test_formula_b(B, KA, NB);
-  const int n_paths = test_quick() ? 2 : (int)(sizeof PATHS / sizeof PATHS[0]);
+  const int n_paths = test_quick() ? 2 : TEST_N_PATHS;
   int runs = 0, cut = 0;
   for (size_t q = 0; q < sizeof PRODUCTS / sizeof PRODUCTS[0]; q++) {
     const product *p = &PRODUCTS[q];
@@ -108,12 +96,12 @@ static int check_file(int target) {
       cut += differs;
       // the avx2 and scalar paths on the products of up to 72 rows (the row-limit products are 20x larger)
       for (int pa = 0; pa < (M > 72 && n_paths > 2 ? 2 : n_paths); pa++) {
-        if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
+        if (TEST_PATHS[pa].simd) test_set_simd(TEST_PATHS[pa].simd);
         memset(C, 0xff, sizeof(float) * (size_t)M * N);
-        int rc = gm_matmul_f32_torch_mt(A_K, KA, false, Bp, ldb, trans, bp, 1.0f, C, N, M, N, K, PATHS[pa].threads, t);
+        int rc = gm_matmul_f32_torch_mt(A_K, KA, false, Bp, ldb, trans, bp, 1.0f, C, N, M, N, K, TEST_PATHS[pa].threads, t);
         int bad = test_count_diff_cols(C, N, 0, ref, COLS, M);
         CHECK(rc == 0 && bad == 0, "%s %d x %d x %d, torch on %d threads, %s: %d of %d outputs differ from torch",
-              OP_NAMES[p->op], M, K, N, t, PATHS[pa].name, bad, M * COLS);
+              OP_NAMES[p->op], M, K, N, t, TEST_PATHS[pa].name, bad, M * COLS);
         test_set_simd(NULL);
       }
       gm_op_ctx c; // the op layer at c->threads = t

@@ -92,22 +92,11 @@ static int check_bf16_probe(const char *file, const char *name, op_kind op, int 
   return bad;
 }
 
-typedef struct {
-  const char *name, *simd; // GPTMEG_SIMD cap, NULL for none
-  int threads;
-} path;
-static const path PATHS[] = {{"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
-
-// Every check above on one golden file, under target tt; 0 when the file is absent.
+// Every check above on one golden file, under target; 0 when the file is absent.
 static int check_file(int target) {
-  const gm_torch_target tt = (gm_torch_target)target;
   char file[1024];
-  snprintf(file, sizeof file, "%s/tests/golden/targets/%s/matmul_onerow/f32_onerow.safetensors", GPTMEG_SOURCE_DIR,
-           gm_torch_target_name(tt));
   gm_safetensors st;
-  if (gm_st_open(&st, file)) return 0;
-  printf("%s (under %s)\n", file, gm_torch_target_name(tt));
-  gm_torch_target_set(tt);
+  if (!test_open_target_st(target, "matmul_onerow/f32_onerow.safetensors", &st, file, sizeof file)) return 0;
   gm_profile prof;
   CHECK(gm_profile_get("hf", GM_F32, &prof) == 0, "profile hf f32: %s", gm_errmsg());
   float *a = malloc(sizeof(float) * KA), *B = malloc(sizeof(float) * KA * NB), *C = malloc(sizeof(float) * NB);
@@ -152,13 +141,13 @@ static int check_file(int target) {
       if (t == 1) ref1 = ref;
       const bool differs = ref1 && ref1 != ref && test_count_diff(ref, ref1, (size_t)N) > 0;
       cut += differs;
-      for (size_t pa = 0; pa < sizeof PATHS / sizeof PATHS[0]; pa++) {
-        if (PATHS[pa].simd) test_set_simd(PATHS[pa].simd);
+      for (size_t pa = 0; pa < TEST_N_PATHS; pa++) {
+        if (TEST_PATHS[pa].simd) test_set_simd(TEST_PATHS[pa].simd);
         memset(C, 0xff, sizeof(float) * (size_t)N);
-        int rc = gm_matmul_f32_torch_mt(a, K, false, Bp, ldb, trans, bp, p->alpha, C, N, 1, N, K, PATHS[pa].threads, t);
+        int rc = gm_matmul_f32_torch_mt(a, K, false, Bp, ldb, trans, bp, p->alpha, C, N, 1, N, K, TEST_PATHS[pa].threads, t);
         int bad = test_count_diff(C, ref, (size_t)N);
         CHECK(rc == 0 && bad == 0, "%s 1 x %d x %d alpha %g, torch on %d threads, %s: %d of %d outputs differ from torch",
-              OP_NAMES[p->op], K, N, (double)p->alpha, t, PATHS[pa].name, bad, N);
+              OP_NAMES[p->op], K, N, (double)p->alpha, t, TEST_PATHS[pa].name, bad, N);
         test_set_simd(NULL);
       }
       gm_op_ctx c; // the op layer at c->threads = t
