@@ -124,16 +124,17 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // thread count cuts K of a tall-K product into parts (gm_f32_torch_kparts; 1: no cut): on 2 threads
 // in two for K > 768, K >= 8 M, N >= 16, M N K > 192000 (tools/ref/probe_f32_mt.py: 2 x 1000 x 96
 // runs one thread, 2 x 1001 x 96 splits), not its dot or one-row kernels (found with
-// tools/ref/probe_linear_bwd.py; one row against B as stored has its own cut, below); on 4, 6, ... threads, where also N >= 768 and M >= 17 (B as
-// stored) or M >= 65 (B^T) and M <= 384 on 4 threads (1536 on 6 and 8, 1024 on more), into the
-// largest divisor of the thread count that is at most
+// tools/ref/probe_linear_bwd.py; one row against B as stored has its own cut, below); on 4, 6, ...
+// threads, where also N >= 256, M >= 17 (B as stored) or M >= 65 (B^T), min(M, N) <= K / 8 (and <= 384 on 4 threads, 768 on 8),
+// and, when neither K nor N is a multiple of 256, M > 28 t or K, N >= 378 t, into the largest
+// divisor of the thread count (of half of it from N = 2048 on 8 or more threads) that is at most
 // ceil(K / 384) (probe_f32_mt.py --kparts, 4..16 threads). Part p is K / P long, one longer for the
 // first K % P; each is summed alone (GM_F32_BLOCKS_INTEL_SPLIT: a part below 768 in two halves, the
 // first ceil(len / 2) long, else blocks of 384 then the rest; one FMA chain from zero per block,
 // blocks added in order), the first onto the bias, the others added in order, then
 // C = first + rest. With alpha != 1 (not measured), on other targets, on odd thread counts (torch
 // gave the 1-thread bits on 3, 5, ... 15 threads where these rules cut), or outside the measured
-// region (N < 768 or fewer rows on 4 or more threads: torch runs the 1-thread order or others
+// region (fewer rows or columns on 4 or more threads: torch runs the 1-thread order or others
 // there) it is gm_matmul_f32_torch. 0, or -1 when op(A)'s copy (trans_a) cannot be allocated
 // (without trans_a it cannot fail: without memory for the parts' scratch the split runs element by
 // element).

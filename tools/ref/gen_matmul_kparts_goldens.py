@@ -7,12 +7,14 @@ divisor of the thread count at most ceil(K / 384), balanced: the first K % P par
 sums each alone and adds them (gm_f32_torch_kparts; tools/ref/probe_f32_mt.py --kparts). Each
 product here is run by torch.set_num_threads(t) for several t: the GPT-2 MLP c_proj's shape
 (K 3072, N 768) at 1..16 threads, the row thresholds (B as stored from 17 rows, B^T from 65; on 4
-threads up to 384 rows), K
-at the edges of ceil(K / 384) (2303, 3071) and a K whose parts are not divisors of the thread
-count's (1153 on 6 and 12 threads). The operands are formulas the test rebuilds (A[i, k] =
-((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64 in float32, both
-correctly rounded in any IEEE implementation; the bias random and stored); only the outputs' first
-32 columns are stored (an output's bits depend on its row, its column and K only).
+threads up to 384 rows), K at the edges of ceil(K / 384) (2303, 3071) and a K whose parts are not
+divisors of the thread count's (1153 on 6 and 12 threads); and the rules measured beyond GPT-2
+124M's shapes: GPT-2 medium's c_attn at 32 tokens (N 3072), the columns' share from N 2048 on 8
+or more threads, sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t), and the smaller
+of M and N against K / 8 and 384 (4 threads) or 768 (8). The operands are formulas the test
+rebuilds (A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64
+in float32, both correctly rounded in any IEEE implementation; the bias random and stored); only
+the outputs' first 32 columns are stored.
 Runs where torch's f32 sgemm is MKL's Intel AVX-512 kernel, natively (an Intel CPU with AVX-512,
 none of ONEDNN_MAX_CPU_ISA / ATEN_CPU_CAPABILITY / MKL_ENABLE_INSTRUCTIONS / MKL_CBWR set, which
 would make this an imitation run of make_goldens.py), and writes
@@ -33,7 +35,7 @@ from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
 MKL_INTEL_AVX512 = ("intel-amx", "intel-avx512-fp16", "intel-avx512-bf16", "intel-avx512")
 CAPS = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR")
-MA, KA, NB = 385, 4096, 1536  # the largest A and B; products read A[:M, :K] and B[:K, :N]
+NB = 4096  # the bias: as long as the widest product
 COLS = 32  # columns stored per output
 # (op, M, K, N, thread counts): addmm(bias, A, B), mm(A, B), linear_b = F.linear(A, B^T contiguous, bias)
 PRODUCTS = [
@@ -48,6 +50,21 @@ PRODUCTS = [
     ("mm", 24, 1153, 1536, [1, 4, 6, 12]),
     ("addmm", 384, 4096, 768, [1, 4]),
     ("addmm", 385, 4096, 768, [1, 4, 6]),
+    ("addmm", 32, 1024, 3072, [1, 4, 6, 8, 12]),
+    ("addmm", 32, 4096, 2048, [1, 8, 10, 16]),
+    ("addmm", 32, 4096, 2047, [1, 8]),
+    ("addmm", 113, 1600, 1000, [1, 4, 6]),
+    ("addmm", 112, 1600, 1000, [1, 4]),
+    ("addmm", 64, 3200, 2268, [1, 6]),
+    ("addmm", 64, 3200, 2267, [1, 6]),
+    ("addmm", 64, 1600, 1792, [1, 6, 8]),
+    ("addmm", 256, 1024, 1024, [1, 4]),
+    ("addmm", 1100, 8192, 256, [1, 4, 8]),
+    ("addmm", 700, 8192, 384, [1, 4]),
+    ("addmm", 700, 8192, 385, [1, 4, 8]),
+    ("addmm", 900, 8192, 768, [1, 8]),
+    ("addmm", 900, 8192, 769, [1, 8]),
+    ("linear_b", 128, 1024, 4096, [1, 4, 8]),
 ]
 
 
@@ -69,11 +86,10 @@ def main():
         print(f"gen_matmul_kparts_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel "
               "CPU with AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + ")")
         return
-    a_all, b_all = torch.from_numpy(formula_a(MA, KA)), torch.from_numpy(formula_b(KA, NB))
     bias_all = 0.1 * torch.randn(NB, generator=torch.Generator().manual_seed(23))
     t = {"bias": bias_all}
     for pi, (op, m, k, n, threads) in enumerate(PRODUCTS):
-        a, b, bias = a_all[:m, :k].contiguous(), b_all[:k, :n].contiguous(), bias_all[:n]
+        a, b, bias = torch.from_numpy(formula_a(m, k)), torch.from_numpy(formula_b(k, n)), bias_all[:n]
         outs = {}
         for th in threads:
             torch.set_num_threads(th)

@@ -20,6 +20,7 @@ the one-row linear splits its columns on 2 threads (matmul_torch_f32.c's GEMV_SP
 --kparts MxKxN[t] ... [--threads 2 4 ...] prints, per shape and thread count, the K cut torch runs
 (1: its 1-thread bits; P: K in P balanced parts, gm_f32_torch_kparts's order; ?: neither), and with
 --gm whether gptmeg's result equals torch's.
+--kscan DIM LO HI MxKxN[t] bisects one dimension for the edge of the cut on each of --threads.
 --kgrid K ... prints, per K, a grid over M and N of what torch.mm on 2 threads runs: '.' its
 1-thread bits, 'K' the K split (a numpy emulation of gm_f32_torch_kparts's order on 2 x 12 outputs),
 '?' neither.
@@ -126,6 +127,9 @@ def main():
     ap.add_argument("--kgrid", type=int, nargs="+", help="K values: grid of 2-thread orders over M and N")
     ap.add_argument("--kparts", nargs="+", help="MxKxN[t] shapes: the K cut torch runs on each of --threads")
     ap.add_argument("--threads", type=int, nargs="+", default=[2, 3, 4, 6, 8, 12, 16])
+    ap.add_argument("--kscan", nargs=4, metavar=("DIM", "LO", "HI", "MxKxN[t]"),
+                    help="bisect DIM (M, K or N) of the shape between LO and HI for the edge where "
+                         "torch's bits on each --threads stop or start equalling its 1-thread bits")
     args = ap.parse_args()
     GM.update(probe=args.gm, target=args.target)
     print(f"torch {torch.__version__}; share of outputs differing between 1 and 2 threads; split models")
@@ -135,6 +139,8 @@ def main():
         return kgrid(args.kgrid)
     if args.kparts:
         return kparts(args.kparts, args.threads)
+    if args.kscan:
+        return kscan(*args.kscan, args.threads)
     for sh in args.shapes:
         trans, wb = "t" in sh, "b" in sh
         M, K, N = map(int, sh.rstrip("tb").split("x"))
@@ -286,6 +292,40 @@ def kparts(shapes, threads):
                 hit += "=" if (gm_run(a, b.T.contiguous() if trans else b, bias, trans, t) == ct).all() else "!"
             row.append(f"{t}:{hit}")
         print(f"  {sh:>14}  " + " ".join(row), flush=True)
+    return 0
+
+
+def kscan(dim, lo, hi, shape, threads):
+    """Per thread count t, bisects dimension dim of shape (the others fixed) between lo and hi for
+    the edge where torch.addmm on t threads starts or stops giving its 1-thread bits (assumes one
+    edge between them; inputs seeded per shape). K or N a multiple of 256 cuts where its neighbours
+    may not (gm_f32_torch_kparts): a range across one can mislead the bisection."""
+    trans = shape.endswith("t")
+    base = dict(zip("MKN", map(int, shape.rstrip("t").split("x"))))
+
+    def cut(v, t):
+        d = dict(base, **{dim: v})
+        M, K, N = d["M"], d["K"], d["N"]
+        g = torch.Generator().manual_seed(M * 7 + K * 3 + N)
+        a = torch.randn(M, K, generator=g)
+        b = (torch.randn(N, K, generator=g).T if trans else torch.randn(K, N, generator=g)) / K ** 0.5
+        bias = torch.randn(N, generator=g)
+        c1 = run(lambda: torch.addmm(bias, a, b), 1)
+        return not torch.equal(c1, run(lambda: torch.addmm(bias, a, b), t))
+
+    lo, hi = int(lo), int(hi)
+    for t in threads:
+        x, y = lo, hi
+        cx, cy = cut(x, t), cut(y, t)
+        if cx == cy:
+            print(f"  {shape} {dim} {x}..{y}, {t} threads: {'cut' if cx else '1-thread bits'} at both ends", flush=True)
+            continue
+        while y - x > 1:
+            mid = (x + y) // 2
+            if cut(mid, t) == cx: x = mid
+            else: y = mid
+        print(f"  {shape} {dim}, {t} threads: {'cut' if cx else '1-thread bits'} to {dim} {x}, "
+              f"{'1-thread bits' if cx else 'cut'} from {y}", flush=True)
     return 0
 
 

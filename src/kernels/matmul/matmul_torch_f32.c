@@ -619,7 +619,7 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
   matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, order_for(M, N, K, trans_b, alpha));
 }
 
-// The largest divisor of an even thread count t that is at most MKL's number of K blocks of 384
+// The largest divisor of a thread count t that is at most MKL's number of K blocks of 384
 // (ceil(K / 384)): the K parts MKL's Intel AVX-512 sgemm runs on t threads where it cuts K.
 static int kparts_for(int t, int K) {
   int blocks = (K + 383) / 384, p = 1;
@@ -636,24 +636,31 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // 256..50257, N 1..8016; --avx2 on 2 threads).
   if ((mkl == GM_MKL_SGEMM_INTEL_AVX512 || mkl == GM_MKL_SGEMM_INTEL_AVX2) && M == 1 && !trans_b && t >= 2)
     return K >= 128 * t && N < 501 * t && !(N >= 41 && N <= 69 && K < 1000) ? t : 1;
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || t % 2 || K <= 768 || N < 16 || K < 8 * M) return 1;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || t % 2 || K <= 768 || N < 16) return 1;
   if ((int64_t)M * N * K <= 192000) return 1; // below this MKL runs one thread (measured: 192000 one, 192192 two)
   // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
   // measured for M = 2..16 at K = 800..3072, both edges at M = 2 and 8; up to 56 rows at some K: not modelled)
   if (!trans_b && M <= 16 && N >= 379 && N <= 755) return 1;
   gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
   if (b == GM_F32_BLOCKS_INTEL_DOT16 || b == GM_F32_BLOCKS_INTEL_GEMV) return 1;
-  if (t == 2) return 2;
-  // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts): with
-  // 768 <= N <= 1536, from 17 rows (B as stored) or 65 (B^T) MKL cuts K into kparts_for parts;
-  // below those rows it runs the 1-thread order (measured at K 3072), and on 4 threads from 385
-  // rows too (K 4096..50257); on 6 and 8 threads it still cuts at 1536 rows (K 16384: at 2048 rows
-  // 8 threads cut 4 parts), on 10..16 at 1024 (the most measured). Below 768 columns it does
-  // either or neither, at N 2304 it cuts fewer parts on 8 and 12 threads, and beyond the rows
-  // measured it is not known (not modelled: the 1-thread order runs there).
-  if (N < 768 || N > 1536 || M <= (trans_b ? 64 : 16)) return 1;
-  if (M > (t == 4 ? 384 : t <= 8 ? 1536 : 1024)) return 1;
-  return kparts_for(t, K);
+  if (t == 2) return K < 8 * M ? 1 : 2;
+  // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts; the edges with
+  // its --kscan), B as stored from 17 rows, B^T from 65, N >= 256:
+  //   - size: the smaller of M and N at most K / 8, and at most 384 on 4 threads, 768 on 8 (edges
+  //     exact at K 1024..16384, N 256..2048). On 6, 10..16 threads MKL also cuts beyond that in
+  //     places (6 threads at M 1536, N 1024, K 8192), and where K / 8 < M <= 191 it cuts otherwise
+  //     (K 1024, 1280): not modelled; on 16 threads it stops at M 4096 (N 1024, K 8192);
+  //   - when neither K nor N is a multiple of 256 MKL cuts only where M > 28 t, or where K >= 378 t
+  //     and N >= 378 t (edges exact on 4, 6, 8, 12 and 16 threads);
+  //   - parts: kparts_for(t, K), but from N = 2048 on 8 or more threads kparts_for(t / 2, K) (MKL
+  //     gives the columns two threads' share; exact at N 2047 / 2048).
+  // Below 256 columns it does either or neither (64 x 1024 x 16 cuts on 8 threads, not on 4).
+  if (N < 256 || M <= (trans_b ? 64 : 16)) return 1;
+  const int small = M < N ? M : N;
+  if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
+  const bool aligned = K % 256 == 0 || N % 256 == 0;
+  if (!aligned && M <= 28 * t && (K < 378 * t || N < 378 * t)) return 1;
+  return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K);
 }
 
 // MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
