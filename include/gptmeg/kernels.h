@@ -139,6 +139,12 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // (without trans_a it cannot fail: without memory for the parts' scratch the split runs element by
 // element).
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+// Whether torch on torch_threads threads runs MKL's packed kernel's order (GM_F32_BLOCKS_INTEL_384)
+// where one thread runs GM_F32_BLOCKS_INTEL_HALVES: under MKL's Intel AVX-512 sgemm on 2 or more
+// threads, B as stored, K 769..1535 with K < 8 M (no K cut) and M < 192, N >= 384, where MKL shares
+// the product out (any size a multiple of 256 in K or N; else M > 28 t, or K and N >= 378 t). One
+// thread packs only from 192 rows; the product's bits are then its rows' bits padded past 192.
+bool gm_f32_torch_packs(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 // The K split holds with a bias too (alpha = 1; tools/ref/probe_f32_mt.py: GPT-2's MLP c_proj, addmm
 // 3072 -> 768, M 2..384): C = (bias + first part) + rest, the first part's blocks added onto
 // the bias; one row with B as stored (GM_F32_BLOCKS_INTEL_ROW8) cuts K into torch_threads parts

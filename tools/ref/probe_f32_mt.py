@@ -20,6 +20,8 @@ the one-row linear splits its columns on 2 threads (matmul_torch_f32.c's GEMV_SP
 --kparts MxKxN[t] ... [--threads 2 4 ...] prints, per shape and thread count, the K cut torch runs
 (1: its 1-thread bits; P: K in P balanced parts, gm_f32_torch_kparts's order; ?: neither), and with
 --gm whether gptmeg's result equals torch's.
+--packed MxKxN ... tells, per --threads, whether torch ran its packed kernel's order (the bits of
+the rows padded past 192 at one thread).
 --kscan DIM LO HI MxKxN[t] bisects one dimension for the edge of the cut on each of --threads.
 --kgrid K ... prints, per K, a grid over M and N of what torch.mm on 2 threads runs: '.' its
 1-thread bits, 'K' the K split (a numpy emulation of gm_f32_torch_kparts's order on 2 x 12 outputs),
@@ -130,6 +132,9 @@ def main():
     ap.add_argument("--kscan", nargs=4, metavar=("DIM", "LO", "HI", "MxKxN[t]"),
                     help="bisect DIM (M, K or N) of the shape between LO and HI for the edge where "
                          "torch's bits on each --threads stop or start equalling its 1-thread bits")
+    ap.add_argument("--packed", nargs="+", metavar="MxKxN",
+                    help="per shape and --threads: whether torch's bits are its 1-thread packed kernel's "
+                         "(the rows padded to M + 256 rows at one thread) or its plain 1-thread bits")
     args = ap.parse_args()
     GM.update(probe=args.gm, target=args.target)
     print(f"torch {torch.__version__}; share of outputs differing between 1 and 2 threads; split models")
@@ -141,6 +146,8 @@ def main():
         return kparts(args.kparts, args.threads)
     if args.kscan:
         return kscan(*args.kscan, args.threads)
+    if args.packed:
+        return packed(args.packed, args.threads)
     for sh in args.shapes:
         trans, wb = "t" in sh, "b" in sh
         M, K, N = map(int, sh.rstrip("tb").split("x"))
@@ -326,6 +333,27 @@ def kscan(dim, lo, hi, shape, threads):
             else: y = mid
         print(f"  {shape} {dim}, {t} threads: {'cut' if cx else '1-thread bits'} to {dim} {x}, "
               f"{'1-thread bits' if cx else 'cut'} from {y}", flush=True)
+    return 0
+
+
+def packed(shapes, threads):
+    """Per shape MxKxN (B as stored) and thread count: 'P' torch's bits are those of its packed
+    kernel (the rows padded with 256 zero rows, at one thread: one thread packs from 192 rows), '1'
+    its 1-thread bits, 'B' both, '?' neither."""
+    for sh in shapes:
+        M, K, N = map(int, sh.split("x"))
+        g = torch.Generator().manual_seed(M * 7 + K * 3 + N)
+        a = torch.randn(M, K, generator=g)
+        b = torch.randn(K, N, generator=g) / K ** 0.5
+        bias = torch.randn(N, generator=g)
+        c1 = run(lambda: torch.addmm(bias, a, b), 1)
+        cp = run(lambda: torch.addmm(bias, torch.cat([a, torch.zeros(256, K)]), b), 1)[:M]
+        row = []
+        for t in threads:
+            ct = run(lambda: torch.addmm(bias, a, b), t)
+            p, o = torch.equal(cp, ct), torch.equal(c1, ct)
+            row.append(f"{t}:{'B' if p and o else 'P' if p else '1' if o else '?'}")
+        print(f"  {sh:>14}  " + " ".join(row), flush=True)
     return 0
 
 

@@ -628,6 +628,14 @@ static int kparts_for(int t, int K) {
   return p;
 }
 
+// Whether MKL's Intel AVX-512 sgemm shares a product of K > 768 out to t threads at all when
+// neither K nor N is a multiple of 256: only where M > 28 t, or K >= 378 t and N >= 378 t (edges
+// exact on 4, 6, 8, 12 and 16 threads, tools/ref/probe_f32_mt.py --kscan); otherwise it runs the
+// 1-thread order. Any such product is shared out when K or N is a multiple of 256.
+static bool intel_shares(int M, int N, int K, int t) {
+  return K % 256 == 0 || N % 256 == 0 || M > 28 * t || (K >= 378 * t && N >= 378 * t);
+}
+
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
   // One row with B as stored (GM_F32_BLOCKS_INTEL_ROW8, and MKL's AVX2 one-row kernel alike), any
@@ -650,17 +658,23 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   //     exact at K 1024..16384, N 256..2048). On 6, 10..16 threads MKL also cuts beyond that in
   //     places (6 threads at M 1536, N 1024, K 8192), and where K / 8 < M <= 191 it cuts otherwise
   //     (K 1024, 1280): not modelled; on 16 threads it stops at M 4096 (N 1024, K 8192);
-  //   - when neither K nor N is a multiple of 256 MKL cuts only where M > 28 t, or where K >= 378 t
-  //     and N >= 378 t (edges exact on 4, 6, 8, 12 and 16 threads);
+  //   - where MKL shares the product out at all (intel_shares);
   //   - parts: kparts_for(t, K), but from N = 2048 on 8 or more threads kparts_for(t / 2, K) (MKL
   //     gives the columns two threads' share; exact at N 2047 / 2048).
   // Below 256 columns it does either or neither (64 x 1024 x 16 cuts on 8 threads, not on 4).
   if (N < 256 || M <= (trans_b ? 64 : 16)) return 1;
   const int small = M < N ? M : N;
   if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
-  const bool aligned = K % 256 == 0 || N % 256 == 0;
-  if (!aligned && M <= 28 * t && (K < 378 * t || N < 378 * t)) return 1;
+  if (!intel_shares(M, N, K, t)) return 1;
   return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K);
+}
+
+bool gm_f32_torch_packs(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
+  // measured on 2..16 threads for N >= 384 at K 1024..1300 (tools/ref/probe_f32_mt.py --packed);
+  // below 384 columns it varies
+  return mkl == GM_MKL_SGEMM_INTEL_AVX512 && torch_threads >= 2 && !trans_b && K > 768 && K < 8 * M && M < 192 &&
+         N >= 384 && gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads) == 1 &&
+         intel_shares(M, N, K, torch_threads);
 }
 
 // MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
@@ -836,6 +850,9 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
+  if (!trans_a && o.blocks == GM_F32_BLOCKS_INTEL_HALVES && kp == 1 &&
+      gm_f32_torch_packs(mkl, M, N, K, trans_b, torch_threads))
+    o.blocks = GM_F32_BLOCKS_INTEL_384;
   // MKL's AVX2 sgemm on 2 threads, where measured: K >= 767 and N >= 766, or K >= 767, N >= 384 and
   // M >= 64 (M 2..128, N 384..50257, K 767..3072; B^T too): the big-product kernels on each half of
   // the columns, [0, floor(N / 2)) and the rest, each with its own leftover panels. Elsewhere it
