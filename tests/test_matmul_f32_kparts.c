@@ -13,8 +13,9 @@
 //   - the row limits hold (17 rows B as stored, 65 B^T, at most 384 on 4 threads), and the rules
 //     measured beyond GPT-2 124M (GPT-2 medium's c_attn, N >= 2048 on 8 or more threads, sizes that
 //     are no multiple of 256, min(M, N) against K / 8, 384 and 768), and the packed kernel's
-//     order below 192 rows (gm_f32_torch_packs): gm_f32_torch_kparts cuts, or the packed order
-//     runs, exactly where torch's bits leave its 1-thread bits;
+//     order below 192 rows (gm_f32_torch_packs), and B^T's unpacked order up to 64 rows
+//     (gm_f32_torch_unpacks): gm_f32_torch_kparts cuts, or the other order runs, exactly where
+//     torch's bits leave its 1-thread bits;
 //   - the goldens hold cuts into 2, 4, 5, 6, 7 and 8 parts (torch's t-thread bits differ from its
 //     1-thread bits), so a path that ignored the thread count could not pass.
 #include "harness.h"
@@ -68,6 +69,9 @@ static const product PRODUCTS[] = {
     {OP_ADDMM, 150, 1100, 1000, {1, 2, 4, 6}},
     {OP_ADDMM, 129, 1024, 3072, {1, 2, 16}},
     {OP_ADDMM, 191, 1024, 384, {1, 2, 4}},
+    {OP_LINEAR_B, 32, 1024, 4096, {1, 4, 8}},
+    {OP_LINEAR_B, 32, 2048, 4096, {1, 4, 6}},
+    {OP_LINEAR_B, 16, 1600, 2048, {1, 4, 6}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4096, COLS = 32 };
@@ -135,20 +139,22 @@ static int check_file(int target) {
       CHECK(bad == 0, "gm_op_matmul %s %d x %d x %d, %d threads: %d of %d differ from torch", OP_NAMES[p->op], M, K, N,
             t, bad, M * COLS);
       const int kp = gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
-      const bool packs = gm_f32_torch_packs(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
-      CHECK(t == 1 || (kp > 1 || packs) == differs, "%s %d x %d x %d, %d threads: gptmeg cuts K into %d part(s)%s where "
-            "torch's bits %s its 1-thread bits", OP_NAMES[p->op], M, K, N, t, kp, packs ? ", packed" : "",
+      const bool packs = gm_f32_torch_packs(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t) ||
+                         gm_f32_torch_unpacks(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
+      // the packed and unpacked orders coincide where K is a multiple of 384 (blocks of 384 either way)
+      CHECK(t == 1 || (kp > 1 || (packs && K % 384 != 0)) == differs, "%s %d x %d x %d, %d threads: gptmeg cuts K into %d part(s)%s where "
+            "torch's bits %s its 1-thread bits", OP_NAMES[p->op], M, K, N, t, kp, packs ? ", (un)packed" : "",
             differs ? "differ from" : "equal");
       printf("  %-8s %2d x %4d x %4d, %2d threads: %d K part(s)%s, torch's bits %s its 1-thread bits\n", OP_NAMES[p->op],
-             M, K, N, t, kp, packs ? ", packed" : "", differs ? "differ from" : "equal");
+             M, K, N, t, kp, packs ? ", (un)packed" : "", differs ? "differ from" : "equal");
       runs++;
       if (ref != ref1) free(ref);
     }
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 91, "ran %d of 91 product and thread count pairs", runs);
-  CHECK(cut >= 49, "only %d runs where torch's bits differ from its 1-thread bits (expected 49 or more)", cut);
+  CHECK(runs == 100, "ran %d of 100 product and thread count pairs", runs);
+  CHECK(cut >= 55, "only %d runs where torch's bits differ from its 1-thread bits (expected 55 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

@@ -145,6 +145,11 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 // the product out (any size a multiple of 256 in K or N; else M > 28 t, or K and N >= 378 t). One
 // thread packs only from 192 rows; the product's bits are then its rows' bits padded past 192.
 bool gm_f32_torch_packs(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+// The other way round: whether torch on torch_threads threads runs GM_F32_BLOCKS_INTEL_HALVES (the
+// unpacked order) where one thread packs (GM_F32_BLOCKS_INTEL_384): B^T of 16..64 rows, K > 768, on
+// 4 or more even threads with N > 64 t, where MKL does not cut K (K < 378 t or N < 378 t: it shares
+// the columns out instead). GPT-2 medium's lm_head at up to 64 tokens on 4 threads, for one.
+bool gm_f32_torch_unpacks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 // The K split holds with a bias too (alpha = 1; tools/ref/probe_f32_mt.py: GPT-2's MLP c_proj, addmm
 // 3072 -> 768, M 2..384): C = (bias + first part) + rest, the first part's blocks added onto
 // the bias; one row with B as stored (GM_F32_BLOCKS_INTEL_ROW8) cuts K into torch_threads parts

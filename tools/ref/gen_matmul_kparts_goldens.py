@@ -12,7 +12,8 @@ divisors of the thread count's (1153 on 6 and 12 threads); and the rules measure
 124M's shapes: GPT-2 medium's c_attn at 32 tokens (N 3072), the columns' share from N 2048 on 8
 or more threads, sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t), and the smaller
 of M and N against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or
-more threads run below 192 rows where K < 8 M (gm_f32_torch_packs). The operands are formulas the test
+more threads run below 192 rows where K < 8 M (gm_f32_torch_packs), and the unpacked order of B^T
+of up to 64 rows on 4 or more (gm_f32_torch_unpacks: GPT-2 medium's lm_head at 32 tokens). The operands are formulas the test
 rebuilds (A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64
 in float32, both correctly rounded in any IEEE implementation; the bias random and stored); only
 the outputs' first 32 columns are stored.
@@ -70,6 +71,9 @@ PRODUCTS = [
     ("addmm", 150, 1100, 1000, [1, 2, 4, 6]),
     ("addmm", 129, 1024, 3072, [1, 2, 16]),
     ("addmm", 191, 1024, 384, [1, 2, 4]),
+    ("linear_b", 32, 1024, 4096, [1, 4, 8]),
+    ("linear_b", 32, 2048, 4096, [1, 4, 6]),
+    ("linear_b", 16, 1600, 2048, [1, 4, 6]),
 ]
 
 

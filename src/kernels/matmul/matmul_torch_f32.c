@@ -662,6 +662,9 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   //   - parts: kparts_for(t, K), but from N = 2048 on 8 or more threads kparts_for(t / 2, K) (MKL
   //     gives the columns two threads' share; exact at N 2047 / 2048).
   // Below 256 columns it does either or neither (64 x 1024 x 16 cuts on 8 threads, not on 4).
+  // B^T of 16..64 rows (one thread packs these): cut only where K >= 378 t and N >= 378 t, else
+  // the columns are shared out and each thread runs the unpacked order (gm_f32_torch_unpacks).
+  if (trans_b && M >= 16 && M <= 64 && K >= 378 * t && N >= 378 * t) return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K);
   if (N < 256 || M <= (trans_b ? 64 : 16)) return 1;
   const int small = M < N ? M : N;
   if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
@@ -675,6 +678,15 @@ bool gm_f32_torch_packs(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   return mkl == GM_MKL_SGEMM_INTEL_AVX512 && torch_threads >= 2 && !trans_b && K > 768 && K < 8 * M && M < 192 &&
          N >= 384 && gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads) == 1 &&
          intel_shares(M, N, K, torch_threads);
+}
+
+bool gm_f32_torch_unpacks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
+  // measured on 4, 6, 8, 12 and 16 threads at K 769..4096, N 1024..50257 (M 16..64); at N <= 64 t
+  // (1024 on 16 threads) it runs another order; 3 threads give the 1-thread bits or these
+  const int t = torch_threads;
+  return mkl == GM_MKL_SGEMM_INTEL_AVX512 && t >= 4 && t % 2 == 0 && trans_b && M >= 16 && M <= 64 && N > 64 * t &&
+         K > 768 && gm_f32_torch_blocks(mkl, M, N, K, trans_b) == GM_F32_BLOCKS_INTEL_384 &&
+         gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) == 1;
 }
 
 // MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
@@ -853,6 +865,9 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (!trans_a && o.blocks == GM_F32_BLOCKS_INTEL_HALVES && kp == 1 &&
       gm_f32_torch_packs(mkl, M, N, K, trans_b, torch_threads))
     o.blocks = GM_F32_BLOCKS_INTEL_384;
+  else if (!trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384 && kp == 1 && alpha == 1.0f &&
+           gm_f32_torch_unpacks(mkl, M, N, K, trans_b, torch_threads))
+    o.blocks = GM_F32_BLOCKS_INTEL_HALVES;
   // MKL's AVX2 sgemm on 2 threads, where measured: K >= 767 and N >= 766, or K >= 767, N >= 384 and
   // M >= 64 (M 2..128, N 384..50257, K 767..3072; B^T too): the big-product kernels on each half of
   // the columns, [0, floor(N / 2)) and the rest, each with its own leftover panels. Elsewhere it
