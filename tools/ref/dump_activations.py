@@ -32,8 +32,9 @@ def main():
     ap.add_argument("--dtype", default="f32", choices=list(gm_profiles.DTYPES))
     ap.add_argument("--tokens-npy", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--threads", type=int, default=1, help="torch's thread count (gptmeg diverge --threads alike)")
     a = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     tokens = np.load(a.tokens_npy).astype(np.int64)
     if tokens.ndim == 1:
         tokens = tokens[None, :]
