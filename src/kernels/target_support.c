@@ -58,21 +58,14 @@ static const unsigned NOT_EXACT[GM_TT_N][GM_KOP_N] = {
 
 // Reproduced on the goldens' shapes but known to part from torch elsewhere: bits per dtype, and what
 // is missing (the measurement behind it is in docs/numerics.md, "Torch CPU targets").
-// The f32 layer norm of every target whose ATen runs its AVX512 kernel (measured on the
-// intel-avx512-fp16 host; the same code everywhere): 1 row in about 1000 at some row lengths.
 static const unsigned PARTIAL[GM_TT_N][GM_KOP_N] = {
-    [GM_TT_ZEN4] = {[GM_KOP_LAYERNORM] = F32},
-    [GM_TT_INTEL_AMX] = {[GM_KOP_MATMUL] = F32 | F16 | BF16, [GM_KOP_LAYERNORM] = F32},
-    [GM_TT_INTEL_AVX512_BF16] = {[GM_KOP_MATMUL] = F32, [GM_KOP_LAYERNORM] = F32},
-    [GM_TT_INTEL_AVX512] = {[GM_KOP_MATMUL] = F32 | BF16, [GM_KOP_LAYERNORM] = F32},
+    [GM_TT_INTEL_AMX] = {[GM_KOP_MATMUL] = F32 | F16 | BF16},
+    [GM_TT_INTEL_AVX512_BF16] = {[GM_KOP_MATMUL] = F32},
+    [GM_TT_INTEL_AVX512] = {[GM_KOP_MATMUL] = F32 | BF16},
     [GM_TT_AVX2] = {[GM_KOP_MATMUL] = F32 | BF16},
-    [GM_TT_INTEL_AVX512_FP16] = {[GM_KOP_MATMUL] = F32 | F16, [GM_KOP_LAYERNORM] = F32},
+    [GM_TT_INTEL_AVX512_FP16] = {[GM_KOP_MATMUL] = F32 | F16},
 };
 static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype dt) {
-  if (op == GM_KOP_LAYERNORM)
-    return "bit-identical at row lengths 128 x 2^k and on every golden; elsewhere about 1 row in 1000 gets a 1-ULP "
-           "different rstd (row lengths 896, 1408, 1664, 1792, 2688, 3840 measured against torch.native_layer_norm; "
-           "GPT-2 XL's 1600 too: its logits part from torch's at 300 tokens), the moments' roundings not found";
   if (t == GM_TT_AVX2 && op == GM_KOP_MATMUL && dt == GM_F32)
     return "the one-row group at the end of M = 7, 13, ... (MKL's one-row kernels of M = 1, a decode step, are "
            "reproduced), a 3-token prefill's 3x3x64 q @ k^T (37% of the logits), the "

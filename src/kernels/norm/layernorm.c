@@ -7,9 +7,9 @@
 // into it one by one.
 // Which multiply-adds torch's build fused was measured, site by site, against torch 2.15's own mean
 // and rstd (tools/ref/probe_layernorm_f16.py; tests/test_layernorm.c holds every dtype to them bit
-// for bit): the Welford steps and the scalar merges are fused, the vector merges round the mean's
-// product and fuse d * ((d * c) * m0) onto (m2 + m2_add), and the scalar tail's m2 step is fused
-// only in the f16 kernel. Those sites are written as fmaf or as separate operations (this project
+// for bit; the vector merge's m2 read from torch's own machine code, 2026-12-06): the Welford steps
+// and the scalar merges are fused, the vector merges round the mean's product and fuse
+// (m0 * d) * (c * d) onto (m2 + m2_add), and the scalar tail's m2 step is fused only in the f16 kernel. Those sites are written as fmaf or as separate operations (this project
 // builds with -ffp-contract=off), so the bits do not depend on our compiler.
 // rstd = 1 / sqrt(var + (float)eps); y = fma((x - mean) * rstd, w, b) for f32 rows (width 8),
 // y = fma(fma(x, rstd, -rstd * mean), w, b) for f16/bf16 rows (width 16).
