@@ -62,12 +62,15 @@ static const product PRODUCTS[] = {
     {OP_ADDMM_T, 768, 768, 0.3f, {1, 2}},
     {OP_ADDMM_T, 768, 2053, 0.3f, {1, 2}},
     {OP_ADDMM_T, 64, 17, 0.3f, {1}},
+
     {OP_MM_T, 64, 300, (float)(0.125 / 3), {1, 2}},
     {OP_BMM_BF16_T, 64, 40, 1.0f, {1}},
     {OP_BMM_BF16_T, 64, 70, 1.0f, {1}},
     {OP_LINEAR_BF16_T, 64, 40, 1.0f, {1}},
+    {OP_MM_T, 1024, 8193, 1.0f, {1, 3, 4, 8}},
+    {OP_MM_T, 768, 8193, 1.0f, {1, 6}},
 };
-enum { KA = 3072, NB = 3072, N_RUNS = 64 };
+enum { KA = 3072, NB = 3072, N_MAX = 8193, N_RUNS = 70 }; // N_MAX x 1024 fits B's and Bt's KA x NB
 
 // The bf16 probes (the generator's probe_bf16): one row of ones against W [N, K] of ones with +2^40
 // at i_n = 7 n % K and -2^40 at j_n = (13 n + 5) % K (+1 if equal), as a slice of the attention's
@@ -99,7 +102,7 @@ static int check_file(int target) {
   if (!test_open_target_st(target, "matmul_onerow/f32_onerow.safetensors", &st, file, sizeof file)) return 0;
   gm_profile prof;
   CHECK(gm_profile_get("hf", GM_F32, &prof) == 0, "profile hf f32: %s", gm_errmsg());
-  float *a = malloc(sizeof(float) * KA), *B = malloc(sizeof(float) * KA * NB), *C = malloc(sizeof(float) * NB);
+  float *a = malloc(sizeof(float) * KA), *B = malloc(sizeof(float) * KA * NB), *C = malloc(sizeof(float) * N_MAX);
   float *Bt = malloc(sizeof(float) * KA * NB);
   int64_t nb = 0, one = 0;
   float *bias = test_st_f32(&st, "bias", &nb, &one);
@@ -117,9 +120,13 @@ static int check_file(int target) {
     const int K = p->K, N = p->N;
     const bool trans = p->op == OP_ADDMM_T || p->op == OP_MM_T;
     const float *bp = p->op == OP_MM || p->op == OP_MM_T ? NULL : bias;
+    // wider than NB (B^T only, the t-chunk column split): B [K, N] by the same formula in B's room
+    const int ldB = N > NB ? N : NB;
+    if (N > NB) test_formula_b(B, K, N);
     if (trans) // W = B[:K, :N]^T contiguous
       for (int j = 0; j < N; j++)
-        for (int k = 0; k < K; k++) Bt[(size_t)j * K + k] = B[(size_t)k * NB + j];
+        for (int k = 0; k < K; k++) Bt[(size_t)j * K + k] = B[(size_t)k * ldB + j];
+    if (N > NB) test_formula_b(B, KA, NB);
     const float *Bp = trans ? Bt : B;
     const int ldb = trans ? K : NB;
     float *ref1 = NULL;
@@ -158,7 +165,9 @@ static int check_file(int target) {
       CHECK(bad == 0, "gm_op_matmul 1 x %d x %d, %d threads: %d of %d differ from torch", K, N, t, bad, N);
       // the cut gptmeg makes: K parts (B as stored) or the column split (B^T)
       const int kp = trans || p->alpha != 1.0f ? 1 : gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, 1, N, K, false, t);
-      const int ns = trans ? gm_f32_torch_nsplit(GM_MKL_SGEMM_INTEL_AVX512, 1, N, K, true, p->alpha, t) : 0;
+      const int ns = trans ? gm_f32_torch_nsplit(GM_MKL_SGEMM_INTEL_AVX512, 1, N, K, true, p->alpha, t) +
+                             gm_f32_torch_nchunks(GM_MKL_SGEMM_INTEL_AVX512, 1, N, K, true, t)
+                           : 0;
       // (a column split at a multiple of 4 gives the 1-thread bits: only 'torch differs -> gptmeg splits' holds)
       CHECK(t == 1 || (trans ? !differs || ns > 0 : (kp > 1) == differs),
             "%s 1 x %d x %d, %d threads: gptmeg cuts %s where torch's bits %s its 1-thread bits", OP_NAMES[p->op], K, N,

@@ -164,6 +164,12 @@ bool gm_f32_torch_unpacks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, i
 // (MKL shares the columns out); elsewhere torch's region differs (17..56 rows in that band of N do
 // not split at some K; with K < 8 M and small N it does; the dot kernel's shapes sometimes split):
 // docs/numerics.md, "f32 on 2 threads".
+// MKL's one-row B^T kernel (GM_F32_BLOCKS_INTEL_GEMV) on 3 or more threads: the columns in
+// torch_threads balanced chunks (the first N % t one longer), each chunk's leftover columns its own
+// (measured on 3, 4, 6 and 8 threads, K 768 and 1024, N 4097..50257). The number of chunks, or 0
+// where it does not apply (other kernels, 2 threads: gm_f32_torch_nsplit, or N < 8192, K < 256:
+// where the split starts there is not measured, one chunk runs).
+int gm_f32_torch_nchunks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads);
 // With trans_a, op(A) = A^T for A stored [K, M] (stride lda; MKL's transb = T, the backward's dW):
 // op(A) is copied contiguous (scratch M x K floats) and the same order runs, except that where

@@ -67,10 +67,13 @@ PRODUCTS = [
     ("addmm_t", 768, 768, 0.3, [1, 2]),
     ("addmm_t", 768, 2053, 0.3, [1, 2]),
     ("addmm_t", 64, 17, 0.3, [1]),
+
     ("mm_t", 64, 300, 0.125 / 3, [1, 2]),
     ("bmm_bf16_t", 64, 40, 1.0, [1]),
     ("bmm_bf16_t", 64, 70, 1.0, [1]),
     ("linear_bf16_t", 64, 40, 1.0, [1]),
+    ("mm_t", 1024, 8193, 1.0, [1, 3, 4, 8]),
+    ("mm_t", 768, 8193, 1.0, [1, 6]),
 ]
 
 
@@ -97,7 +100,9 @@ def main():
     bias_all = 0.1 * torch.randn(NB, generator=torch.Generator().manual_seed(29))
     t = {"bias": bias_all}
     for pi, (op, k, n, alpha, threads) in enumerate(PRODUCTS):
-        a, b, bias = a_all[:, :k].contiguous(), b_all[:k, :n].contiguous(), bias_all[:n]
+        # wider than the shared B (the t-chunk column split, mm_t, no bias): B by the same formula
+        b = b_all[:k, :n].contiguous() if n <= NB else torch.from_numpy(formula_b(k, n))
+        a, bias = a_all[:, :k].contiguous(), bias_all[:n] if n <= NB else None
         outs = {}
         for th in threads:
             torch.set_num_threads(th)

@@ -708,6 +708,16 @@ int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, flo
   return n_min && N >= n_min ? (N + 1) / 2 : 0;
 }
 
+// MKL's Intel one-row kernel against B^T on 3 or more threads: the columns in torch_threads balanced
+// chunks (the first N % t one longer), each chunk with its own leftover columns (measured on 3, 4,
+// 6 and 8 threads at K 768 and 1024, N 50257: the columns that leave the 1-thread bits are the
+// chunks' leftovers; greedy decode of GPT-2 medium's shape on 4 threads). Where the split starts
+// below N = 8192 is not measured: 0 there (one chunk). 0 also where it does not apply.
+int gm_f32_torch_nchunks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads < 3 || N < 8192 || K < 256) return 0;
+  return gm_f32_torch_blocks(mkl, M, N, K, trans_b) == GM_F32_BLOCKS_INTEL_GEMV ? torch_threads : 0;
+}
+
 // One K part's sum for one output when the split's scratch cannot be allocated (the definition):
 // the part's blocks (GM_F32_BLOCKS_INTEL_SPLIT over len) added in order, from *start (or from the
 // first block when start is NULL).
@@ -765,7 +775,7 @@ static void row8_parts(const float *a, const float *B, int ldb, const float *bia
 // row8_parts. At: the caller's buffer for op(A)'s block (m x K floats at least) when trans_a.
 static int rows_block(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
                       float alpha, float *C, int ldc, int r0, int m, int N, int K, int threads, f32_order o, int kp,
-                      int ns, float *At) {
+                      int ns, int nc, float *At) {
   if (trans_a && gm_cpu_simd() == GM_SIMD_AVX512) { // 16 x 16 tiles transposed in registers
     gm_f32_transpose_avx512(A + r0, lda, K, m, At);
     A = At;
@@ -781,6 +791,14 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
     A += (size_t)r0 * lda;
   }
   C += (size_t)r0 * ldc;
+  if (nc > 1) { // balanced column chunks, each its own product
+    for (int c = 0; c < nc; c++) {
+      const int j0 = part_start(N, nc, c), j1 = part_start(N, nc, c + 1);
+      const float *Bj = trans_b ? B + (size_t)j0 * ldb : B + j0;
+      matmul_order(A, lda, Bj, ldb, trans_b, bias ? bias + j0 : NULL, alpha, C + j0, ldc, m, j1 - j0, K, threads, o);
+    }
+    return 0;
+  }
   if (ns) {
     matmul_order(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, m, ns, K, threads, o);
     const float *B1 = trans_b ? B + (size_t)ns * ldb : B + ns;
@@ -835,7 +853,8 @@ enum { TRANS_A_BLOCK_FLOATS = 1 << 18 }; // 1 MiB: op(A) = A^T is made contiguou
 // copy), each of at least FEW_ROWS rows: the order o and the splits kp, ns were chosen for the whole
 // shape; otherwise one block. -1 when out of memory for the transposed block.
 static int blocked_rows(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
-                        float alpha, float *C, int ldc, int M, int N, int K, int threads, f32_order o, int kp, int ns) {
+                        float alpha, float *C, int ldc, int M, int N, int K, int threads, f32_order o, int kp, int ns,
+                        int nc) {
   int blocks = 1;
   if (trans_a && (size_t)M * (K > 0 ? K : 1) > TRANS_A_BLOCK_FLOATS) {
     blocks = (int)(((size_t)M * K + TRANS_A_BLOCK_FLOATS - 1) / TRANS_A_BLOCK_FLOATS);
@@ -846,7 +865,7 @@ static int blocked_rows(const float *A, int lda, bool trans_a, const float *B, i
   int rc = 0;
   for (int b = 0; b < blocks && !rc; b++) {
     const int r0 = (int)((int64_t)M * b / blocks), r1 = (int)((int64_t)M * (b + 1) / blocks);
-    rc = rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, kp, ns, At);
+    rc = rows_block(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, r0, r1 - r0, N, K, threads, o, kp, ns, nc, At);
   }
   free(At);
   return rc;
@@ -881,7 +900,8 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   }
   if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
   if (trans_a && o.blocks == GM_F32_BLOCKS_AVX2_256) o.blocks = GM_F32_BLOCKS_AVX2_96;      // likewise, AVX2
-  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns);
+  const int nc = ns ? 0 : gm_f32_torch_nchunks(mkl, M, N, K, trans_b, torch_threads);
+  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns, nc);
 }
 
 int gm_matmul_f32_chains(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, float *C, int ldc, int M,
@@ -889,5 +909,5 @@ int gm_matmul_f32_chains(const float *A, int lda, bool trans_a, const float *B, 
   if (M <= 0 || N <= 0) return 0;
   if (threads <= 0) threads = omp_get_max_threads();
   const f32_order o = {blocks, 1.0f, 1.0f};
-  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o, 0, 0);
+  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, NULL, 1.0f, C, ldc, M, N, K, threads, o, 0, 0, 0);
 }
