@@ -72,9 +72,12 @@ static const product PRODUCTS[] = {
     {OP_LINEAR_B, 32, 1024, 4096, {1, 4, 8}},
     {OP_LINEAR_B, 32, 2048, 4096, {1, 4, 6}},
     {OP_LINEAR_B, 16, 1600, 2048, {1, 4, 6}},
+    {OP_ADDMM, 8, 1600, 4800, {1, 4, 6}},
+    {OP_ADDMM, 4, 3072, 4096, {1, 6, 8}},
+    {OP_ADDMM, 12, 1024, 4096, {1, 4}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
-enum { NB = 4096, COLS = 32 };
+enum { NB = 4800, COLS = 32 };
 
 // Every check above on one golden file, under target; 0 when the file is absent.
 static int check_file(int target) {
@@ -157,8 +160,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 100, "ran %d of 100 product and thread count pairs", runs);
-  CHECK(cut >= 55, "only %d runs where torch's bits differ from its 1-thread bits (expected 55 or more)", cut);
+  CHECK(runs == 108, "ran %d of 108 product and thread count pairs", runs);
+  CHECK(cut >= 58, "only %d runs where torch's bits differ from its 1-thread bits (expected 58 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

@@ -13,7 +13,8 @@ divisors of the thread count's (1153 on 6 and 12 threads); and the rules measure
 or more threads, sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t), and the smaller
 of M and N against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or
 more threads run below 192 rows where K < 8 M (gm_f32_torch_packs), and the unpacked order of B^T
-of up to 64 rows on 4 or more (gm_f32_torch_unpacks: GPT-2 medium's lm_head at 32 tokens). The operands are formulas the test
+of up to 64 rows on 4 or more (gm_f32_torch_unpacks: GPT-2 medium's lm_head at 32 tokens), and
+2..15 rows against B as stored (a prompt's prefill), cut where K and N >= 378 t. The operands are formulas the test
 rebuilds (A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64
 in float32, both correctly rounded in any IEEE implementation; the bias random and stored); only
 the outputs' first 32 columns are stored.
@@ -37,7 +38,7 @@ from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
 MKL_INTEL_AVX512 = ("intel-amx", "intel-avx512-fp16", "intel-avx512-bf16", "intel-avx512")
 CAPS = ("ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "MKL_CBWR")
-NB = 4096  # the bias: as long as the widest product
+NB = 4800  # the bias: as long as the widest product
 COLS = 32  # columns stored per output
 # (op, M, K, N, thread counts): addmm(bias, A, B), mm(A, B), linear_b = F.linear(A, B^T contiguous, bias)
 PRODUCTS = [
@@ -74,6 +75,9 @@ PRODUCTS = [
     ("linear_b", 32, 1024, 4096, [1, 4, 8]),
     ("linear_b", 32, 2048, 4096, [1, 4, 6]),
     ("linear_b", 16, 1600, 2048, [1, 4, 6]),
+    ("addmm", 8, 1600, 4800, [1, 4, 6]),
+    ("addmm", 4, 3072, 4096, [1, 6, 8]),
+    ("addmm", 12, 1024, 4096, [1, 4]),
 ]
 
 

@@ -665,6 +665,10 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // B^T of 16..64 rows (one thread packs these): cut only where K >= 378 t and N >= 378 t, else
   // the columns are shared out and each thread runs the unpacked order (gm_f32_torch_unpacks).
   if (trans_b && M >= 16 && M <= 64 && K >= 378 * t && N >= 378 * t) return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K);
+  // B as stored, 2..15 rows: likewise, cut only where K >= 378 t and N >= 378 t (measured at M 2..15,
+  // K 1024..4096, N 2048..8192 on 4, 6 and 8 threads; 16 rows cut in places beyond it, e.g.
+  // 16 x 1024 x 4096: not modelled).
+  if (!trans_b && M <= 15) return K >= 378 * t && N >= 378 * t ? kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K) : 1;
   if (N < 256 || M <= (trans_b ? 64 : 16)) return 1;
   const int small = M < N ? M : N;
   if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
