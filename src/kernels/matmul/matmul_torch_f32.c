@@ -636,6 +636,10 @@ static bool intel_shares(int M, int N, int K, int t) {
   return K % 256 == 0 || N % 256 == 0 || M > 28 * t || (K >= 378 * t && N >= 378 * t);
 }
 
+// The K parts of a cut on t >= 4 threads: kparts_for(t, K), but from N = 2048 on 8 or more threads
+// kparts_for(t / 2, K) (MKL gives the columns two threads' share; exact at N 2047 / 2048).
+static int kparts_cut(int t, int N, int K) { return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K); }
+
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
   // One row with B as stored (GM_F32_BLOCKS_INTEL_ROW8, and MKL's AVX2 one-row kernel alike), any
@@ -659,21 +663,20 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   //     places (6 threads at M 1536, N 1024, K 8192), and where K / 8 < M <= 191 it cuts otherwise
   //     (K 1024, 1280): not modelled; on 16 threads it stops at M 4096 (N 1024, K 8192);
   //   - where MKL shares the product out at all (intel_shares);
-  //   - parts: kparts_for(t, K), but from N = 2048 on 8 or more threads kparts_for(t / 2, K) (MKL
-  //     gives the columns two threads' share; exact at N 2047 / 2048).
+  //   - parts: kparts_cut.
   // Below 256 columns it does either or neither (64 x 1024 x 16 cuts on 8 threads, not on 4).
   // B^T of 16..64 rows (one thread packs these): cut only where K >= 378 t and N >= 378 t, else
   // the columns are shared out and each thread runs the unpacked order (gm_f32_torch_unpacks).
-  if (trans_b && M >= 16 && M <= 64 && K >= 378 * t && N >= 378 * t) return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K);
+  if (trans_b && M >= 16 && M <= 64 && K >= 378 * t && N >= 378 * t) return kparts_cut(t, N, K);
   // B as stored, 2..15 rows: likewise, cut only where K >= 378 t and N >= 378 t (measured at M 2..15,
   // K 1024..4096, N 2048..8192 on 4, 6 and 8 threads; 16 rows cut in places beyond it, e.g.
   // 16 x 1024 x 4096: not modelled).
-  if (!trans_b && M <= 15) return K >= 378 * t && N >= 378 * t ? kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K) : 1;
+  if (!trans_b && M <= 15) return K >= 378 * t && N >= 378 * t ? kparts_cut(t, N, K) : 1;
   if (N < 256 || M <= (trans_b ? 64 : 16)) return 1;
   const int small = M < N ? M : N;
   if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
   if (!intel_shares(M, N, K, t)) return 1;
-  return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K);
+  return kparts_cut(t, N, K);
 }
 
 bool gm_f32_torch_packs(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
