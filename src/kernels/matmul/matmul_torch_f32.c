@@ -632,8 +632,12 @@ static int kparts_for(int t, int K) {
 // neither K nor N is a multiple of 256: only where M > 28 t, or K >= 378 t and N >= 378 t (edges
 // exact on 4, 6, 8, 12 and 16 threads, tools/ref/probe_f32_mt.py --kscan); otherwise it runs the
 // 1-thread order. Any such product is shared out when K or N is a multiple of 256.
+// K and N both at least 378 t: where MKL's Intel AVX-512 sgemm shares out products of few rows, or
+// of sizes that are no multiple of 256, on t threads.
+static bool wide_for(int K, int N, int t) { return K >= 378 * t && N >= 378 * t; }
+
 static bool intel_shares(int M, int N, int K, int t) {
-  return K % 256 == 0 || N % 256 == 0 || M > 28 * t || (K >= 378 * t && N >= 378 * t);
+  return K % 256 == 0 || N % 256 == 0 || M > 28 * t || wide_for(K, N, t);
 }
 
 // The K parts of a cut on t >= 4 threads: kparts_for(t, K), but from N = 2048 on 8 or more threads
@@ -667,11 +671,11 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // Below 256 columns it does either or neither (64 x 1024 x 16 cuts on 8 threads, not on 4).
   // B^T of 16..64 rows (one thread packs these): cut only where K >= 378 t and N >= 378 t, else
   // the columns are shared out and each thread runs the unpacked order (gm_f32_torch_unpacks).
-  if (trans_b && M >= 16 && M <= 64 && K >= 378 * t && N >= 378 * t) return kparts_cut(t, N, K);
+  if (trans_b && M >= 16 && M <= 64 && wide_for(K, N, t)) return kparts_cut(t, N, K);
   // B as stored, 2..15 rows: likewise, cut only where K >= 378 t and N >= 378 t (measured at M 2..15,
   // K 1024..4096, N 2048..8192 on 4, 6 and 8 threads; 16 rows cut in places beyond it, e.g.
   // 16 x 1024 x 4096: not modelled).
-  if (!trans_b && M <= 15) return K >= 378 * t && N >= 378 * t ? kparts_cut(t, N, K) : 1;
+  if (!trans_b && M <= 15) return wide_for(K, N, t) ? kparts_cut(t, N, K) : 1;
   if (N < 256 || M <= (trans_b ? 64 : 16)) return 1;
   const int small = M < N ? M : N;
   if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
