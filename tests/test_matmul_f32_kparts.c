@@ -146,10 +146,12 @@ static int check_file(int target) {
               N, t, bad, M * COLS);
       }
       const int kp = gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
-      const bool packs = gm_f32_torch_packs(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t) ||
-                         gm_f32_torch_unpacks(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
+      const gm_f32_blocks b1 = gm_f32_torch_blocks(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans);
+      const gm_f32_blocks bt = gm_f32_torch_blocks_mt(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, 1.0f, t);
+      const bool packs = kp == 1 && bt != b1;
       // the packed and unpacked orders coincide where K is a multiple of 384 (blocks of 384 either way)
-      CHECK(t == 1 || (kp > 1 || (packs && K % 384 != 0)) == differs, "%s %d x %d x %d, %d threads: gptmeg cuts K into %d part(s)%s where "
+      const bool same = b1 != GM_F32_BLOCKS_INTEL_DOT16 && K % 384 == 0;
+      CHECK(t == 1 || (kp > 1 || (packs && !same)) == differs, "%s %d x %d x %d, %d threads: gptmeg cuts K into %d part(s)%s where "
             "torch's bits %s its 1-thread bits", OP_NAMES[p->op], M, K, N, t, kp, packs ? ", (un)packed" : "",
             differs ? "differ from" : "equal");
       printf("  %-8s %2d x %4d x %4d, %2d threads: %d K part(s)%s, torch's bits %s its 1-thread bits\n", OP_NAMES[p->op],

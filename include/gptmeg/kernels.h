@@ -124,7 +124,9 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // thread count cuts K of a tall-K product into parts (gm_f32_torch_kparts; 1: no cut): on 2 threads
 // in two for K > 768, K >= 8 M, N >= 16, M N K > 192000 (tools/ref/probe_f32_mt.py: 2 x 1000 x 96
 // runs one thread, 2 x 1001 x 96 splits), not its dot or one-row kernels (found with
-// tools/ref/probe_linear_bwd.py; one row against B as stored has its own cut, below); on 4, 6, ...
+// tools/ref/probe_linear_bwd.py; one row against B as stored has its own cut, below; the dot
+// kernel's shapes of 4..15 rows, B^T, K > 768 and neither K nor N a multiple of 256 cut into
+// the parts below where K >= 378 t, and N >= 378 t or N < 378); on 4, 6, ...
 // threads, where also N >= 256, M >= 17 (B as stored) or M >= 65 (B^T), min(M, N) <= K / 8 (and <= 384 on 4 threads, 768 on 8),
 // and, when neither K nor N is a multiple of 256, M > 28 t or K, N >= 378 t, into the largest
 // divisor of the thread count (of half of it from N = 2048 on 8 or more threads) that is at most
@@ -139,17 +141,18 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // (without trans_a it cannot fail: without memory for the parts' scratch the split runs element by
 // element).
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
-// Whether torch on torch_threads threads runs MKL's packed kernel's order (GM_F32_BLOCKS_INTEL_384)
-// where one thread runs GM_F32_BLOCKS_INTEL_HALVES: under MKL's Intel AVX-512 sgemm on 2 or more
-// threads, B as stored, K 769..1535 with K < 8 M (no K cut) and M < 192, N >= 384, where MKL shares
-// the product out (any size a multiple of 256 in K or N; else M > 28 t, or K and N >= 378 t). One
-// thread packs only from 192 rows; the product's bits are then its rows' bits padded past 192.
-bool gm_f32_torch_packs(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
-// The other way round: whether torch on torch_threads threads runs GM_F32_BLOCKS_INTEL_HALVES (the
-// unpacked order) where one thread packs (GM_F32_BLOCKS_INTEL_384): B^T of 16..64 rows, K > 768, on
-// 4 or more even threads with N > 64 t, where MKL does not cut K (K < 378 t or N < 378 t: it shares
-// the columns out instead). GPT-2 medium's lm_head at up to 64 tokens on 4 threads, for one.
-bool gm_f32_torch_unpacks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+// The schedule torch runs on torch_threads threads where it does not cut K (gm_f32_torch_kparts
+// gives 1), when it differs from the 1-thread one (gm_f32_torch_blocks), under MKL's Intel AVX-512
+// sgemm: B as stored, K 769..1535, K < 8 M, M < 192, N >= 384, where MKL shares the product out
+// (any size a multiple of 256 in K or N; else M > 28 t, or K and N >= 378 t): the packed order
+// GM_F32_BLOCKS_INTEL_384 (one thread packs only from 192 rows); B^T of 16..64 rows, K > 768, on 4
+// or more even threads with N > 64 t: the unpacked order GM_F32_BLOCKS_INTEL_HALVES (GPT-2
+// medium's lm_head at up to 64 tokens on 4 threads); MKL's dot kernel's shapes (B^T, 4..15 rows,
+// K > 768, neither K nor N a multiple of 256): GM_F32_BLOCKS_INTEL_HALVES, or
+// GM_F32_BLOCKS_INTEL_384 on odd thread counts where K and N >= 378 t (GPT-2 XL's lm_head at 4..15
+// tokens). alpha != 1: only the first (the others are not measured). Elsewhere gm_f32_torch_blocks.
+gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha,
+                                     int torch_threads);
 // The K split holds with a bias too (alpha = 1; tools/ref/probe_f32_mt.py: GPT-2's MLP c_proj, addmm
 // 3072 -> 768, M 2..384): C = (bias + first part) + rest, the first part's blocks added onto
 // the bias; one row with B as stored (GM_F32_BLOCKS_INTEL_ROW8) cuts K into torch_threads parts
@@ -162,7 +165,7 @@ bool gm_f32_torch_unpacks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, i
 // thread counts, kernels). Both depend only on torch_threads, never on `threads`. The K split's
 // rule is exact on GPT-2's products; B as stored with M <= 16 and 379 <= N <= 755 does not split
 // (MKL shares the columns out); elsewhere torch's region differs (17..56 rows in that band of N do
-// not split at some K; with K < 8 M and small N it does; the dot kernel's shapes sometimes split):
+// not split at some K; with K < 8 M and small N it does):
 // docs/numerics.md, "f32 on 2 threads".
 // MKL's one-row B^T kernel (GM_F32_BLOCKS_INTEL_GEMV) on 3 or more threads: the columns in
 // torch_threads balanced chunks (the first N % t one longer), each chunk's leftover columns its own

@@ -636,6 +636,11 @@ static int kparts_for(int t, int K) {
 // of sizes that are no multiple of 256, on t threads.
 static bool wide_for(int K, int N, int t) { return K >= 378 * t && N >= 378 * t; }
 
+// Where MKL shares out a product of few rows (up to 15 or 16; B as stored, or B^T in its dot
+// kernel's shapes) on t threads: K >= 378 t, and N >= 378 t or N <= 378 (edges exact at N 378 / 379
+// and 1500 / 1520 on 3 and 4 threads, K 1600).
+static bool few_shares(int K, int N, int t) { return K >= 378 * t && (N >= 378 * t || N <= 378); }
+
 static bool intel_shares(int M, int N, int K, int t) {
   return K % 256 == 0 || N % 256 == 0 || M > 28 * t || wide_for(K, N, t);
 }
@@ -643,6 +648,22 @@ static bool intel_shares(int M, int N, int K, int t) {
 // The K parts of a cut on t >= 4 threads: kparts_for(t, K), but from N = 2048 on 8 or more threads
 // kparts_for(t / 2, K) (MKL gives the columns two threads' share; exact at N 2047 / 2048).
 static int kparts_cut(int t, int N, int K) { return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K); }
+
+// MKL's Intel dot kernel's shapes (GM_F32_BLOCKS_INTEL_DOT16: B^T, 2..15 rows, K >= 24 M) that
+// leave the dot kernel on 2 or more threads: 4 rows or more, neither K nor N a multiple of 256,
+// M N K > 192000 (tools/ref/probe_f32_mt.py --kparts and --gm at M 2..15, K 100..6400, N 20..50257
+// on 2..8, 10, 12 and 16 threads: 2 and 3 rows, or K or N a multiple of 256, keep the 1-thread
+// bits; near M N K = 192000 the edge moves with the thread count: not modelled).
+static bool dot_leaves(int M, int N, int K) {
+  return M >= 4 && M <= 15 && K % 256 && N % 256 && (int64_t)M * N * K > 192000;
+}
+
+// Where those products cut K: K > 768 where MKL shares them out (few_shares; edges exact on 2, 4, 6
+// and 8 threads: K 1510 / 1520, 2260 / 2270, 3020 / 3030 on 4, 6, 8), on even t; on odd t only
+// with N <= 378 and 8 rows or more (7 / 8 on 3 threads at K 1600; 5 threads at K 2000).
+static bool dot_cuts(int M, int N, int K, int t) {
+  return K > 768 && few_shares(K, N, t) && (t % 2 == 0 || (N <= 378 && M >= 8));
+}
 
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
@@ -652,13 +673,14 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // 256..50257, N 1..8016; --avx2 on 2 threads).
   if ((mkl == GM_MKL_SGEMM_INTEL_AVX512 || mkl == GM_MKL_SGEMM_INTEL_AVX2) && M == 1 && !trans_b && t >= 2)
     return K >= 128 * t && N < 501 * t && !(N >= 41 && N <= 69 && K < 1000) ? t : 1;
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || t % 2 || K <= 768 || N < 16) return 1;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || N < 16) return 1;
+  const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
+  if (b == GM_F32_BLOCKS_INTEL_DOT16) return dot_leaves(M, N, K) && dot_cuts(M, N, K, t) ? kparts_cut(t, N, K) : 1;
+  if (t % 2 || K <= 768 || b == GM_F32_BLOCKS_INTEL_GEMV) return 1;
   if ((int64_t)M * N * K <= 192000) return 1; // below this MKL runs one thread (measured: 192000 one, 192192 two)
   // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
   // measured for M = 2..16 at K = 800..3072, both edges at M = 2 and 8; up to 56 rows at some K: not modelled)
   if (!trans_b && M <= 16 && N >= 379 && N <= 755) return 1;
-  gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
-  if (b == GM_F32_BLOCKS_INTEL_DOT16 || b == GM_F32_BLOCKS_INTEL_GEMV) return 1;
   if (t == 2) return K < 8 * M ? 1 : 2;
   // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts; the edges with
   // its --kscan), B as stored from 17 rows, B^T from 65, N >= 256:
@@ -672,10 +694,10 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // B^T of 16..64 rows (one thread packs these): cut only where K >= 378 t and N >= 378 t, else
   // the columns are shared out and each thread runs the unpacked order (gm_f32_torch_unpacks).
   if (trans_b && M >= 16 && M <= 64 && wide_for(K, N, t)) return kparts_cut(t, N, K);
-  // B as stored, 2..15 rows: likewise, cut only where K >= 378 t and N >= 378 t (measured at M 2..15,
-  // K 1024..4096, N 2048..8192 on 4, 6 and 8 threads; 16 rows cut in places beyond it, e.g.
+  // B as stored, 2..15 rows: cut only where MKL shares them out (few_shares; measured at M 2..15,
+  // K 1024..4096, N 100..8192 on 4, 6 and 8 threads; 16 rows cut in places beyond it, e.g.
   // 16 x 1024 x 4096: not modelled).
-  if (!trans_b && M <= 15) return wide_for(K, N, t) ? kparts_cut(t, N, K) : 1;
+  if (!trans_b && M <= 15) return few_shares(K, N, t) ? kparts_cut(t, N, K) : 1;
   if (N < 256 || M <= (trans_b ? 64 : 16)) return 1;
   const int small = M < N ? M : N;
   if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
@@ -683,21 +705,53 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   return kparts_cut(t, N, K);
 }
 
-bool gm_f32_torch_packs(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
-  // measured on 2..16 threads for N >= 384 at K 1024..1300 (tools/ref/probe_f32_mt.py --packed);
-  // below 384 columns it varies
-  return mkl == GM_MKL_SGEMM_INTEL_AVX512 && torch_threads >= 2 && !trans_b && K > 768 && K < 8 * M && M < 192 &&
-         N >= 384 && gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads) == 1 &&
-         intel_shares(M, N, K, torch_threads);
+// Whether torch on t threads runs MKL's packed kernel's order (GM_F32_BLOCKS_INTEL_384) where one
+// thread runs GM_F32_BLOCKS_INTEL_HALVES: B as stored, K 769..1535 with K < 8 M (no K cut) and
+// M < 192, N >= 384, where MKL shares the product out (intel_shares). One thread packs only from
+// 192 rows; the product's bits are then its rows' bits padded past 192 (measured on 2..16 threads
+// for N >= 384 at K 1024..1300, tools/ref/probe_f32_mt.py --packed; below 384 columns it varies).
+// On odd t MKL never cuts these, and runs the packed order wherever it shares the product out: K > 768
+// and M < 192, up to 16 rows where few_shares, from 17 rows with N >= 384 where intel_shares
+// (measured on 3, 5, 7 and 9 threads, M 2..200, K 1024..6400, N 100..4800).
+static bool packs(int M, int N, int K, bool trans_b, int t) {
+  if (trans_b || K <= 768 || M >= 192) return false;
+  if (t % 2) return M <= 16 ? few_shares(K, N, t) : N >= 384 && intel_shares(M, N, K, t);
+  return K < 8 * M && N >= 384 && gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) == 1 &&
+         intel_shares(M, N, K, t);
 }
 
-bool gm_f32_torch_unpacks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
-  // measured on 4, 6, 8, 12 and 16 threads at K 769..4096, N 1024..50257 (M 16..64); at N <= 64 t
-  // (1024 on 16 threads) it runs another order; 3 threads give the 1-thread bits or these
+// The other way round: whether torch on t threads runs GM_F32_BLOCKS_INTEL_HALVES (the unpacked
+// order) where one thread packs: B^T of 16..64 rows, K > 768, on 4 or more even threads with
+// N > 64 t, where MKL does not cut K (it shares the columns out instead; measured on 4, 6, 8, 12
+// and 16 threads at K 769..4096, N 1024..50257; at N <= 64 t, 1024 on 16 threads, it runs another
+// order; 3 threads give the 1-thread bits or these). GPT-2 medium's lm_head at up to 64 tokens.
+static bool unpacks(int M, int N, int K, bool trans_b, int t) {
+  return t >= 4 && t % 2 == 0 && trans_b && M >= 16 && M <= 64 && N > 64 * t && K > 768 &&
+         gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) == 1;
+}
+
+// The dot kernel's shapes that leave it (dot_leaves) and do not cut K (dot_cuts), on t threads:
+// odd t where MKL shares them out (few_shares) run the packed order (GM_F32_BLOCKS_INTEL_384; edges
+// K 1130 / 1140 on 3 threads, 1600 / 2000 on 5, 2000 / 3000 on 7), the others the unpacked order
+// (the columns shared out; K <= 768 too, on any thread count). Not modelled (the dot kernel's order
+// runs): 8 or more threads with N <= 64 t (two K parts in places).
+static gm_f32_blocks dot_blocks_mt(int M, int N, int K, int t) {
+  if (!dot_leaves(M, N, K) || dot_cuts(M, N, K, t)) return GM_F32_BLOCKS_INTEL_DOT16;
+  if (t % 2 && few_shares(K, N, t)) return GM_F32_BLOCKS_INTEL_384;
+  if (t >= 8 && N <= 64 * t) return GM_F32_BLOCKS_INTEL_DOT16; // not modelled
+  return GM_F32_BLOCKS_INTEL_HALVES;
+}
+
+gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha,
+                                     int torch_threads) {
+  const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
   const int t = torch_threads;
-  return mkl == GM_MKL_SGEMM_INTEL_AVX512 && t >= 4 && t % 2 == 0 && trans_b && M >= 16 && M <= 64 && N > 64 * t &&
-         K > 768 && gm_f32_torch_blocks(mkl, M, N, K, trans_b) == GM_F32_BLOCKS_INTEL_384 &&
-         gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) == 1;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2) return b;
+  if (b == GM_F32_BLOCKS_INTEL_HALVES && packs(M, N, K, trans_b, t)) return GM_F32_BLOCKS_INTEL_384;
+  if (alpha != 1.0f) return b; // not measured
+  if (b == GM_F32_BLOCKS_INTEL_384 && unpacks(M, N, K, trans_b, t)) return GM_F32_BLOCKS_INTEL_HALVES;
+  if (b == GM_F32_BLOCKS_INTEL_DOT16) return dot_blocks_mt(M, N, K, t);
+  return b;
 }
 
 // MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
@@ -892,12 +946,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
-  if (!trans_a && o.blocks == GM_F32_BLOCKS_INTEL_HALVES && kp == 1 &&
-      gm_f32_torch_packs(mkl, M, N, K, trans_b, torch_threads))
-    o.blocks = GM_F32_BLOCKS_INTEL_384;
-  else if (!trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384 && kp == 1 && alpha == 1.0f &&
-           gm_f32_torch_unpacks(mkl, M, N, K, trans_b, torch_threads))
-    o.blocks = GM_F32_BLOCKS_INTEL_HALVES;
+  if (!trans_a && kp == 1) o.blocks = gm_f32_torch_blocks_mt(mkl, M, N, K, trans_b, alpha, torch_threads);
   // MKL's AVX2 sgemm on 2 threads, where measured: K >= 767 and N >= 766, or K >= 767, N >= 384 and
   // M >= 64 (M 2..128, N 384..50257, K 767..3072; B^T too): the big-product kernels on each half of
   // the columns, [0, floor(N / 2)) and the rest, each with its own leftover panels. Elsewhere it
