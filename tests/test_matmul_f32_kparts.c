@@ -13,10 +13,12 @@
 //   - the row limits hold (17 rows B as stored, 65 B^T, at most 384 on 4 threads), and the rules
 //     measured beyond GPT-2 124M (GPT-2 medium's c_attn, N >= 2048 on 8 or more threads, sizes that
 //     are no multiple of 256, min(M, N) against K / 8, 384 and 768), and the packed kernel's
-//     order below 192 rows (gm_f32_torch_packs), and B^T's unpacked order up to 64 rows
-//     (gm_f32_torch_unpacks): gm_f32_torch_kparts cuts, or the other order runs, exactly where
-//     torch's bits leave its 1-thread bits;
-//   - the goldens hold cuts into 2, 4, 5, 6, 7 and 8 parts (torch's t-thread bits differ from its
+//     order below 192 rows, B^T's unpacked order up to 64 rows, MKL's dot kernel's shapes (4..15
+//     rows, B^T: cut, packed on odd thread counts or unpacked; 2 and 3 rows, or sizes a multiple of
+//     256, keep the dot kernel) and the packed order of odd thread counts (gm_f32_torch_blocks_mt):
+//     gm_f32_torch_kparts cuts, or the other order runs, exactly where torch's bits leave its
+//     1-thread bits;
+//   - the goldens hold cuts into 2..8 parts (torch's t-thread bits differ from its
 //     1-thread bits), so a path that ignored the thread count could not pass.
 #include "harness.h"
 
@@ -75,6 +77,22 @@ static const product PRODUCTS[] = {
     {OP_ADDMM, 8, 1600, 4800, {1, 4, 6}},
     {OP_ADDMM, 4, 3072, 4096, {1, 6, 8}},
     {OP_ADDMM, 12, 1024, 4096, {1, 4}},
+    {OP_LINEAR_B, 5, 1600, 4800, {1, 2, 3, 4, 6, 8}},
+    {OP_LINEAR_B, 8, 1600, 300, {1, 3, 4}},
+    {OP_LINEAR_B, 6, 1600, 378, {1, 3, 4}},
+    {OP_LINEAR_B, 6, 1600, 379, {1, 4}},
+    {OP_LINEAR_B, 6, 1510, 300, {1, 4}},
+    {OP_LINEAR_B, 6, 1520, 300, {1, 4}},
+    {OP_LINEAR_B, 5, 1600, 4096, {1, 2, 4}},
+    {OP_LINEAR_B, 3, 5000, 4800, {1, 2}},
+    {OP_LINEAR_B, 8, 700, 4800, {1, 2, 4}},
+    {OP_LINEAR_B, 6, 1130, 2000, {1, 3}},
+    {OP_LINEAR_B, 6, 1140, 2000, {1, 3}},
+    {OP_ADDMM, 5, 1600, 1600, {1, 3, 5}},
+    {OP_ADDMM, 5, 1600, 378, {1, 3, 4}},
+    {OP_ADDMM, 5, 1600, 379, {1, 3, 4}},
+    {OP_ADDMM, 100, 1600, 1000, {1, 3}},
+    {OP_ADDMM, 64, 1000, 1600, {1, 3}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -162,8 +180,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 108, "ran %d of 108 product and thread count pairs", runs);
-  CHECK(cut >= 58, "only %d runs where torch's bits differ from its 1-thread bits (expected 58 or more)", cut);
+  CHECK(runs == 151, "ran %d of 151 product and thread count pairs", runs);
+  CHECK(cut >= 78, "only %d runs where torch's bits differ from its 1-thread bits (expected 78 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

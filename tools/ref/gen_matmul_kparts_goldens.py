@@ -14,7 +14,12 @@ or more threads, sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t),
 of M and N against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or
 more threads run below 192 rows where K < 8 M (gm_f32_torch_packs), and the unpacked order of B^T
 of up to 64 rows on 4 or more (gm_f32_torch_unpacks: GPT-2 medium's lm_head at 32 tokens), and
-2..15 rows against B as stored (a prompt's prefill), cut where K and N >= 378 t. The operands are formulas the test
+2..15 rows against B as stored (a prompt's prefill), cut where K >= 378 t and N >= 378 t or
+N <= 378; and MKL's dot kernel's shapes (B^T, 4..15 rows, neither K nor N a multiple of 256: GPT-2
+XL's lm_head and Megatron's c_attn at a few tokens), which on 2 or more threads cut K there, run
+the packed order on odd thread counts or else the unpacked one (gm_f32_torch_blocks_mt), with the
+edges in K, N and M; and the packed order that odd thread counts run for B as stored where MKL
+shares the product out. The operands are formulas the test
 rebuilds (A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64
 in float32, both correctly rounded in any IEEE implementation; the bias random and stored); only
 the outputs' first 32 columns are stored.
@@ -78,6 +83,22 @@ PRODUCTS = [
     ("addmm", 8, 1600, 4800, [1, 4, 6]),
     ("addmm", 4, 3072, 4096, [1, 6, 8]),
     ("addmm", 12, 1024, 4096, [1, 4]),
+    ("linear_b", 5, 1600, 4800, [1, 2, 3, 4, 6, 8]),
+    ("linear_b", 8, 1600, 300, [1, 3, 4]),
+    ("linear_b", 6, 1600, 378, [1, 3, 4]),
+    ("linear_b", 6, 1600, 379, [1, 4]),
+    ("linear_b", 6, 1510, 300, [1, 4]),
+    ("linear_b", 6, 1520, 300, [1, 4]),
+    ("linear_b", 5, 1600, 4096, [1, 2, 4]),
+    ("linear_b", 3, 5000, 4800, [1, 2]),
+    ("linear_b", 8, 700, 4800, [1, 2, 4]),
+    ("linear_b", 6, 1130, 2000, [1, 3]),
+    ("linear_b", 6, 1140, 2000, [1, 3]),
+    ("addmm", 5, 1600, 1600, [1, 3, 5]),
+    ("addmm", 5, 1600, 378, [1, 3, 4]),
+    ("addmm", 5, 1600, 379, [1, 3, 4]),
+    ("addmm", 100, 1600, 1000, [1, 3]),
+    ("addmm", 64, 1000, 1600, [1, 3]),
 ]
 
 
