@@ -93,6 +93,8 @@ static const product PRODUCTS[] = {
     {OP_ADDMM, 5, 1600, 379, {1, 3, 4}},
     {OP_ADDMM, 100, 1600, 1000, {1, 3}},
     {OP_ADDMM, 64, 1000, 1600, {1, 3}},
+    {OP_LINEAR_B, 32, 1130, 4000, {1, 3}},
+    {OP_LINEAR_B, 32, 1140, 4000, {1, 3, 5}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -180,8 +182,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 151, "ran %d of 151 product and thread count pairs", runs);
-  CHECK(cut >= 78, "only %d runs where torch's bits differ from its 1-thread bits (expected 78 or more)", cut);
+  CHECK(runs == 156, "ran %d of 156 product and thread count pairs", runs);
+  CHECK(cut >= 80, "only %d runs where torch's bits differ from its 1-thread bits (expected 80 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

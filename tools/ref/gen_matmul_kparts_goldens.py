@@ -12,14 +12,14 @@ divisors of the thread count's (1153 on 6 and 12 threads); and the rules measure
 124M's shapes: GPT-2 medium's c_attn at 32 tokens (N 3072), the columns' share from N 2048 on 8
 or more threads, sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t), and the smaller
 of M and N against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or
-more threads run below 192 rows where K < 8 M (gm_f32_torch_packs), and the unpacked order of B^T
-of up to 64 rows on 4 or more (gm_f32_torch_unpacks: GPT-2 medium's lm_head at 32 tokens), and
+more threads run below 192 rows where K < 8 M, and the unpacked order of B^T
+of up to 64 rows on 4 or more (gm_f32_torch_blocks_mt: GPT-2 medium's lm_head at 32 tokens), and
 2..15 rows against B as stored (a prompt's prefill), cut where K >= 378 t and N >= 378 t or
 N <= 378; and MKL's dot kernel's shapes (B^T, 4..15 rows, neither K nor N a multiple of 256: GPT-2
 XL's lm_head and Megatron's c_attn at a few tokens), which on 2 or more threads cut K there, run
 the packed order on odd thread counts or else the unpacked one (gm_f32_torch_blocks_mt), with the
 edges in K, N and M; and the packed order that odd thread counts run for B as stored where MKL
-shares the product out. The operands are formulas the test
+shares the product out, and the unpacked order they run for B^T of 16..64 rows where it does not. The operands are formulas the test
 rebuilds (A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64
 in float32, both correctly rounded in any IEEE implementation; the bias random and stored); only
 the outputs' first 32 columns are stored.
@@ -99,6 +99,8 @@ PRODUCTS = [
     ("addmm", 5, 1600, 379, [1, 3, 4]),
     ("addmm", 100, 1600, 1000, [1, 3]),
     ("addmm", 64, 1000, 1600, [1, 3]),
+    ("linear_b", 32, 1130, 4000, [1, 3]),
+    ("linear_b", 32, 1140, 4000, [1, 3, 5]),
 ]
 
 

@@ -692,7 +692,7 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   //   - parts: kparts_cut.
   // Below 256 columns it does either or neither (64 x 1024 x 16 cuts on 8 threads, not on 4).
   // B^T of 16..64 rows (one thread packs these): cut only where K >= 378 t and N >= 378 t, else
-  // the columns are shared out and each thread runs the unpacked order (gm_f32_torch_unpacks).
+  // the columns are shared out and each thread runs the unpacked order (unpacks, below).
   if (trans_b && M >= 16 && M <= 64 && wide_for(K, N, t)) return kparts_cut(t, N, K);
   // B as stored, 2..15 rows: cut only where MKL shares them out (few_shares; measured at M 2..15,
   // K 1024..4096, N 100..8192 on 4, 6 and 8 threads; 16 rows cut in places beyond it, e.g.
@@ -721,12 +721,13 @@ static bool packs(int M, int N, int K, bool trans_b, int t) {
 }
 
 // The other way round: whether torch on t threads runs GM_F32_BLOCKS_INTEL_HALVES (the unpacked
-// order) where one thread packs: B^T of 16..64 rows, K > 768, on 4 or more even threads with
-// N > 64 t, where MKL does not cut K (it shares the columns out instead; measured on 4, 6, 8, 12
-// and 16 threads at K 769..4096, N 1024..50257; at N <= 64 t, 1024 on 16 threads, it runs another
-// order; 3 threads give the 1-thread bits or these). GPT-2 medium's lm_head at up to 64 tokens.
+// order) where one thread packs: B^T of 16..64 rows, K > 768, on 3 or more threads with N > 64 t,
+// where MKL does not share the product out to cut K (even t) or to run the packed order (odd t)
+// but shares the columns out instead: not K >= 378 t and N >= 378 t (measured on 3..8, 12 and 16
+// threads at K 769..4096, N 1000..50257; at N <= 64 t, 1024 on 16 threads, another order runs; odd
+// t's edge K 1130 / 1140 on 3 threads). GPT-2 medium's lm_head at up to 64 tokens.
 static bool unpacks(int M, int N, int K, bool trans_b, int t) {
-  return t >= 4 && t % 2 == 0 && trans_b && M >= 16 && M <= 64 && N > 64 * t && K > 768 &&
+  return t >= 3 && trans_b && M >= 16 && M <= 64 && N > 64 * t && K > 768 && !(t % 2 && wide_for(K, N, t)) &&
          gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) == 1;
 }
 
