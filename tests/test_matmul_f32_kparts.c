@@ -95,6 +95,10 @@ static const product PRODUCTS[] = {
     {OP_ADDMM, 64, 1000, 1600, {1, 3}},
     {OP_LINEAR_B, 32, 1130, 4000, {1, 3}},
     {OP_LINEAR_B, 32, 1140, 4000, {1, 3, 5}},
+    {OP_ADDMM, 16, 1024, 4096, {1, 3, 4, 6}},
+    {OP_ADDMM, 16, 1024, 4352, {1, 3, 4}},
+    {OP_ADDMM, 16, 1600, 300, {1, 3, 4}},
+    {OP_ADDMM, 7, 1600, 300, {1, 3}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -182,8 +186,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 156, "ran %d of 156 product and thread count pairs", runs);
-  CHECK(cut >= 80, "only %d runs where torch's bits differ from its 1-thread bits (expected 80 or more)", cut);
+  CHECK(runs == 168, "ran %d of 168 product and thread count pairs", runs);
+  CHECK(cut >= 86, "only %d runs where torch's bits differ from its 1-thread bits (expected 86 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

@@ -19,7 +19,8 @@ N <= 378; and MKL's dot kernel's shapes (B^T, 4..15 rows, neither K nor N a mult
 XL's lm_head and Megatron's c_attn at a few tokens), which on 2 or more threads cut K there, run
 the packed order on odd thread counts or else the unpacked one (gm_f32_torch_blocks_mt), with the
 edges in K, N and M; and the packed order that odd thread counts run for B as stored where MKL
-shares the product out, and the unpacked order they run for B^T of 16..64 rows where it does not. The operands are formulas the test
+shares the product out, and the unpacked order they run for B^T of 16..64 rows where it does not;
+16 rows against 4096 columns, which run as 17 rows do. The operands are formulas the test
 rebuilds (A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64
 in float32, both correctly rounded in any IEEE implementation; the bias random and stored); only
 the outputs' first 32 columns are stored.
@@ -101,6 +102,10 @@ PRODUCTS = [
     ("addmm", 64, 1000, 1600, [1, 3]),
     ("linear_b", 32, 1130, 4000, [1, 3]),
     ("linear_b", 32, 1140, 4000, [1, 3, 5]),
+    ("addmm", 16, 1024, 4096, [1, 3, 4, 6]),
+    ("addmm", 16, 1024, 4352, [1, 3, 4]),
+    ("addmm", 16, 1600, 300, [1, 3, 4]),
+    ("addmm", 7, 1600, 300, [1, 3]),
 ]
 
 

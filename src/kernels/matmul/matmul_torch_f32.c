@@ -658,10 +658,15 @@ static bool dot_leaves(int M, int N, int K) {
   return M >= 4 && M <= 15 && K % 256 && N % 256 && (int64_t)M * N * K > 192000;
 }
 
-// Where those products cut K: K > 768 where MKL shares them out (few_shares; edges exact on 2, 4, 6
-// and 8 threads: K 1510 / 1520, 2260 / 2270, 3020 / 3030 on 4, 6, 8), on even t; on odd t only
-// with N <= 378 and 8 rows or more (7 / 8 on 3 threads at K 1600; 5 threads at K 2000).
-static bool dot_cuts(int M, int N, int K, int t) {
+// Few rows against B as stored: up to 15, and 16 except against 4096 columns (16 x K x 4096 runs as
+// 17 rows do; 4095, 4352, 8192 and 3072 columns do not: measured at K 1024..3000 on 2..9 threads).
+static bool few_rows(int M, int N) { return M <= 15 || (M == 16 && N != 4096); }
+
+// Where a product of few rows (few_rows, or the dot kernel's shapes that leave it) cuts K: K > 768
+// where MKL shares it out (few_shares; edges exact on 2, 4, 6 and 8 threads: K 1510 / 1520, 2260 /
+// 2270, 3020 / 3030 on 4, 6, 8), on even t; on odd t only with N <= 378 and 8 rows or more (7 / 8
+// on 3 threads at K 1600, B as stored or B^T; 5 threads at K 2000).
+static bool few_cut(int M, int N, int K, int t) {
   return K > 768 && few_shares(K, N, t) && (t % 2 == 0 || (N <= 378 && M >= 8));
 }
 
@@ -675,12 +680,14 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
     return K >= 128 * t && N < 501 * t && !(N >= 41 && N <= 69 && K < 1000) ? t : 1;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || N < 16) return 1;
   const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
-  if (b == GM_F32_BLOCKS_INTEL_DOT16) return dot_leaves(M, N, K) && dot_cuts(M, N, K, t) ? kparts_cut(t, N, K) : 1;
-  if (t % 2 || K <= 768 || b == GM_F32_BLOCKS_INTEL_GEMV) return 1;
+  if (b == GM_F32_BLOCKS_INTEL_DOT16) return dot_leaves(M, N, K) && few_cut(M, N, K, t) ? kparts_cut(t, N, K) : 1;
+  if (K <= 768 || b == GM_F32_BLOCKS_INTEL_GEMV) return 1;
   if ((int64_t)M * N * K <= 192000) return 1; // below this MKL runs one thread (measured: 192000 one, 192192 two)
-  // few rows against B as stored with 379 <= N <= 755: MKL shares the columns out (the 1-thread bits;
-  // measured for M = 2..16 at K = 800..3072, both edges at M = 2 and 8; up to 56 rows at some K: not modelled)
-  if (!trans_b && M <= 16 && N >= 379 && N <= 755) return 1;
+  // Few rows against B as stored (a short prompt's prefill): cut only where few_cut (measured at
+  // M 2..16, K 800..4096, N 100..8192 on 2..9 threads; on 2 threads 379 <= N <= 755 keeps the
+  // 1-thread bits, both edges at M = 2 and 8; up to 56 rows at some K: not modelled).
+  if (!trans_b && few_rows(M, N)) return few_cut(M, N, K, t) ? kparts_cut(t, N, K) : 1;
+  if (t % 2) return 1;
   if (t == 2) return K < 8 * M ? 1 : 2;
   // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts; the edges with
   // its --kscan), B as stored from 17 rows, B^T from 65, N >= 256:
@@ -694,11 +701,7 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // B^T of 16..64 rows (one thread packs these): cut only where K >= 378 t and N >= 378 t, else
   // the columns are shared out and each thread runs the unpacked order (unpacks, below).
   if (trans_b && M >= 16 && M <= 64 && wide_for(K, N, t)) return kparts_cut(t, N, K);
-  // B as stored, 2..15 rows: cut only where MKL shares them out (few_shares; measured at M 2..15,
-  // K 1024..4096, N 100..8192 on 4, 6 and 8 threads; 16 rows cut in places beyond it, e.g.
-  // 16 x 1024 x 4096: not modelled).
-  if (!trans_b && M <= 15) return few_shares(K, N, t) ? kparts_cut(t, N, K) : 1;
-  if (N < 256 || M <= (trans_b ? 64 : 16)) return 1;
+  if (N < 256 || M <= (trans_b ? 64 : 15)) return 1;
   const int small = M < N ? M : N;
   if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
   if (!intel_shares(M, N, K, t)) return 1;
@@ -710,14 +713,14 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 // M < 192, N >= 384, where MKL shares the product out (intel_shares). One thread packs only from
 // 192 rows; the product's bits are then its rows' bits padded past 192 (measured on 2..16 threads
 // for N >= 384 at K 1024..1300, tools/ref/probe_f32_mt.py --packed; below 384 columns it varies).
-// On odd t MKL never cuts these, and runs the packed order wherever it shares the product out: K > 768
-// and M < 192, up to 16 rows where few_shares, from 17 rows with N >= 384 where intel_shares
+// On odd t, where it does not cut K, MKL runs the packed order wherever it shares the product out:
+// K > 768 and M < 192, few_rows where few_shares, more rows with N >= 384 where intel_shares
 // (measured on 3, 5, 7 and 9 threads, M 2..200, K 1024..6400, N 100..4800).
 static bool packs(int M, int N, int K, bool trans_b, int t) {
-  if (trans_b || K <= 768 || M >= 192) return false;
-  if (t % 2) return M <= 16 ? few_shares(K, N, t) : N >= 384 && intel_shares(M, N, K, t);
-  return K < 8 * M && N >= 384 && gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) == 1 &&
-         intel_shares(M, N, K, t);
+  if (trans_b || K <= 768 || M >= 192 || gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) != 1)
+    return false;
+  if (t % 2) return few_rows(M, N) ? few_shares(K, N, t) : N >= 384 && intel_shares(M, N, K, t);
+  return K < 8 * M && N >= 384 && intel_shares(M, N, K, t);
 }
 
 // The other way round: whether torch on t threads runs GM_F32_BLOCKS_INTEL_HALVES (the unpacked
@@ -731,13 +734,13 @@ static bool unpacks(int M, int N, int K, bool trans_b, int t) {
          gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) == 1;
 }
 
-// The dot kernel's shapes that leave it (dot_leaves) and do not cut K (dot_cuts), on t threads:
+// The dot kernel's shapes that leave it (dot_leaves) and do not cut K (few_cut), on t threads:
 // odd t where MKL shares them out (few_shares) run the packed order (GM_F32_BLOCKS_INTEL_384; edges
 // K 1130 / 1140 on 3 threads, 1600 / 2000 on 5, 2000 / 3000 on 7), the others the unpacked order
 // (the columns shared out; K <= 768 too, on any thread count). Not modelled (the dot kernel's order
 // runs): 8 or more threads with N <= 64 t (two K parts in places).
 static gm_f32_blocks dot_blocks_mt(int M, int N, int K, int t) {
-  if (!dot_leaves(M, N, K) || dot_cuts(M, N, K, t)) return GM_F32_BLOCKS_INTEL_DOT16;
+  if (!dot_leaves(M, N, K) || few_cut(M, N, K, t)) return GM_F32_BLOCKS_INTEL_DOT16;
   if (t % 2 && few_shares(K, N, t)) return GM_F32_BLOCKS_INTEL_384;
   if (t >= 8 && N <= 64 * t) return GM_F32_BLOCKS_INTEL_DOT16; // not modelled
   return GM_F32_BLOCKS_INTEL_HALVES;
