@@ -99,6 +99,12 @@ static const product PRODUCTS[] = {
     {OP_ADDMM, 16, 1024, 4352, {1, 3, 4}},
     {OP_ADDMM, 16, 1600, 300, {1, 3, 4}},
     {OP_ADDMM, 7, 1600, 300, {1, 3}},
+    {OP_ADDMM, 16, 6400, 1600, {1, 5, 6}},
+    {OP_ADDMM, 16, 6144, 1600, {1, 6}},
+    {OP_LINEAR_B, 100, 1600, 4000, {1, 5, 6, 8}},
+    {OP_LINEAR_B, 150, 1600, 4000, {1, 5, 6}},
+    {OP_ADDMM, 224, 1600, 1600, {1, 7, 8}},
+    {OP_ADDMM, 225, 1600, 1600, {1, 8}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -186,8 +192,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 168, "ran %d of 168 product and thread count pairs", runs);
-  CHECK(cut >= 86, "only %d runs where torch's bits differ from its 1-thread bits (expected 86 or more)", cut);
+  CHECK(runs == 185, "ran %d of 185 product and thread count pairs", runs);
+  CHECK(cut >= 93, "only %d runs where torch's bits differ from its 1-thread bits (expected 93 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

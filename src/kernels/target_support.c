@@ -77,15 +77,15 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "multiply-adds per head are not reproduced (1 thread: GPT-2 124M's f32 logits bit-identical at T 32, 64, 128, "
            "256 and 300, on 2 threads at T 32, 64, 128 and 300, its gradients at B 4 T 128 and 256 and on 2 threads at B 2 T 64)";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
-    return "the B^T kernel for N <= 3 below K = 24 M beyond a 3-token prefill's 3x3x64 q @ k^T, the dot kernel's 2-thread "
-           "orders (B^T, 2..15 rows, "
-           "K > 768: e.g. 8x1001x64, 9% identical), the K split's region beyond GPT-2's shapes (e.g. 47x1691x382, "
-           "323x1981x316), on 4 or more threads beyond the measured rows (6 and 10..16 threads past K / 8), B^T of "
-           "up to 64 rows with N <= 64 t, products below 256 columns and odd thread counts that cut K (e.g. 17x4096x768 "
-           "on 3), and the transposed packed path's exact K cut-off (65..99) are not reproduced (GPT-2 124M's f32 logits bit-identical on 1 to 6, 8, 12 "
-           "and 16 threads, its gradients on 1, 2, 4, 6 and 8, GPT-2 medium's and large's shapes' logits on 2, 4, 6 and "
-           "8 threads; MKL's one-row kernels, B^T with any alpha and B as stored "
-           "with its K cut on any thread count, are reproduced: greedy decode bit-identical to transformers' generate)";
+    return "the B^T kernel for N <= 3 below K = 24 M beyond a 3-token prefill's 3x3x64 q @ k^T, the K split's "
+           "region beyond GPT-2's shapes (e.g. 47x1691x382, 323x1981x316), on 4 or more threads beyond the measured "
+           "rows (6 and 10..16 threads past K / 8), few rows (or B^T of up to 64) with N <= 64 t on 8 or more "
+           "threads, products below 256 columns, odd thread counts that cut K for many rows (e.g. 17x4096x768 on 3), "
+           "and the transposed packed path's exact K cut-off (65..99) are not reproduced (GPT-2 124M's f32 logits "
+           "bit-identical on 1 to 6, 8, 12 and 16 threads, its gradients on 1, 2, 4, 6 and 8, the medium, large and "
+           "XL shapes' logits from 2 to 300 tokens on 2 to 8 threads; MKL's one-row kernels, its dot kernel's "
+           "orders on threads, B^T with any alpha and B as stored with its K cut on any thread count, are "
+           "reproduced: greedy decode bit-identical to transformers' generate)";
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "oneDNN's K chunks, K splits and K-tail calls follow a model of its blocking heuristics (validated against "
            "torch on every shape and thread count tried: GPT-2 124M's logits and gradients bit-identical on 1 to 8 "

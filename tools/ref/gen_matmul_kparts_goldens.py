@@ -20,7 +20,9 @@ XL's lm_head and Megatron's c_attn at a few tokens), which on 2 or more threads 
 the packed order on odd thread counts or else the unpacked one (gm_f32_torch_blocks_mt), with the
 edges in K, N and M; and the packed order that odd thread counts run for B as stored where MKL
 shares the product out, and the unpacked order they run for B^T of 16..64 rows where it does not;
-16 rows against 4096 columns, which run as 17 rows do. The operands are formulas the test
+16 rows against 4096 columns or a K that is a multiple of 256 above 6144, which run as 17 rows do;
+and the unpacked order of the packed products (B^T from 65 rows, B as stored from 192) where
+MKL does not share them out. The operands are formulas the test
 rebuilds (A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64
 in float32, both correctly rounded in any IEEE implementation; the bias random and stored); only
 the outputs' first 32 columns are stored.
@@ -106,6 +108,12 @@ PRODUCTS = [
     ("addmm", 16, 1024, 4352, [1, 3, 4]),
     ("addmm", 16, 1600, 300, [1, 3, 4]),
     ("addmm", 7, 1600, 300, [1, 3]),
+    ("addmm", 16, 6400, 1600, [1, 5, 6]),
+    ("addmm", 16, 6144, 1600, [1, 6]),
+    ("linear_b", 100, 1600, 4000, [1, 5, 6, 8]),
+    ("linear_b", 150, 1600, 4000, [1, 5, 6]),
+    ("addmm", 224, 1600, 1600, [1, 7, 8]),
+    ("addmm", 225, 1600, 1600, [1, 8]),
 ]
 
 

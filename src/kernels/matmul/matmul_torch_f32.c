@@ -658,9 +658,11 @@ static bool dot_leaves(int M, int N, int K) {
   return M >= 4 && M <= 15 && K % 256 && N % 256 && (int64_t)M * N * K > 192000;
 }
 
-// Few rows against B as stored: up to 15, and 16 except against 4096 columns (16 x K x 4096 runs as
-// 17 rows do; 4095, 4352, 8192 and 3072 columns do not: measured at K 1024..3000 on 2..9 threads).
-static bool few_rows(int M, int N) { return M <= 15 || (M == 16 && N != 4096); }
+// Few rows against B as stored: up to 15, and 16 except against 4096 columns or a K that is a
+// multiple of 256 above 6144 (those run as 17 rows do: 16 x 1024 x 4096, 16 x 6400 x 1600 (GPT-2
+// XL's c_proj at 16 tokens), 16 x 8192, 12288, 12800, 16384 x 1600; not 4095, 4352, 8192 or 3072
+// columns, nor K 4096, 6144, 6200, 6399, 6401, 7000, 9600, 10000: measured on 2..9 threads).
+static bool few_rows(int M, int N, int K) { return M <= 15 || (M == 16 && N != 4096 && !(K % 256 == 0 && K > 6144)); }
 
 // Where a product of few rows (few_rows, or the dot kernel's shapes that leave it) cuts K: K > 768
 // where MKL shares it out (few_shares; edges exact on 2, 4, 6 and 8 threads: K 1510 / 1520, 2260 /
@@ -686,7 +688,7 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // Few rows against B as stored (a short prompt's prefill): cut only where few_cut (measured at
   // M 2..16, K 800..4096, N 100..8192 on 2..9 threads; on 2 threads 379 <= N <= 755 keeps the
   // 1-thread bits, both edges at M = 2 and 8; up to 56 rows at some K: not modelled).
-  if (!trans_b && few_rows(M, N)) return few_cut(M, N, K, t) ? kparts_cut(t, N, K) : 1;
+  if (!trans_b && few_rows(M, N, K)) return few_cut(M, N, K, t) ? kparts_cut(t, N, K) : 1;
   if (t % 2) return 1;
   if (t == 2) return K < 8 * M ? 1 : 2;
   // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts; the edges with
@@ -719,7 +721,7 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 static bool packs(int M, int N, int K, bool trans_b, int t) {
   if (trans_b || K <= 768 || M >= 192 || gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) != 1)
     return false;
-  if (t % 2) return few_rows(M, N) ? few_shares(K, N, t) : N >= 384 && intel_shares(M, N, K, t);
+  if (t % 2) return few_rows(M, N, K) ? few_shares(K, N, t) : N >= 384 && intel_shares(M, N, K, t);
   return K < 8 * M && N >= 384 && intel_shares(M, N, K, t);
 }
 
@@ -729,9 +731,14 @@ static bool packs(int M, int N, int K, bool trans_b, int t) {
 // but shares the columns out instead: not K >= 378 t and N >= 378 t (measured on 3..8, 12 and 16
 // threads at K 769..4096, N 1000..50257; at N <= 64 t, 1024 on 16 threads, another order runs; odd
 // t's edge K 1130 / 1140 on 3 threads). GPT-2 medium's lm_head at up to 64 tokens.
+// Likewise, from 65 rows (B^T) or 192 (B as stored), where MKL does not share the product out at
+// all (not intel_shares: up to 28 t rows; measured on 5..8 threads at K 1600, N 1600..50257: GPT-2
+// XL's lm_head at 65..191 tokens on 5 threads and more).
 static bool unpacks(int M, int N, int K, bool trans_b, int t) {
-  return t >= 3 && trans_b && M >= 16 && M <= 64 && N > 64 * t && K > 768 && !(t % 2 && wide_for(K, N, t)) &&
-         gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) == 1;
+  if (t < 3 || N <= 64 * t || K <= 768 || gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) != 1)
+    return false;
+  if (trans_b && M >= 16 && M <= 64) return !(t % 2 && wide_for(K, N, t));
+  return !intel_shares(M, N, K, t);
 }
 
 // The dot kernel's shapes that leave it (dot_leaves) and do not cut K (few_cut), on t threads:
