@@ -81,8 +81,9 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "region beyond GPT-2's shapes (e.g. 47x1691x382, 323x1981x316), on 4 or more threads beyond the measured "
            "rows (6 and 10..16 threads past K / 8), few rows (or B^T of up to 64) with N <= 64 t on 8 or more "
            "threads, products below 256 columns, odd thread counts that cut K for many rows (e.g. 17x4096x768 on 3), "
-           "and the transposed packed path's exact K cut-off (65..99) are not reproduced (GPT-2 124M's f32 logits "
-           "bit-identical on 1 to 6, 8, 12 and 16 threads, its gradients on 1, 2, 4, 6 and 8, the medium, large and "
+           "few rows against 768 columns on 12 and 16 threads (a 16-token prompt's prefill), and the transposed "
+           "packed path's exact K cut-off (65..99) are not reproduced (GPT-2 124M's f32 logits bit-identical on 1 to "
+           "6, 8, 12 and 16 threads (12 and 16 from 32 tokens), its gradients on 1, 2, 4, 6 and 8, the medium, large and "
            "XL shapes' logits from 2 to 300 tokens on 2 to 8 threads; MKL's one-row kernels, its dot kernel's "
            "orders on threads, B^T with any alpha and B as stored with its K cut on any thread count, are "
            "reproduced: greedy decode bit-identical to transformers' generate)";
