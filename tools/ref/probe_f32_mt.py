@@ -135,7 +135,14 @@ def main():
     ap.add_argument("--packed", nargs="+", metavar="MxKxN",
                     help="per shape and --threads: whether torch's bits are its 1-thread packed kernel's "
                          "(the rows padded to M + 256 rows at one thread) or its plain 1-thread bits")
+    ap.add_argument("--orders", nargs="+", metavar="MxKxN[t]",
+                    help="per shape (t: B^T) and --threads: '1' where torch's bits are its 1-thread bits, else "
+                         "every candidate order they equal (tools/ref/probe_f32_orders.c, --orders-bin: P, H or S "
+                         "blocks in 1..t K parts), '?' none")
+    ap.add_argument("--orders-bin", default="build-mine/probe_f32_orders", help="tools/ref/probe_f32_orders.c's binary")
     args = ap.parse_args()
+    if args.orders:
+        return orders(args.orders, args.threads, args.orders_bin)
     GM.update(probe=args.gm, target=args.target)
     print(f"torch {torch.__version__}; share of outputs differing between 1 and 2 threads; split models")
     if args.gemv_threshold:
@@ -298,6 +305,40 @@ def kparts(shapes, threads):
             if GM.get("probe"):
                 hit += "=" if (gm_run(a, b.T.contiguous() if trans else b, bias, trans, t) == ct).all() else "!"
             row.append(f"{t}:{hit}")
+        print(f"  {sh:>14}  " + " ".join(row), flush=True)
+    return 0
+
+
+def orders(shapes, threads, binary):
+    """Per shape MxKxN[t] (t: B^T; with a bias, seeded per shape) and thread count t: '1' where
+    torch.addmm / F.linear on t threads gives its 1-thread bits, else the candidate orders of
+    tools/ref/probe_f32_orders.c whose bits equal torch's at every output (P<p>, H<p>, S<p>: K in p
+    balanced parts of 384-, halves- or split-blocks, gm_f32_torch_kparts's sum), '?' none. How the
+    eleventh session (2026-12-06) classified the dot kernel's shapes and few rows on 2..16 threads."""
+    for sh in shapes:
+        trans = sh.endswith("t")
+        M, K, N = map(int, sh.rstrip("t").split("x"))
+        g = torch.Generator().manual_seed(M * 7 + K * 3 + N)
+        a = torch.randn(M, K, generator=g)
+        bt = torch.randn(N, K, generator=g) / K ** 0.5
+        bias = torch.randn(N, generator=g)
+        b = bt.T.contiguous()
+        fn = (lambda: torch.nn.functional.linear(a, bt, bias)) if trans else (lambda: torch.addmm(bias, a, b))
+        c1 = bits(run(fn, 1))
+        row = []
+        with tempfile.TemporaryDirectory() as d:
+            a.numpy().tofile(os.path.join(d, "a.bin"))
+            bt.numpy().tofile(os.path.join(d, "bt.bin"))
+            bias.numpy().tofile(os.path.join(d, "bias.bin"))
+            for t in threads:
+                ct = bits(run(fn, t))
+                if (ct == c1).all():
+                    row.append(f"{t}:1")
+                    continue
+                ct.tofile(os.path.join(d, "torch.bin"))
+                out = subprocess.run([binary, d, str(M), str(K), str(N), str(max(t, 2))], check=True,
+                                     capture_output=True, text=True).stdout.split()
+                row.append(f"{t}:{','.join(out) if out else '?'}")
         print(f"  {sh:>14}  " + " ".join(row), flush=True)
     return 0
 

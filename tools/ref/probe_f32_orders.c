@@ -1,0 +1,97 @@
+// The candidate orders for tools/ref/probe_f32_mt.py --orders: reads DIR/a.bin (M x K), DIR/bt.bin
+// (op(B) transposed, N x K), DIR/bias.bin (N floats), DIR/torch.bin (torch's C, M x N), and prints
+// the names of the candidate orders whose bits equal torch's at every output:
+//   P<p>  K in p balanced parts (the first K % p one longer), each summed in blocks of 384 then the
+//         rest, one FMA chain from zero per block, blocks added in order;
+//   H<p>  the same parts in GM_F32_BLOCKS_INTEL_HALVES's blocks (a rest below 768 in two halves);
+//   S<p>  the same parts in GM_F32_BLOCKS_INTEL_SPLIT's blocks (a part below 768 in two halves);
+// with p = 1 the one part starts from the bias; with p > 1, C = (bias + part 0) + (((part 1 +
+// part 2) + ...) + part p-1), gm_f32_torch_kparts's cut. Every product is an explicit fmaf.
+//   probe_f32_orders DIR M K N PMAX
+// Build (from the repo root): gcc -O2 -ffp-contract=off tools/ref/probe_f32_orders.c -lm -o build-mine/probe_f32_orders
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *read_floats(const char *dir, const char *name, size_t count) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    perror(path);
+    exit(1);
+  }
+  float *x = malloc(count * sizeof(float));
+  if (!x || fread(x, sizeof(float), count, f) != count) {
+    fprintf(stderr, "%s: short or out of memory\n", path);
+    exit(1);
+  }
+  fclose(f);
+  return x;
+}
+
+enum { BLOCKS_384, BLOCKS_HALVES, BLOCKS_SPLIT };
+
+// The end of the block from k0 in a part of length len.
+static int block_end(int kind, int len, int k0) {
+  const int rest = len - k0;
+  if (kind == BLOCKS_SPLIT && len < 768) return len <= 384 || k0 > 0 ? len : (len + 1) / 2;
+  if (rest <= 384) return len;
+  if (kind == BLOCKS_HALVES && rest < 768) return k0 + (rest + 1) / 2;
+  return k0 + 384;
+}
+
+// One part's sum: its blocks added in order, from *start (or from the first block).
+static float part_sum(const float *a, const float *b, int len, int kind, const float *start) {
+  float c = start ? *start : 0.0f;
+  for (int k0 = 0, k1; k0 < len; k0 = k1) {
+    k1 = block_end(kind, len, k0);
+    float acc = 0.0f;
+    for (int k = k0; k < k1; k++) acc = fmaf(a[k], b[k], acc);
+    c = k0 == 0 && !start ? acc : c + acc;
+  }
+  return c;
+}
+
+static int part_start(int K, int p, int i) { return i * (K / p) + (i < K % p ? i : K % p); }
+
+int main(int argc, char **argv) {
+  if (argc != 6) {
+    fprintf(stderr, "usage: probe_f32_orders DIR M K N PMAX\n");
+    return 2;
+  }
+  const char *dir = argv[1];
+  const int M = atoi(argv[2]), K = atoi(argv[3]), N = atoi(argv[4]), pmax = atoi(argv[5]);
+  float *A = read_floats(dir, "a.bin", (size_t)M * K), *Bt = read_floats(dir, "bt.bin", (size_t)N * K);
+  float *bias = read_floats(dir, "bias.bin", (size_t)N), *T = read_floats(dir, "torch.bin", (size_t)M * N);
+  const char names[3] = {'P', 'H', 'S'};
+  for (int p = 1; p <= pmax; p++)
+    for (int kind = 0; kind < 3; kind++) {
+      bool same = true;
+      for (int i = 0; i < M && same; i++)
+        for (int j = 0; j < N && same; j++) {
+          const float *a = A + (size_t)i * K, *b = Bt + (size_t)j * K;
+          float c;
+          if (p == 1) c = part_sum(a, b, K, kind, bias + j);
+          else {
+            float rest = 0.0f;
+            for (int q = 1; q < p; q++) {
+              const int k0 = part_start(K, p, q), k1 = part_start(K, p, q + 1);
+              const float s = part_sum(a + k0, b + k0, k1 - k0, kind, NULL);
+              rest = q == 1 ? s : rest + s;
+            }
+            c = part_sum(a, b, part_start(K, p, 1), kind, bias + j) + rest;
+          }
+          same = memcmp(&c, T + (size_t)i * N + j, sizeof c) == 0;
+        }
+      if (same) printf("%c%d ", names[kind], p);
+    }
+  printf("\n");
+  free(A);
+  free(Bt);
+  free(bias);
+  free(T);
+  return 0;
+}
