@@ -719,8 +719,7 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 // K > 768 and M < 192, few_rows where few_shares, more rows with N >= 384 where intel_shares
 // (measured on 3, 5, 7 and 9 threads, M 2..200, K 1024..6400, N 100..4800).
 static bool packs(int M, int N, int K, bool trans_b, int t) {
-  if (trans_b || K <= 768 || M >= 192 || gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) != 1)
-    return false;
+  if (trans_b || K <= 768 || M >= 192) return false;
   if (t % 2) return few_rows(M, N, K) ? few_shares(K, N, t) : N >= 384 && intel_shares(M, N, K, t);
   return K < 8 * M && N >= 384 && intel_shares(M, N, K, t);
 }
@@ -735,19 +734,18 @@ static bool packs(int M, int N, int K, bool trans_b, int t) {
 // all (not intel_shares: up to 28 t rows; measured on 5..8 threads at K 1600, N 1600..50257: GPT-2
 // XL's lm_head at 65..191 tokens on 5 threads and more).
 static bool unpacks(int M, int N, int K, bool trans_b, int t) {
-  if (t < 3 || N <= 64 * t || K <= 768 || gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans_b, t) != 1)
-    return false;
+  if (t < 3 || N <= 64 * t || K <= 768) return false;
   if (trans_b && M >= 16 && M <= 64) return !(t % 2 && wide_for(K, N, t));
   return !intel_shares(M, N, K, t);
 }
 
-// The dot kernel's shapes that leave it (dot_leaves) and do not cut K (few_cut), on t threads:
+// The dot kernel's shapes that leave it (dot_leaves) where they do not cut K, on t threads:
 // odd t where MKL shares them out (few_shares) run the packed order (GM_F32_BLOCKS_INTEL_384; edges
 // K 1130 / 1140 on 3 threads, 1600 / 2000 on 5, 2000 / 3000 on 7), the others the unpacked order
 // (the columns shared out; K <= 768 too, on any thread count). Not modelled (the dot kernel's order
 // runs): 8 or more threads with N <= 64 t (two K parts in places).
 static gm_f32_blocks dot_blocks_mt(int M, int N, int K, int t) {
-  if (!dot_leaves(M, N, K) || few_cut(M, N, K, t)) return GM_F32_BLOCKS_INTEL_DOT16;
+  if (!dot_leaves(M, N, K)) return GM_F32_BLOCKS_INTEL_DOT16;
   if (t % 2 && few_shares(K, N, t)) return GM_F32_BLOCKS_INTEL_384;
   if (t >= 8 && N <= 64 * t) return GM_F32_BLOCKS_INTEL_DOT16; // not modelled
   return GM_F32_BLOCKS_INTEL_HALVES;
@@ -757,7 +755,8 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
                                      int torch_threads) {
   const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
   const int t = torch_threads;
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2) return b;
+  // packs, unpacks and dot_blocks_mt hold only where MKL does not cut K: asked once, here
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) != 1) return b;
   if (b == GM_F32_BLOCKS_INTEL_HALVES && packs(M, N, K, trans_b, t)) return GM_F32_BLOCKS_INTEL_384;
   if (alpha != 1.0f) return b; // not measured
   if (b == GM_F32_BLOCKS_INTEL_384 && unpacks(M, N, K, trans_b, t)) return GM_F32_BLOCKS_INTEL_HALVES;
