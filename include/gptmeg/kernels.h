@@ -124,9 +124,10 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // thread count cuts K of a tall-K product into parts (gm_f32_torch_kparts; 1: no cut): on 2 threads
 // in two for K > 768, K >= 8 M, N >= 16, M N K > 192000 (tools/ref/probe_f32_mt.py: 2 x 1000 x 96
 // runs one thread, 2 x 1001 x 96 splits), not its dot or one-row kernels (found with
-// tools/ref/probe_linear_bwd.py; one row against B as stored has its own cut, below; the dot
-// kernel's shapes of 4..15 rows, B^T, K > 768 and neither K nor N a multiple of 256 cut into
-// the parts below where K >= 378 t, and N >= 378 t or N < 378); on 4, 6, ...
+// tools/ref/probe_linear_bwd.py; one row against B as stored has its own cut, below; few rows
+// (B as stored up to 15 or 16, and the dot kernel's shapes of 4..15 rows, B^T, neither K nor N a
+// multiple of 256) cut into the parts below where K > 768, K >= 378 t, and N >= 378 t or N <= 378,
+// on odd thread counts too where N <= 378 and M >= 8); on 4, 6, ...
 // threads, where also N >= 256, M >= 17 (B as stored) or M >= 65 (B^T), min(M, N) <= K / 8 (and <= 384 on 4 threads, 768 on 8),
 // and, when neither K nor N is a multiple of 256, M > 28 t or K, N >= 378 t, into the largest
 // divisor of the thread count (of half of it from N = 2048 on 8 or more threads) that is at most
@@ -143,14 +144,21 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 // The schedule torch runs on torch_threads threads where it does not cut K (gm_f32_torch_kparts
 // gives 1), when it differs from the 1-thread one (gm_f32_torch_blocks), under MKL's Intel AVX-512
-// sgemm: B as stored, K 769..1535, K < 8 M, M < 192, N >= 384, where MKL shares the product out
-// (any size a multiple of 256 in K or N; else M > 28 t, or K and N >= 378 t): the packed order
-// GM_F32_BLOCKS_INTEL_384 (one thread packs only from 192 rows); B^T of 16..64 rows, K > 768, on 4
-// or more even threads with N > 64 t: the unpacked order GM_F32_BLOCKS_INTEL_HALVES (GPT-2
-// medium's lm_head at up to 64 tokens on 4 threads); MKL's dot kernel's shapes (B^T, 4..15 rows,
-// K > 768, neither K nor N a multiple of 256): GM_F32_BLOCKS_INTEL_HALVES, or
-// GM_F32_BLOCKS_INTEL_384 on odd thread counts where K and N >= 378 t (GPT-2 XL's lm_head at 4..15
-// tokens). alpha != 1: only the first (the others are not measured). Elsewhere gm_f32_torch_blocks.
+// sgemm (where it cuts K: gm_f32_torch_blocks; the cut's parts run GM_F32_BLOCKS_INTEL_SPLIT):
+//   - the packed order GM_F32_BLOCKS_INTEL_384 for B as stored below 192 rows (one thread packs only
+//     from 192) where MKL shares the product out: K 769..1535, K < 8 M, N >= 384 on even thread
+//     counts (any size a multiple of 256 in K or N; else M > 28 t, or K and N >= 378 t); on odd
+//     ones from K 769, few rows where K >= 378 t and N >= 378 t or N <= 378, more with N >= 384;
+//   - the unpacked order GM_F32_BLOCKS_INTEL_HALVES for B^T of 16..64 rows, K > 768, on 3 or more
+//     threads with N > 64 t, except on odd ones where K and N >= 378 t (GPT-2 medium's lm_head at
+//     up to 64 tokens); and for the packed products (B^T from 65 rows, B as stored from 192) where
+//     MKL does not share them out (XL's lm_head at 65..191 tokens on 5 to 8 threads);
+//   - MKL's dot kernel's shapes (B^T, 4..15 rows, neither K nor N a multiple of 256, M N K >
+//     192000): GM_F32_BLOCKS_INTEL_384 on odd thread counts where K >= 378 t and N >= 378 t or
+//     N <= 378, else GM_F32_BLOCKS_INTEL_HALVES (GPT-2 XL's lm_head at 4..15 tokens); 8 or more
+//     threads with N <= 64 t keep the dot kernel (not modelled).
+// alpha != 1: only the packed order (the others are not measured). docs/numerics.md, "Torch CPU
+// targets", has the measurements.
 gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha,
                                      int torch_threads);
 // The K split holds with a bias too (alpha = 1; tools/ref/probe_f32_mt.py: GPT-2's MLP c_proj, addmm
