@@ -8,7 +8,11 @@
 // with p = 1 the one part starts from the bias; with p > 1, C = (bias + part 0) + (((part 1 +
 // part 2) + ...) + part p-1), gm_f32_torch_kparts's cut. Every product is an explicit fmaf.
 //   probe_f32_orders DIR M K N PMAX
-// Build (from the repo root): gcc -O2 -ffp-contract=off tools/ref/probe_f32_orders.c -lm -o build-mine/probe_f32_orders
+// Build (from the repo root, after building gptmeg_lib in build-mine; one line):
+//   gcc -O2 -ffp-contract=off -Iinclude -fopenmp tools/ref/probe_f32_orders.c build-mine/libgptmeg.a -lsleef
+//       -lmpfr -lgmp -lcjson -lpcre2-8 -lz -lm -ldl -o build-mine/probe_f32_orders
+#include "gptmeg/kernels.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,22 +36,14 @@ static float *read_floats(const char *dir, const char *name, size_t count) {
   return x;
 }
 
-enum { BLOCKS_384, BLOCKS_HALVES, BLOCKS_SPLIT };
-
-// The end of the block from k0 in a part of length len.
-static int block_end(int kind, int len, int k0) {
-  const int rest = len - k0;
-  if (kind == BLOCKS_SPLIT && len < 768) return len <= 384 || k0 > 0 ? len : (len + 1) / 2;
-  if (rest <= 384) return len;
-  if (kind == BLOCKS_HALVES && rest < 768) return k0 + (rest + 1) / 2;
-  return k0 + 384;
-}
+// The candidates' blocks: gptmeg's own schedules.
+static const gm_f32_blocks KINDS[3] = {GM_F32_BLOCKS_INTEL_384, GM_F32_BLOCKS_INTEL_HALVES, GM_F32_BLOCKS_INTEL_SPLIT};
 
 // One part's sum: its blocks added in order, from *start (or from the first block).
-static float part_sum(const float *a, const float *b, int len, int kind, const float *start) {
+static float part_sum(const float *a, const float *b, int len, gm_f32_blocks kind, const float *start) {
   float c = start ? *start : 0.0f;
   for (int k0 = 0, k1; k0 < len; k0 = k1) {
-    k1 = block_end(kind, len, k0);
+    k1 = gm_f32_torch_block_end_for(kind, len, k0);
     float acc = 0.0f;
     for (int k = k0; k < k1; k++) acc = fmaf(a[k], b[k], acc);
     c = k0 == 0 && !start ? acc : c + acc;
@@ -74,15 +70,15 @@ int main(int argc, char **argv) {
         for (int j = 0; j < N && same; j++) {
           const float *a = A + (size_t)i * K, *b = Bt + (size_t)j * K;
           float c;
-          if (p == 1) c = part_sum(a, b, K, kind, bias + j);
+          if (p == 1) c = part_sum(a, b, K, KINDS[kind], bias + j);
           else {
             float rest = 0.0f;
             for (int q = 1; q < p; q++) {
               const int k0 = part_start(K, p, q), k1 = part_start(K, p, q + 1);
-              const float s = part_sum(a + k0, b + k0, k1 - k0, kind, NULL);
+              const float s = part_sum(a + k0, b + k0, k1 - k0, KINDS[kind], NULL);
               rest = q == 1 ? s : rest + s;
             }
-            c = part_sum(a, b, part_start(K, p, 1), kind, bias + j) + rest;
+            c = part_sum(a, b, part_start(K, p, 1), KINDS[kind], bias + j) + rest;
           }
           same = memcmp(&c, T + (size_t)i * N + j, sizeof c) == 0;
         }
