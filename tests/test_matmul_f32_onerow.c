@@ -62,7 +62,6 @@ static const product PRODUCTS[] = {
     {OP_ADDMM_T, 768, 768, 0.3f, {1, 2}},
     {OP_ADDMM_T, 768, 2053, 0.3f, {1, 2}},
     {OP_ADDMM_T, 64, 17, 0.3f, {1}},
-
     {OP_MM_T, 64, 300, (float)(0.125 / 3), {1, 2}},
     {OP_BMM_BF16_T, 64, 40, 1.0f, {1}},
     {OP_BMM_BF16_T, 64, 70, 1.0f, {1}},
