@@ -18,7 +18,12 @@
 //     256, keep the dot kernel) and the packed order of odd thread counts (gm_f32_torch_blocks_mt):
 //     gm_f32_torch_kparts cuts, or the other order runs, exactly where torch's bits leave its
 //     1-thread bits;
-//   - the goldens hold cuts into 2..8 parts (torch's t-thread bits differ from its
+//   - few rows against N <= 64 t columns on 8 to 64 threads cut K into gm_f32_torch_kgroups's parts
+//     with its row groups' orders (GPT-2 124M's c_proj at 5 and 16 tokens, 2 rows on 32 and 64
+//     threads, B^T and the dot kernel's shapes, the parts' rounding to 4, the edges N 768 / 800 on
+//     12 threads, 572 / 576 in K, 17 rows against B as stored, 128 / 129 against B^T, and
+//     gm_f32_torch_kparts's cut where it holds);
+//   - the goldens hold cuts into 2..16 parts (torch's t-thread bits differ from its
 //     1-thread bits), so a path that ignored the thread count could not pass.
 #include "harness.h"
 
@@ -105,6 +110,28 @@ static const product PRODUCTS[] = {
     {OP_LINEAR_B, 150, 1600, 4000, {1, 5, 6}},
     {OP_ADDMM, 224, 1600, 1600, {1, 7, 8}},
     {OP_ADDMM, 225, 1600, 1600, {1, 8}},
+    // few rows (B^T: up to 128) against N <= 64 t on 8 or more threads (gm_f32_torch_kgroups)
+    {OP_ADDMM, 16, 768, 768, {1, 12, 13, 16, 24, 32}},
+    {OP_ADDMM, 5, 3072, 768, {1, 12, 14, 15, 16, 20, 24, 32, 48, 64}},
+    {OP_LINEAR_B, 16, 768, 768, {1, 12, 16}},
+    {OP_LINEAR_B, 8, 1000, 700, {1, 12, 16}},
+    {OP_ADDMM, 2, 768, 768, {1, 32, 64}},
+    {OP_ADDMM, 16, 1024, 768, {1, 12, 14}},
+    {OP_ADDMM, 16, 704, 768, {1, 18, 24}},
+    {OP_ADDMM, 16, 768, 1000, {1, 12, 16}},
+    {OP_ADDMM, 16, 768, 800, {1, 12}},
+    {OP_ADDMM, 16, 572, 768, {1, 12}},
+    {OP_ADDMM, 16, 576, 768, {1, 12}},
+    {OP_ADDMM, 17, 768, 768, {1, 12}},
+    {OP_ADDMM, 16, 768, 2304, {1, 48, 64}},
+    {OP_ADDMM, 16, 5000, 300, {1, 16}},
+    {OP_ADDMM, 16, 6144, 300, {1, 16}},
+    {OP_LINEAR_B, 32, 768, 768, {1, 12, 16, 32}},
+    {OP_LINEAR_B, 128, 768, 768, {1, 12}},
+    {OP_LINEAR_B, 129, 768, 768, {1, 12}},
+    {OP_LINEAR_B, 64, 3072, 768, {1, 12, 16}},
+    {OP_LINEAR_B, 65, 3072, 768, {1, 12}},
+    {OP_LINEAR_B, 100, 768, 256, {1, 12}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -175,25 +202,27 @@ static int check_file(int target) {
         CHECK(bad == 0, "gm_op_matmul %s %d x %d x %d, %d threads: %d of %d differ from torch", OP_NAMES[p->op], M, K,
               N, t, bad, M * COLS);
       }
-      const int kp = gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
+      const int kg = gm_f32_torch_kgroups(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
+      const int kp = kg > 1 ? kg : gm_f32_torch_kparts(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, t);
       const gm_f32_blocks b1 = gm_f32_torch_blocks(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans);
       const gm_f32_blocks bt = gm_f32_torch_blocks_mt(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, 1.0f, t);
-      const bool packs = kp == 1 && bt != b1;
+      const bool packs = kp == 1 && kg <= 1 && bt != b1;
       // the packed and unpacked orders coincide where K is a multiple of 384 (blocks of 384 either way)
       const bool same = b1 != GM_F32_BLOCKS_INTEL_DOT16 && K % 384 == 0;
       CHECK(t == 1 || (kp > 1 || (packs && !same)) == differs, "%s %d x %d x %d, %d threads: gptmeg cuts K into %d part(s)%s where "
-            "torch's bits %s its 1-thread bits", OP_NAMES[p->op], M, K, N, t, kp, packs ? ", (un)packed" : "",
+            "torch's bits %s its 1-thread bits", OP_NAMES[p->op], M, K, N, t, kp,
+            kg > 1 ? " in row groups" : packs ? ", (un)packed" : "",
             differs ? "differ from" : "equal");
       printf("  %-8s %2d x %4d x %4d, %2d threads: %d K part(s)%s, torch's bits %s its 1-thread bits\n", OP_NAMES[p->op],
-             M, K, N, t, kp, packs ? ", (un)packed" : "", differs ? "differ from" : "equal");
+             M, K, N, t, kp, kg > 1 ? " in row groups" : packs ? ", (un)packed" : "", differs ? "differ from" : "equal");
       runs++;
       if (ref != ref1) free(ref);
     }
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 185, "ran %d of 185 product and thread count pairs", runs);
-  CHECK(cut >= 93, "only %d runs where torch's bits differ from its 1-thread bits (expected 93 or more)", cut);
+  CHECK(runs == 249, "ran %d of 249 product and thread count pairs", runs);
+  CHECK(cut >= 131, "only %d runs where torch's bits differ from its 1-thread bits (expected 131 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

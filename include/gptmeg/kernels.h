@@ -142,6 +142,20 @@ float gm_f32_torch_dot16(const float *a, const float *b, int K);
 // (without trans_a it cannot fail: without memory for the parts' scratch the split runs element by
 // element).
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+// Few rows (2..16 against B as stored; 2..128 against B^T, outside MKL's dot kernel or in its
+// shapes that leave it) against N <= 64 t columns on t >= 8 threads, where gm_f32_torch_kparts
+// does not cut: MKL cuts K into kg parts, kg the largest divisor of t with 4 kg <= t and 192 kg <=
+// K (12 threads: 3 parts of 768; 16..64 threads: 4; 48 threads: 12 of 3072). Part q is K [q L,
+// min((q + 1) L, K)), L = ceil(K / kg) rounded up to a multiple of 4, summed in
+// GM_F32_BLOCKS_INTEL_HALVES's blocks, part 0 onto the bias; the rows fall in kg balanced groups
+// (the first M % kg one longer) and group g adds part g next, then the others in order. Only
+// where measured: the t / kg column chunks at least 16 columns wide (64 from 17 rows), M N K >=
+// 40000 t or >= 2^20, and with B^T no last chunk of 1..3 columns (elsewhere MKL also splits the
+// rows or runs other cuts: not modelled). The number of parts (> 1), or 0 where this does not
+// apply; gm_matmul_f32_torch_mt runs it (alpha = 1, no trans_a: others not measured). Measured on
+// 8..64 threads (tools/ref/probe_f32_mt.py --orders with tools/ref/probe_f32_orders.c's grouped
+// candidates; 1800 random shapes in that region bit-identical).
+int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 // The schedule torch runs on torch_threads threads where it does not cut K (gm_f32_torch_kparts
 // gives 1), when it differs from the 1-thread one (gm_f32_torch_blocks), under MKL's Intel AVX-512
 // sgemm (where it cuts K: gm_f32_torch_blocks; the cut's parts run GM_F32_BLOCKS_INTEL_SPLIT):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""f32 matmul goldens of torch's orders on 1 to 16 threads under MKL's Intel AVX-512 sgemm (issue 23),
+"""f32 matmul goldens of torch's orders on 1 to 64 threads under MKL's Intel AVX-512 sgemm (issue 23),
 for tests/test_matmul_f32_kparts.c.
 
 On an even thread count MKL's Intel sgemm cuts K of a tall-K product into parts (the largest
@@ -22,7 +22,9 @@ edges in K, N and M; and the packed order that odd thread counts run for B as st
 shares the product out, and the unpacked order they run for B^T of 16..64 rows where it does not;
 16 rows against 4096 columns or a K that is a multiple of 256 above 6144, which run as 17 rows do;
 and the unpacked order of the packed products (B^T from 65 rows, B as stored from 192) where
-MKL does not share them out. The operands are formulas the test
+MKL does not share them out; and few rows against N <= 64 t columns on 8 to 64 threads, which cut K
+into gm_f32_torch_kgroups's parts (the largest divisor kg of t with 4 kg <= t and 192 kg <= K,
+rounded to 4) added in an order that depends on the row's group. The operands are formulas the test
 rebuilds (A[i, k] = ((37 i + 71 k) % 1009 - 504) / 503 and B[k, n] = ((31 k + 17 n) % 97 - 48) / 64
 in float32, both correctly rounded in any IEEE implementation; the bias random and stored); only
 the outputs' first 32 columns are stored.
@@ -114,6 +116,29 @@ PRODUCTS = [
     ("linear_b", 150, 1600, 4000, [1, 5, 6]),
     ("addmm", 224, 1600, 1600, [1, 7, 8]),
     ("addmm", 225, 1600, 1600, [1, 8]),
+    # few rows (B^T: up to 128) against N <= 64 t on 8 or more threads: K in kg parts, row groups
+    # (gm_f32_torch_kgroups)
+    ("addmm", 16, 768, 768, [1, 12, 13, 16, 24, 32]),
+    ("addmm", 5, 3072, 768, [1, 12, 14, 15, 16, 20, 24, 32, 48, 64]),
+    ("linear_b", 16, 768, 768, [1, 12, 16]),
+    ("linear_b", 8, 1000, 700, [1, 12, 16]),
+    ("addmm", 2, 768, 768, [1, 32, 64]),
+    ("addmm", 16, 1024, 768, [1, 12, 14]),
+    ("addmm", 16, 704, 768, [1, 18, 24]),
+    ("addmm", 16, 768, 1000, [1, 12, 16]),
+    ("addmm", 16, 768, 800, [1, 12]),
+    ("addmm", 16, 572, 768, [1, 12]),
+    ("addmm", 16, 576, 768, [1, 12]),
+    ("addmm", 17, 768, 768, [1, 12]),
+    ("addmm", 16, 768, 2304, [1, 48, 64]),
+    ("addmm", 16, 5000, 300, [1, 16]),
+    ("addmm", 16, 6144, 300, [1, 16]),
+    ("linear_b", 32, 768, 768, [1, 12, 16, 32]),
+    ("linear_b", 128, 768, 768, [1, 12]),
+    ("linear_b", 129, 768, 768, [1, 12]),
+    ("linear_b", 64, 3072, 768, [1, 12, 16]),
+    ("linear_b", 65, 3072, 768, [1, 12]),
+    ("linear_b", 100, 768, 256, [1, 12]),
 ]
 
 

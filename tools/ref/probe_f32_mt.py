@@ -313,8 +313,10 @@ def orders(shapes, threads, binary):
     """Per shape MxKxN[t] (t: B^T; with a bias, seeded per shape) and thread count t: '1' where
     torch.addmm / F.linear on t threads gives its 1-thread bits, else the candidate orders of
     tools/ref/probe_f32_orders.c whose bits equal torch's at every output (P<p>, H<p>, S<p>: K in p
-    balanced parts of 384-, halves- or split-blocks, gm_f32_torch_kparts's sum), '?' none. How the
-    eleventh session (2026-12-06) classified the dot kernel's shapes and few rows on 2..16 threads."""
+    balanced parts of 384-, halves- or split-blocks, gm_f32_torch_kparts's sum; p<p>, h<p>, s<p>: the
+    same in gm_f32_torch_kgroups's row-group sum, r: its parts rounded to 4), '?' none. How the
+    eleventh session (2026-12-06) classified the dot kernel's shapes and few rows on 2..16 threads,
+    and the twelfth few rows against N <= 64 t on 8..64."""
     for sh in shapes:
         trans = sh.endswith("t")
         M, K, N = map(int, sh.rstrip("t").split("x"))

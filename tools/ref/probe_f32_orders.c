@@ -6,7 +6,10 @@
 //   H<p>  the same parts in GM_F32_BLOCKS_INTEL_HALVES's blocks (a rest below 768 in two halves);
 //   S<p>  the same parts in GM_F32_BLOCKS_INTEL_SPLIT's blocks (a part below 768 in two halves);
 // with p = 1 the one part starts from the bias; with p > 1, C = (bias + part 0) + (((part 1 +
-// part 2) + ...) + part p-1), gm_f32_torch_kparts's cut. Every product is an explicit fmaf.
+// part 2) + ...) + part p-1), gm_f32_torch_kparts's cut; and p, h, s<p> (p > 1): the same parts and
+// blocks in gm_f32_torch_kgroups's sum (the rows in p balanced groups, group g adds part g right
+// after part 0, then the others in order), with an r suffix where the parts are ceil(K / p)
+// rounded up to a multiple of 4 (the last the rest). Every product is an explicit fmaf.
 //   probe_f32_orders DIR M K N PMAX
 // Build (from the repo root, after building gptmeg_lib in build-mine; one line):
 //   gcc -O2 -ffp-contract=off -Iinclude -fopenmp tools/ref/probe_f32_orders.c build-mine/libgptmeg.a -lsleef
@@ -83,6 +86,29 @@ int main(int argc, char **argv) {
           same = memcmp(&c, T + (size_t)i * N + j, sizeof c) == 0;
         }
       if (same) printf("%c%d ", names[kind], p);
+      // grouped: rows in p balanced groups; group g adds part g right after part 0, then the rest.
+      // r = 0: balanced parts; r = 1: parts of ceil(K / p) rounded up to a multiple of 4
+      for (int rnd = 0; rnd < 2; rnd++) {
+        int cut[65];
+        const int len = ((K + p - 1) / p + 3) / 4 * 4;
+        for (int q = 0; q <= p && q <= 64; q++) cut[q] = rnd ? (q * len < K ? q * len : K) : part_start(K, p, q);
+        same = p > 1 && p <= 64;
+        for (int i = 0; i < M && same; i++) {
+          int g = 0;
+          while (g + 1 < p && i >= part_start(M, p, g + 1)) g++;
+          for (int j = 0; j < N && same; j++) {
+            const float *a = A + (size_t)i * K, *b = Bt + (size_t)j * K;
+            float c = part_sum(a, b, cut[1], KINDS[kind], bias + j);
+            for (int r = 0; r < p; r++) {
+              const int q = r == 0 ? g : r;
+              if (q == 0 || (r > 0 && q == g) || cut[q + 1] <= cut[q]) continue;
+              c = c + part_sum(a + cut[q], b + cut[q], cut[q + 1] - cut[q], KINDS[kind], NULL);
+            }
+            same = memcmp(&c, T + (size_t)i * N + j, sizeof c) == 0;
+          }
+        }
+        if (same) printf("%c%d%s ", names[kind] + 32, p, rnd ? "r" : "");
+      }
     }
   printf("\n");
   free(A);

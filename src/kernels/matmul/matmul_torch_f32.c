@@ -672,6 +672,35 @@ static bool few_cut(int M, int N, int K, int t) {
   return K > 768 && few_shares(K, N, t) && (t % 2 == 0 || (N <= 378 && M >= 8));
 }
 
+// Few rows against few columns on 8 or more threads (2..16 rows, B as stored, or B^T outside MKL's
+// dot kernel or in the dot kernel's shapes that leave it, N <= 64 t, where few_cut does not cut): MKL gives the columns t / kg threads and cuts
+// K into kg parts, kg the largest divisor of t with 4 kg <= t and 192 kg <= K (measured on 8..32
+// threads at K 384..4096, N 128..1024: 12 threads cut 768 in 3, 576 in 3, 572 in 2; 16 threads 768
+// in 4, 764 in 2; 20 threads 960 in 5, 956 in 4; 14 threads in 2). Two equal halves of K <= 768
+// give the 1-thread bits anyway (K 544 and 760 on 12 and 16 threads). 0 where it does not apply.
+int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
+  const int t = torch_threads;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 8 || M < 2 || M > (trans_b ? 128 : 16) || N < 16 || N > 64 * t) return 0;
+  const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
+  if (b == GM_F32_BLOCKS_INTEL_DOT16 ? !dot_leaves(M, N, K) : !trans_b && !few_rows(M, N, K)) return 0;
+  if (gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) > 1) return 0; // its cut runs (few_cut; B^T from 65 rows)
+  int kg = 0;
+  for (int d = 2; 4 * d <= t && 192 * d <= K; d++)
+    if (t % d == 0) kg = d;
+  if (kg < 2) return 0;
+  // Where this is measured: each of the nt = t / kg column chunks 16 columns or more, 64 from 17
+  // rows (below, MKL also splits the rows: 16 x 768 x 96 on 32 threads cuts K in 4 for rows 0..7
+  // and 8..15 apart, 100 x 768 x 128 (B^T) on 12 threads in 3 for rows 0..49 and 50..99),
+  // M N K >= 40000 t or >= 2^20 (below both, MKL runs fewer threads or other cuts: 2 x 768 x 256
+  // cuts K in 3 on 16 and 32 threads, 2 x 600 x 512 in 3 on 32), and with B^T no last chunk of 1 to 3 columns (chunks of ceil(N / nt)
+  // rounded up to 16, the last the rest: 4 x 1600 x 145, 146 and 147 on 16 threads, 9 x 407 x 353 on
+  // 24 and 32, leave that chunk's columns' bits).
+  const int nt = t / kg, w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
+  const int64_t work = (int64_t)M * N * K;
+  if (N < (M > 16 ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last <= 3)) return 0;
+  return kg;
+}
+
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
   // One row with B as stored (GM_F32_BLOCKS_INTEL_ROW8, and MKL's AVX2 one-row kernel alike), any
@@ -742,12 +771,12 @@ static bool unpacks(int M, int N, int K, bool trans_b, int t) {
 // The dot kernel's shapes that leave it (dot_leaves) where they do not cut K, on t threads:
 // odd t where MKL shares them out (few_shares) run the packed order (GM_F32_BLOCKS_INTEL_384; edges
 // K 1130 / 1140 on 3 threads, 1600 / 2000 on 5, 2000 / 3000 on 7), the others the unpacked order
-// (the columns shared out; K <= 768 too, on any thread count). Not modelled (the dot kernel's order
-// runs): 8 or more threads with N <= 64 t (two K parts in places).
+// (the columns shared out; K <= 768 too, on any thread count). 8 or more threads with N <= 64 t cut
+// K (gm_f32_torch_kgroups); below K = 384 there the dot kernel's order runs (not measured).
 static gm_f32_blocks dot_blocks_mt(int M, int N, int K, int t) {
   if (!dot_leaves(M, N, K)) return GM_F32_BLOCKS_INTEL_DOT16;
   if (t % 2 && few_shares(K, N, t)) return GM_F32_BLOCKS_INTEL_384;
-  if (t >= 8 && N <= 64 * t) return GM_F32_BLOCKS_INTEL_DOT16; // not modelled
+  if (t >= 8 && N <= 64 * t) return GM_F32_BLOCKS_INTEL_DOT16; // K < 384: not modelled (else kgroups)
   return GM_F32_BLOCKS_INTEL_HALVES;
 }
 
@@ -756,7 +785,9 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
   const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
   const int t = torch_threads;
   // packs, unpacks and dot_blocks_mt hold only where MKL does not cut K: asked once, here
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) != 1) return b;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) != 1 ||
+      gm_f32_torch_kgroups(mkl, M, N, K, trans_b, t) > 1)
+    return b;
   if (b == GM_F32_BLOCKS_INTEL_HALVES && packs(M, N, K, trans_b, t)) return GM_F32_BLOCKS_INTEL_384;
   if (alpha != 1.0f) return b; // not measured
   if (b == GM_F32_BLOCKS_INTEL_384 && unpacks(M, N, K, trans_b, t)) return GM_F32_BLOCKS_INTEL_HALVES;
@@ -794,17 +825,22 @@ int gm_f32_torch_nchunks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
 }
 
 // One K part's sum for one output when the split's scratch cannot be allocated (the definition):
-// the part's blocks (GM_F32_BLOCKS_INTEL_SPLIT over len) added in order, from *start (or from the
-// first block when start is NULL).
-static float split_part(const float *a, const float *b, size_t stride, int len, const float *start) {
+// the part's blocks (`blocks` over len) added in order, from *start (or from the first block when
+// start is NULL).
+static float chain_part(const float *a, const float *b, size_t stride, int len, gm_f32_blocks blocks,
+                        const float *start) {
   float c = start ? *start : 0.0f;
   for (int k0 = 0, k1; k0 < len; k0 = k1) {
-    k1 = gm_f32_torch_block_end_for(GM_F32_BLOCKS_INTEL_SPLIT, len, k0);
+    k1 = gm_f32_torch_block_end_for(blocks, len, k0);
     float acc = 0.0f;
     for (int k = k0; k < k1; k++) acc = fmaf(a[k], b[k * stride], acc);
     c = k0 == 0 && !start ? acc : c + acc;
   }
   return c;
+}
+
+static float split_part(const float *a, const float *b, size_t stride, int len, const float *start) {
+  return chain_part(a, b, stride, len, GM_F32_BLOCKS_INTEL_SPLIT, start);
 }
 
 // Where K part p of kp starts: MKL's balanced cut, the first K % kp parts one longer.
@@ -922,6 +958,56 @@ static int rows_block(const float *A, int lda, bool trans_a, const float *B, int
   return 0;
 }
 
+// Where part q of the grouped cut (gm_f32_torch_kgroups) starts: parts of ceil(K / kg) rounded up
+// to a multiple of 4, the last one the rest (16 x 1024 x 768 on 12 threads: 344, 344, 336).
+static int group_cut(int K, int kg, int q) {
+  const int len = ((K + kg - 1) / kg + 3) / 4 * 4;
+  return q * len < K ? q * len : K;
+}
+
+// The grouped cut, kg parts (gm_f32_torch_kgroups), the product's whole M rows (no trans_a):
+// part q is K [group_cut(q), group_cut(q + 1)), summed in GM_F32_BLOCKS_INTEL_HALVES's blocks, part
+// 0 onto the bias; the rows fall in kg balanced groups (part_start(M, kg, g): the first M % kg one
+// longer), and group g adds part g next, then the others in order: C = ((((bias + part 0) + part g)
+// + part 1) + ...) with part g left out the second time (found with tools/ref/probe_f32_orders.c's
+// grouped candidates: MKL's threads of K part g reduce the rows of group g, their own part first).
+static void kgroups_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float *C,
+                         int ldc, int M, int N, int K, int threads, int kg) {
+  const f32_order h = {GM_F32_BLOCKS_INTEL_HALVES, 1.0f, 1.0f};
+  const size_t bstride = trans_b ? 1 : (size_t)ldb;
+  // without SIMD (the definition) or without memory for a part's rows: element by element
+  float *T = gm_cpu_simd() == GM_SIMD_SCALAR ? NULL : malloc((size_t)part_start(M, kg, 1) * N * sizeof(float));
+  for (int g = 0; g < kg; g++) {
+    const int r0 = part_start(M, kg, g), m = part_start(M, kg, g + 1) - r0;
+    for (int r = 0; r < kg && m > 0; r++) {
+      const int q = r == 0 ? 0 : r == 1 && g > 0 ? g : r - (g > 0 && r <= g); // 0, g, then 1.. without g
+      const int k0 = group_cut(K, kg, q), len = group_cut(K, kg, q + 1) - k0;
+      if (len <= 0) continue;
+      const float *Bq = trans_b ? B + k0 : B + (size_t)k0 * ldb;
+      if (!T) {
+        for (int i = r0; i < r0 + m; i++)
+          for (int j = 0; j < N; j++) {
+            const float *a = A + (size_t)i * lda + k0, *b = trans_b ? Bq + (size_t)j * ldb : Bq + j;
+            float *c = C + (size_t)i * ldc + j;
+            if (q == 0) *c = chain_part(a, b, bstride, len, h.blocks, bias ? bias + j : NULL);
+            else *c = *c + chain_part(a, b, bstride, len, h.blocks, NULL);
+          }
+        continue;
+      }
+      const float *Ag = A + (size_t)r0 * lda + k0;
+      float *Cg = C + (size_t)r0 * ldc;
+      if (q == 0) {
+        matmul_order(Ag, lda, Bq, ldb, trans_b, bias, 1.0f, Cg, ldc, m, N, len, threads, h);
+        continue;
+      }
+      matmul_order(Ag, lda, Bq, ldb, trans_b, NULL, 1.0f, T, N, m, N, len, threads, h);
+      for (int i = 0; i < m; i++)
+        for (int j = 0; j < N; j++) Cg[(size_t)i * ldc + j] = Cg[(size_t)i * ldc + j] + T[(size_t)i * N + j];
+    }
+  }
+  free(T);
+}
+
 enum { TRANS_A_BLOCK_FLOATS = 1 << 18 }; // 1 MiB: op(A) = A^T is made contiguous at most this much at a time
 
 // The product in row blocks when op(A) = A^T (the tied lm_head's dW: [V, N] would be a 50257 x 256
@@ -953,6 +1039,11 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (threads <= 0) threads = omp_get_max_threads();
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
+  const int kg = trans_a || alpha != 1.0f ? 0 : gm_f32_torch_kgroups(mkl, M, N, K, trans_b, torch_threads);
+  if (kg > 1) {
+    kgroups_path(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, kg);
+    return 0;
+  }
   int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
