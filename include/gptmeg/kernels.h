@@ -154,7 +154,7 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 // rows or runs other cuts: not modelled). The number of parts (> 1), or 0 where this does not
 // apply; gm_matmul_f32_torch_mt runs it (alpha = 1, no trans_a: others not measured). Measured on
 // 8..64 threads (tools/ref/probe_f32_mt.py --orders with tools/ref/probe_f32_orders.c's grouped
-// candidates; 1800 random shapes in that region bit-identical).
+// candidates; 1500 random shapes in that region bit-identical).
 int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 // The schedule torch runs on torch_threads threads where it does not cut K (gm_f32_torch_kparts
 // gives 1), when it differs from the 1-thread one (gm_f32_torch_blocks), under MKL's Intel AVX-512
