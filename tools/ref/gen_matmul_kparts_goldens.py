@@ -20,7 +20,7 @@ XL's lm_head and Megatron's c_attn at a few tokens), which on 2 or more threads 
 the packed order on odd thread counts or else the unpacked one (gm_f32_torch_blocks_mt), with the
 edges in K, N and M; and the packed order that odd thread counts run for B as stored where MKL
 shares the product out, and the unpacked order they run for B^T of 16..64 rows where it does not;
-16 rows against 4096 columns or a K that is a multiple of 256 above 6144, which run as 17 rows do;
+16 rows against 4096 columns, or from K 6400 where K or N is a multiple of 256, which run as 17 rows do;
 and the unpacked order of the packed products (B^T from 65 rows, B as stored from 192) where
 MKL does not share them out; and few rows against N <= 64 t columns on 8 to 64 threads, which cut K
 into gm_f32_torch_kgroups's parts (the largest divisor kg of t with 4 kg <= t and 192 kg <= K,
@@ -139,6 +139,10 @@ PRODUCTS = [
     ("linear_b", 64, 3072, 768, [1, 12, 16]),
     ("linear_b", 65, 3072, 768, [1, 12]),
     ("linear_b", 100, 768, 256, [1, 12]),
+    # 16 rows from K 6400 where N is a multiple of 256 run as 17 rows (the lm_head's dx at 16 tokens)
+    ("mm", 16, 8000, 768, [1, 4, 8]),
+    ("mm", 16, 6399, 768, [1, 4]),
+    ("mm", 16, 8000, 1000, [1, 4]),
 ]
 
 

@@ -658,11 +658,15 @@ static bool dot_leaves(int M, int N, int K) {
   return M >= 4 && M <= 15 && K % 256 && N % 256 && (int64_t)M * N * K > 192000;
 }
 
-// Few rows against B as stored: up to 15, and 16 except against 4096 columns or a K that is a
-// multiple of 256 above 6144 (those run as 17 rows do: 16 x 1024 x 4096, 16 x 6400 x 1600 (GPT-2
-// XL's c_proj at 16 tokens), 16 x 8192, 12288, 12800, 16384 x 1600; not 4095, 4352, 8192 or 3072
-// columns, nor K 4096, 6144, 6200, 6399, 6401, 7000, 9600, 10000: measured on 2..9 threads).
-static bool few_rows(int M, int N, int K) { return M <= 15 || (M == 16 && N != 4096 && !(K % 256 == 0 && K > 6144)); }
+// Few rows against B as stored: up to 15, and 16 except against 4096 columns or from K = 6400 where
+// K or N is a multiple of 256 (those run as 17 rows do: 16 x 1024 x 4096, 16 x 6400 x 1600 (GPT-2
+// XL's c_proj at 16 tokens), 16 x 8192, 12288, 12800, 16384 x 1600, and 16 x 6401..50257 x 768
+// (the lm_head's dx at 16 tokens); not 4095, 4352, 8192 or 3072 columns at K 1024, nor K 4096, 6144,
+// 6200, 6399, 6401, 7000, 9600, 10000 against 1600 columns, nor 6401..50257 against 1000: measured
+// on 2..9 threads).
+static bool few_rows(int M, int N, int K) {
+  return M <= 15 || (M == 16 && N != 4096 && !(K >= 6400 && (K % 256 == 0 || N % 256 == 0)));
+}
 
 // Where a product of few rows (few_rows, or the dot kernel's shapes that leave it) cuts K: K > 768
 // where MKL shares it out (few_shares; edges exact on 2, 4, 6 and 8 threads: K 1510 / 1520, 2260 /
