@@ -270,17 +270,31 @@ static void upcast_scores(const head_view *h, float alpha, const float *q, int l
     }
 }
 
+// Whether MKL's batched sgemm (torch's f32 baddbmm of b slices T x hd x T, a prefill's scores) folds
+// alpha into k^T in every slice on t threads, where one thread per slice multiplies the sums (T <
+// 192): only on more threads than slices, from T = 64, and below 2 b threads only where ceil(b T /
+// t) >= 64, at 2 b for even T too (measured under the Intel AVX-512 kernel, head sizes 32 and 64,
+// b 4, 12, 16, 24, t b + 1 .. 3 b, T 50..190: tools/ref/gen_attention_fold_goldens.py's cases and
+// scans like them; head sizes 80 and 128 fold later, b 1..3 otherwise: not modelled).
+static bool batch_folds(int b, int T, int t) {
+  if (T >= 192 || T < 64 || t <= b || b < 4) return false; // b 1..3: other rules (b 1 on 2 threads folds at T 65)
+  const bool rows = ((int64_t)b * T + t - 1) / t >= 64;
+  return t > 2 * b || rows || (t == 2 * b && T % 2 == 0);
+}
+
 // X[i, j] = alpha * q_i . k_j (f32 accumulation, gm_op_matmul) for at least the keys row i sees
-// (j <= t0 + i), in blocks of 64 query rows, each computing keys [0, t0 + its last row]: about half
-// the products of the full [T, len] square for a prefill. Entries past a block's keys are left as
-// they were. Every dtype's product is defined element by element, so any block gives the bits of
-// the full square, with two exceptions without a cache: ATen's small kernel when T * len * hd < 400
+// (j <= t0 + i), in blocks of 64 query rows (the last up to 65: a block of one row would run MKL's
+// one-row kernel), each computing keys [0, t0 + its last row]: about half the products of the full
+// [T, len] square for a prefill. Entries past a block's keys are left as they were. Every dtype's
+// product of two rows or more is defined element by element, so any such block gives the bits of
+// the full square, with three exceptions without a cache: ATen's small kernel when T * len * hd < 400
 // (small_bmm, any dtype), and in f32 (k^T passed as stored): MKL's Intel AVX-512 packed path,
 // which folds alpha into B, for T and len >= 192 (baddbmm's alpha != 1 only;
 // gm_f32_torch_blocks): the full square in one call; under avx2 always the full square (MKL's
 // AVX2 row groups of six count from the top), alpha folded into k^T (R(alpha * k)) for T and len
-// >= 56 (measured under MKL_ENABLE_INSTRUCTIONS=AVX2: 48..55 multiply the sums, 56.. fold). One
-// thread: the caller runs heads in parallel.
+// >= 56 (measured under MKL_ENABLE_INSTRUCTIONS=AVX2: 48..55 multiply the sums, 56.. fold); and
+// MKL's batched sgemm on more torch threads than slices, which folds alpha into k^T (batch_folds).
+// One thread: the caller runs heads in parallel.
 static int causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
   const int T = h->T, len = h->len, t0 = h->t0, rb = 64;
   gm_op_ctx one = *h->c;
@@ -300,7 +314,9 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
     if (!(kT = malloc((size_t)hd * len * sizeof(float)))) return -1;
     transpose(kT, len, k, hd, len, hd);
     const bool avx2 = gm_torch_target_get_info(gm_torch_target_active())->mkl == GM_MKL_SGEMM_INTEL_AVX2;
-    if (avx2 && T >= 56 && len >= 56 && alpha != 1.0f) { // MKL's AVX2 kernels fold alpha into B there
+    const bool intel = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512;
+    if ((avx2 && T >= 56 && len >= 56 && alpha != 1.0f) || // MKL's AVX2 kernels fold alpha into B there
+        (intel && alpha != 1.0f && hd <= 64 && batch_folds(h->bh, T, h->c->threads))) {
       for (size_t i = 0; i < (size_t)hd * len; i++) kT[i] = alpha * kT[i];
       alpha = 1.0f;
     }
@@ -313,8 +329,8 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
   }
   const bmm_views v = {false, true, batch_small(h, (int64_t)T * len * hd)}; // k^T: a view of the cache's k
   int rc = 0;
-  for (int i0 = 0; i0 < T && !rc; i0 += rb) {
-    int i1 = T - i0 < rb ? T : i0 + rb;
+  for (int i0 = 0, i1; i0 < T && !rc; i0 = i1) {
+    i1 = T - i0 <= rb + 1 ? T : i0 + rb; // never a last block of one row: MKL's one-row kernel would run
     const float *qi = q + (size_t)i0 * ldq;
     float *Xi = X + (size_t)i0 * len;
     if (kT) gm_op_matmul(&one, qi, ldq, kT, len, false, NULL, alpha, Xi, len, i1 - i0, t0 + i1, hd);

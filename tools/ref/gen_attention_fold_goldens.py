@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Goldens of Megatron's qk-layer-scaled f32 scores on more torch threads than heads (issue 23), for
+tests/test_attention_fold.c.
+
+torch's f32 baddbmm (the megatron profile's scores: alpha = (1/8) / (layer + 1), no power of two
+from layer 2 on) calls MKL's batched sgemm. On t threads with t <= b (b = batch x heads slices)
+each slice runs on one thread and multiplies each block's sum by alpha; with t > b MKL folds alpha
+into k^T (R(alpha k)) in every slice: from T = 64, below 2 b threads only where ceil(b T / t) >= 64,
+at 2 b threads for even T too, above 2 b always (measured with head size 64, b 4, 12, 16, 24; the
+packed path from T = 192 folds on one thread already). Each case here is one layer's scores of a
+12-head, 768-wide prefill of T tokens, run by torch.set_num_threads(t) for several t, stored as
+megatron's softmax input x = f32(S) * (layer + 1) with the masked entries 0 (gm_op_attention_fwd's
+scores), the first 32 columns of every row of every head. The queries and keys are a formula the
+test rebuilds: qkv [T, 3 x 768] = ((37 i + 71 k) % 1009 - 504) / 503 in float32 (gm_inputs.formula_a).
+Runs where torch's f32 sgemm is MKL's Intel AVX-512 kernel, natively (as gen_matmul_kparts_goldens.py),
+and writes tests/golden/targets/<target>/attention/fold.safetensors for the host's target.
+  /work/venv/bin/python tools/ref/gen_attention_fold_goldens.py --target intel-avx512-fp16
+"""
+import argparse
+import json
+import os
+import sys
+
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_matmul_kparts_goldens import MKL_INTEL_AVX512, native_mkl_intel  # noqa: E402
+from gm_inputs import cpu_model, formula_a  # noqa: E402
+
+C, NH, LAYER, COLS = 768, 12, 2, 32
+# (T, thread counts): on 12 heads the fold starts at 13 threads (T 100: ceil(1200 / t) >= 64 up to
+# 19), at 24 for even T (64 folds, 67 not), above 24 from T 64 (63 not); T 191 below the packed path
+CASES = [(100, [1, 12, 13, 19, 20]), (64, [1, 16, 24, 25]), (67, [1, 24, 36]), (63, [1, 36]), (191, [1, 13]),
+         (65, [1])]  # the last: a 65th row on its own would run MKL's one-row kernel
+
+
+def scores(T):
+    """megatron_attention's softmax input for layer LAYER (tools/ref/gm_profiles.py), masked entries 0."""
+    hd = C // NH
+    qkv = torch.from_numpy(formula_a(T, 3 * C))
+    q = qkv[:, :C].reshape(T, NH, hd).transpose(0, 1).contiguous()
+    k = qkv[:, C:2 * C].reshape(T, NH, hd).transpose(0, 1).contiguous()
+    coeff = float(LAYER + 1)
+    alpha = (1.0 / float(hd) ** 0.5) / coeff
+    w = torch.baddbmm(torch.empty(NH, T, T), q, k.transpose(-1, -2), beta=0, alpha=alpha)
+    x = w.float() * coeff
+    return x.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), 0.0)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--target", default="zen4", help="the host's target (make_goldens.py passes each one it makes)")
+    args = ap.parse_args()
+    if args.target not in MKL_INTEL_AVX512 or not native_mkl_intel():
+        print(f"gen_attention_fold_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel "
+              "CPU with AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + ")")
+        return
+    t = {}
+    for ci, (T, threads) in enumerate(CASES):
+        outs = {}
+        for th in threads:
+            torch.set_num_threads(th)
+            outs[th] = scores(T)[:, :, :COLS].reshape(NH * T, COLS).contiguous()
+            t[f"c{ci}.t{th}"] = outs[th]
+        same = [th for th in threads if torch.equal(outs[th], outs[1])]
+        print(f"  c{ci} T {T}: threads {threads}, the 1-thread bits on {same}")
+    out = os.path.join("tests", "golden", "targets", args.target, "attention")
+    os.makedirs(out, exist_ok=True)
+    meta = {"torch": torch.__version__, "cases": json.dumps(CASES), "cpu": cpu_model(), "target": args.target,
+            "settings": f"native (no dispatch caps); torch.set_num_threads(t) for c<i>.t<t>; C {C}, {NH} heads, "
+                        f"layer {LAYER} (0-based); qkv by formula; scores' first {COLS} columns, (heads x T, COLS)"}
+    path = os.path.join(out, "fold.safetensors")
+    save_file(t, path, metadata=meta)
+    print(f"gen_attention_fold_goldens: {len(CASES)} cases -> {path} ({meta['cpu']})")
+
+
+if __name__ == "__main__":
+    main()
