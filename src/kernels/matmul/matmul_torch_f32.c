@@ -676,12 +676,13 @@ static bool few_cut(int M, int N, int K, int t) {
   return K > 768 && few_shares(K, N, t) && (t % 2 == 0 || (N <= 378 && M >= 8));
 }
 
-// Few rows against few columns on 8 or more threads (2..16 rows, B as stored, or B^T outside MKL's
-// dot kernel or in the dot kernel's shapes that leave it, N <= 64 t, where few_cut does not cut): MKL gives the columns t / kg threads and cuts
-// K into kg parts, kg the largest divisor of t with 4 kg <= t and 192 kg <= K (measured on 8..32
-// threads at K 384..4096, N 128..1024: 12 threads cut 768 in 3, 576 in 3, 572 in 2; 16 threads 768
-// in 4, 764 in 2; 20 threads 960 in 5, 956 in 4; 14 threads in 2). Two equal halves of K <= 768
-// give the 1-thread bits anyway (K 544 and 760 on 12 and 16 threads). 0 where it does not apply.
+// Few rows against few columns on 8 or more threads (2..16 rows against B as stored, 2..128 against
+// B^T outside MKL's dot kernel or in the dot kernel's shapes that leave it; N <= 64 t; where
+// gm_f32_torch_kparts does not cut): MKL gives the columns t / kg threads and cuts K into kg parts,
+// kg the largest divisor of t with 4 kg <= t and 192 kg <= K (measured on 8..64 threads at K
+// 384..6400, N 16..4096: 12 threads cut 768 in 3, 576 in 3, 572 in 2; 16 threads 768 in 4, 764 in
+// 2; 20 threads 960 in 5, 956 in 4; 14 threads in 2). Two equal halves of K <= 768 give the
+// 1-thread bits anyway (K 544 and 760 on 12 and 16 threads). 0 where it does not apply.
 int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 8 || M < 2 || M > (trans_b ? 128 : 16) || N < 16 || N > 64 * t) return 0;
@@ -694,11 +695,11 @@ int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   if (kg < 2) return 0;
   // Where this is measured: each of the nt = t / kg column chunks 16 columns or more, 64 from 17
   // rows (below, MKL also splits the rows: 16 x 768 x 96 on 32 threads cuts K in 4 for rows 0..7
-  // and 8..15 apart, 100 x 768 x 128 (B^T) on 12 threads in 3 for rows 0..49 and 50..99),
+  // and 8..15 apart, 100 x 768 x 128 (B^T) on 12 threads in 3 for rows 0..49 and 50..99);
   // M N K >= 40000 t or >= 2^20 (below both, MKL runs fewer threads or other cuts: 2 x 768 x 256
-  // cuts K in 3 on 16 and 32 threads, 2 x 600 x 512 in 3 on 32), and with B^T no last chunk of 1 to 3 columns (chunks of ceil(N / nt)
-  // rounded up to 16, the last the rest: 4 x 1600 x 145, 146 and 147 on 16 threads, 9 x 407 x 353 on
-  // 24 and 32, leave that chunk's columns' bits).
+  // cuts K in 3 on 16 and 32 threads, 2 x 600 x 512 in 3 on 32); and with B^T no last chunk of 1
+  // to 3 columns (chunks of ceil(N / nt) rounded up to 16, the last the rest: 4 x 1600 x 145, 146
+  // and 147 on 16 threads, 9 x 407 x 353 on 24 and 32, leave that chunk's columns' bits).
   const int nt = t / kg, w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
   const int64_t work = (int64_t)M * N * K;
   if (N < (M > 16 ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last <= 3)) return 0;
