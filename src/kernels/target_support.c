@@ -82,13 +82,13 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "rows (6 and 10..16 threads past K / 8), products below 256 columns, odd thread counts that cut K for "
            "many rows (e.g. 17x4096x768 on 3), few rows against N <= 64 t on 8 or more threads where MKL also splits "
            "the rows or the work is small (e.g. 16x768x96 B^T and 2x768x256 on 32; the row-grouped K cut is "
-           "reproduced elsewhere, 2 to 64 threads), a B^T column chunk of 1 to 3 columns there (GPT-2 XL's "
+           "reproduced elsewhere, 8 to 64 threads), a B^T column chunk of 1 to 3 columns there (GPT-2 XL's "
            "lm_head's last column at a few tokens on 30, 32 and 40 threads), baddbmm's alpha folded on more "
            "threads than heads beyond head size 64 or below 4 slices, and the transposed packed path's exact K "
            "cut-off (65..99) are not reproduced (GPT-2 124M's "
-           "f32 logits bit-identical on 1 to 64 threads from 2 tokens, its gradients on 1, 2, 4, 6 and 8, the "
+           "f32 logits bit-identical on 1 to 64 threads from 2 tokens, its gradients on 1 to 32, the "
            "medium, large and XL shapes' logits from 2 to 300 tokens on 2 to 8 threads and at 5 and 16 tokens on 16 "
-           "to 32; MKL's one-row kernels, its dot kernel's orders on threads, B^T with any alpha and B as stored "
+           "to 28; MKL's one-row kernels, its dot kernel's orders on threads, B^T with any alpha and B as stored "
            "with its K cut on any thread count, are reproduced: greedy decode bit-identical to transformers' "
            "generate)";
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
