@@ -313,8 +313,7 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
   if (t0 == 0 && one.dtype == GM_F32) {
     if (!(kT = malloc((size_t)hd * len * sizeof(float)))) return -1;
     transpose(kT, len, k, hd, len, hd);
-    const bool avx2 = gm_torch_target_get_info(gm_torch_target_active())->mkl == GM_MKL_SGEMM_INTEL_AVX2;
-    const bool intel = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512;
+    const bool avx2 = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX2, intel = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512;
     if ((avx2 && T >= 56 && len >= 56 && alpha != 1.0f) || // MKL's AVX2 kernels fold alpha into B there
         (intel && alpha != 1.0f && hd <= 64 && batch_folds(h->bh, T, h->c->threads))) {
       for (size_t i = 0; i < (size_t)hd * len; i++) kT[i] = alpha * kT[i];

@@ -682,13 +682,13 @@ static bool few_cut(int M, int N, int K, int t) {
 // kg the largest divisor of t with 4 kg <= t and 192 kg <= K (measured on 8..64 threads at K
 // 384..6400, N 16..4096: 12 threads cut 768 in 3, 576 in 3, 572 in 2; 16 threads 768 in 4, 764 in
 // 2; 20 threads 960 in 5, 956 in 4; 14 threads in 2). Two equal halves of K <= 768 give the
-// 1-thread bits anyway (K 544 and 760 on 12 and 16 threads). 0 where it does not apply.
-int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
+// 1-thread bits anyway (K 544 and 760 on 12 and 16 threads). 0 where it does not apply; the
+// caller has asked gm_f32_torch_kparts, which takes precedence (few_cut; B^T from 65 rows).
+static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 8 || M < 2 || M > (trans_b ? 128 : 16) || N < 16 || N > 64 * t) return 0;
   const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
   if (b == GM_F32_BLOCKS_INTEL_DOT16 ? !dot_leaves(M, N, K) : !trans_b && !few_rows(M, N, K)) return 0;
-  if (gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) > 1) return 0; // its cut runs (few_cut; B^T from 65 rows)
   int kg = 0;
   for (int d = 2; 4 * d <= t && 192 * d <= K; d++)
     if (t % d == 0) kg = d;
@@ -704,6 +704,11 @@ int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   const int64_t work = (int64_t)M * N * K;
   if (N < (M > 16 ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last <= 3)) return 0;
   return kg;
+}
+
+int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
+  if (gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads) > 1) return 0;
+  return kgroups_uncut(mkl, M, N, K, trans_b, torch_threads);
 }
 
 int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
@@ -791,7 +796,7 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
   const int t = torch_threads;
   // packs, unpacks and dot_blocks_mt hold only where MKL does not cut K: asked once, here
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) != 1 ||
-      gm_f32_torch_kgroups(mkl, M, N, K, trans_b, t) > 1)
+      kgroups_uncut(mkl, M, N, K, trans_b, t) > 1)
     return b;
   if (b == GM_F32_BLOCKS_INTEL_HALVES && packs(M, N, K, trans_b, t)) return GM_F32_BLOCKS_INTEL_384;
   if (alpha != 1.0f) return b; // not measured
@@ -1044,12 +1049,12 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (threads <= 0) threads = omp_get_max_threads();
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
-  const int kg = trans_a || alpha != 1.0f ? 0 : gm_f32_torch_kgroups(mkl, M, N, K, trans_b, torch_threads);
+  int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
+  const int kg = trans_a || alpha != 1.0f || kp > 1 ? 0 : kgroups_uncut(mkl, M, N, K, trans_b, torch_threads);
   if (kg > 1) {
     kgroups_path(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, kg);
     return 0;
   }
-  int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
   if (!trans_a && kp == 1) o.blocks = gm_f32_torch_blocks_mt(mkl, M, N, K, trans_b, alpha, torch_threads);
