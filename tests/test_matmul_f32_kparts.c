@@ -11,8 +11,9 @@
 //   - the op layer (gm_op_matmul, f32, c->threads = t) gives them too: gptmeg's f32 follows
 //     --threads as torch's follows its thread count;
 //   - the row limits hold (17 rows B as stored, 65 B^T, at most 384 on 4 threads), and the rules
-//     measured beyond GPT-2 124M (GPT-2 medium's c_attn, N >= 2048 on 8 or more threads, sizes that
-//     are no multiple of 256, min(M, N) against K / 8, 384 and 768), and the packed kernel's
+//     measured beyond GPT-2 124M (GPT-2 medium's c_attn, N >= 2048 on 8 or more threads with its
+//     at most t / 2 parts that divide t: 10, 12, 14 and 24 threads, sizes that are no multiple of
+//     256, min(M, N) against K / 8, 384 and 768), and the packed kernel's
 //     order below 192 rows, B^T's unpacked order up to 64 rows, MKL's dot kernel's shapes (4..15
 //     rows, B^T: cut, packed on odd thread counts or unpacked; 2 and 3 rows, or sizes a multiple of
 //     256, keep the dot kernel) and the packed order of odd thread counts (gm_f32_torch_blocks_mt):
@@ -136,6 +137,10 @@ static const product PRODUCTS[] = {
     {OP_MM, 16, 8000, 768, {1, 4, 8}},
     {OP_MM, 16, 6399, 768, {1, 4}},
     {OP_MM, 16, 8000, 1000, {1, 4}},
+    // from N 2048 on 8 or more threads: at most t / 2 parts, a divisor of t (not of t / 2)
+    {OP_ADDMM, 64, 1153, 2048, {1, 10, 12}},
+    {OP_LINEAR_B, 65, 1024, 2048, {1, 14}},
+    {OP_ADDMM, 64, 3072, 2048, {1, 24}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -225,8 +230,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 256, "ran %d of 256 product and thread count pairs", runs);
-  CHECK(cut >= 133, "only %d runs where torch's bits differ from its 1-thread bits (expected 133 or more)", cut);
+  CHECK(runs == 263, "ran %d of 263 product and thread count pairs", runs);
+  CHECK(cut >= 137, "only %d runs where torch's bits differ from its 1-thread bits (expected 137 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

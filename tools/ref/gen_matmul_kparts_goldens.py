@@ -10,9 +10,10 @@ product here is run by torch.set_num_threads(t) for several t: the GPT-2 MLP c_p
 threads up to 384 rows), K at the edges of ceil(K / 384) (2303, 3071) and a K whose parts are not
 divisors of the thread count's (1153 on 6 and 12 threads); and the rules measured beyond GPT-2
 124M's shapes: GPT-2 medium's c_attn at 32 tokens (N 3072), the columns' share from N 2048 on 8
-or more threads, sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t), and the smaller
-of M and N against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or
-more threads run below 192 rows where K < 8 M, and the unpacked order of B^T
+or more threads (at most t / 2 parts, still a divisor of t: 2 on 10 and 14 threads, 4 on 12),
+sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t), and the smaller of M and N
+against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or more threads
+run below 192 rows where K < 8 M, and the unpacked order of B^T
 of up to 64 rows on 4 or more (gm_f32_torch_blocks_mt: GPT-2 medium's lm_head at 32 tokens), and
 2..15 rows against B as stored (a prompt's prefill), cut where K >= 378 t and N >= 378 t or
 N <= 378; and MKL's dot kernel's shapes (B^T, 4..15 rows, neither K nor N a multiple of 256: GPT-2
@@ -143,6 +144,10 @@ PRODUCTS = [
     ("mm", 16, 8000, 768, [1, 4, 8]),
     ("mm", 16, 6399, 768, [1, 4]),
     ("mm", 16, 8000, 1000, [1, 4]),
+    # from N 2048 on 8 or more threads: at most t / 2 parts, a divisor of t (not of t / 2)
+    ("addmm", 64, 1153, 2048, [1, 10, 12]),
+    ("linear_b", 65, 1024, 2048, [1, 14]),
+    ("addmm", 64, 3072, 2048, [1, 24]),
 ]
 
 

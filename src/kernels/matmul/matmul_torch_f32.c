@@ -620,11 +620,12 @@ void gm_matmul_f32_torch(const float *A, int lda, const float *B, int ldb, bool 
 }
 
 // The largest divisor of a thread count t that is at most MKL's number of K blocks of 384
-// (ceil(K / 384)): the K parts MKL's Intel AVX-512 sgemm runs on t threads where it cuts K.
-static int kparts_for(int t, int K) {
+// (ceil(K / 384)) and at most cap: the K parts MKL's Intel AVX-512 sgemm runs on t threads where
+// it cuts K.
+static int kparts_for(int t, int K, int cap) {
   int blocks = (K + 383) / 384, p = 1;
   for (int d = 1; d <= t; d++)
-    if (t % d == 0 && d <= blocks) p = d;
+    if (t % d == 0 && d <= blocks && d <= cap) p = d;
   return p;
 }
 
@@ -645,9 +646,12 @@ static bool intel_shares(int M, int N, int K, int t) {
   return K % 256 == 0 || N % 256 == 0 || M > 28 * t || wide_for(K, N, t);
 }
 
-// The K parts of a cut on t >= 4 threads: kparts_for(t, K), but from N = 2048 on 8 or more threads
-// kparts_for(t / 2, K) (MKL gives the columns two threads' share; exact at N 2047 / 2048).
-static int kparts_cut(int t, int N, int K) { return kparts_for(t >= 8 && N >= 2048 ? t / 2 : t, K); }
+// The K parts of a cut on t >= 4 threads: kparts_for(t, K, t), but from N = 2048 on 8 or more
+// threads at most t / 2 parts (MKL gives the columns at least two threads; exact at N 2047 / 2048).
+// The parts divide t, not t / 2: on 10 threads K 1024 and 1153 cut in 2, on 12 threads 1153..1920
+// in 4, on 24 threads 3072..4096 in 8 (measured on 8..24 threads at K 1024..8192 against 3072
+// columns, tools/ref/probe_f32_mt.py --kparts).
+static int kparts_cut(int t, int N, int K) { return kparts_for(t, K, t >= 8 && N >= 2048 ? t / 2 : t); }
 
 // MKL's Intel dot kernel's shapes (GM_F32_BLOCKS_INTEL_DOT16: B^T, 2..15 rows, K >= 24 M) that
 // leave the dot kernel on 2 or more threads: 4 rows or more, neither K nor N a multiple of 256,
