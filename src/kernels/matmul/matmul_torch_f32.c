@@ -49,7 +49,10 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0) {
     return K;
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16) return rest <= (K <= 1024 ? 512 : 1024) ? K : k0 + (K <= 1024 ? 512 : 1024);
   if (blocks == GM_F32_BLOCKS_ONEDNN_F16_TA) return rest <= 512 ? K : k0 + 512;
-  if (blocks == GM_F32_BLOCKS_INTEL_SPLIT && K < 768) return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
+  // MKL's packed path (INTEL_384) cuts a K below 768 in two halves as well (300 x 477 x 500 and
+  // 100 x 477 x 500 B^T, one thread: 239 + 238); from 768 on in blocks of 384 (SPLIT's blocks)
+  if ((blocks == GM_F32_BLOCKS_INTEL_SPLIT || blocks == GM_F32_BLOCKS_INTEL_384) && K < 768)
+    return K <= 384 || k0 > 0 ? K : (K + 1) / 2;
   if (blocks == GM_F32_BLOCKS_AVX2_256) return rest <= 256 ? K : rest < 512 ? k0 + (rest + 1) / 2 : k0 + 256;
   if (blocks == GM_F32_BLOCKS_AVX2_96) return rest <= 96 ? K : rest < 192 ? k0 + (rest + 1) / 2 : k0 + 96;
   if (blocks == GM_F32_BLOCKS_AVX2_BIG && K < 384) return gm_f32_torch_block_end_for(GM_F32_BLOCKS_AVX2_256, K, k0);
@@ -680,19 +683,25 @@ static bool few_cut(int M, int N, int K, int t) {
   return K > 768 && few_shares(K, N, t) && (t % 2 == 0 || (N <= 378 && M >= 8));
 }
 
-// Few rows against few columns on 8 or more threads (2..16 rows against B as stored, 2..128 against
-// B^T outside MKL's dot kernel or in the dot kernel's shapes that leave it; N <= 64 t; where
-// gm_f32_torch_kparts does not cut): MKL gives the columns t / kg threads and cuts K into kg parts,
-// kg the largest divisor of t with 4 kg <= t and 192 kg <= K (measured on 8..64 threads at K
-// 384..6400, N 16..4096: 12 threads cut 768 in 3, 576 in 3, 572 in 2; 16 threads 768 in 4, 764 in
-// 2; 20 threads 960 in 5, 956 in 4; 14 threads in 2). Two equal halves of K <= 768 give the
-// 1-thread bits anyway (K 544 and 760 on 12 and 16 threads). 0 where it does not apply; the
-// caller has asked gm_f32_torch_kparts, which takes precedence (few_cut; B^T from 65 rows).
+// Few rows against few columns on 8 or more threads (2..16 rows against B as stored, up to 128
+// where neither K nor N is a multiple of 256 (32 x 800 x 600 and 64 x 1000 x 1000 on 16 and 32
+// threads, GPT-2 XL's attention projection at 17..128 tokens on 25 to 64 threads; 129 rows keep
+// the 1-thread bits), 2..128 against B^T outside MKL's dot kernel or in the dot kernel's shapes
+// that leave it; N <= 64 t; where gm_f32_torch_kparts does not cut): MKL gives the columns t / kg
+// threads and cuts K into kg parts, kg the largest divisor of t with 4 kg <= t and 192 kg <= K
+// (measured on 8..64 threads at K 384..6400, N 16..4096: 12 threads cut 768 in 3, 576 in 3, 572
+// in 2; 16 threads 768 in 4, 764 in 2; 20 threads 960 in 5, 956 in 4; 14 threads in 2). Two equal
+// halves of K <= 768 give the 1-thread bits anyway (K 544 and 760 on 12 and 16 threads). 0 where
+// it does not apply; the caller has asked gm_f32_torch_kparts, which takes precedence (few_cut;
+// B^T from 65 rows).
 static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
   const int t = torch_threads;
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 8 || M < 2 || M > (trans_b ? 128 : 16) || N < 16 || N > 64 * t) return 0;
+  // B as stored from 17 rows only where neither K nor N is a multiple of 256 (so not intel_shares)
+  const bool uneven = K % 256 && N % 256;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 8 || M < 2 || M > (trans_b || uneven ? 128 : 16) || N < 16 || N > 64 * t)
+    return 0;
   const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
-  if (b == GM_F32_BLOCKS_INTEL_DOT16 ? !dot_leaves(M, N, K) : !trans_b && !few_rows(M, N, K)) return 0;
+  if (b == GM_F32_BLOCKS_INTEL_DOT16 ? !dot_leaves(M, N, K) : !trans_b && !few_rows(M, N, K) && !uneven) return 0;
   int kg = 0;
   for (int d = 2; 4 * d <= t && 192 * d <= K; d++)
     if (t % d == 0) kg = d;
@@ -706,7 +715,7 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   // and 147 on 16 threads, 9 x 407 x 353 on 24 and 32, leave that chunk's columns' bits).
   const int nt = t / kg, w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
   const int64_t work = (int64_t)M * N * K;
-  if (N < (M > 16 ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last <= 3)) return 0;
+  if (N < (M > 16 && trans_b ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last <= 3)) return 0;
   return kg;
 }
 
@@ -732,6 +741,11 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // M 2..16, K 800..4096, N 100..8192 on 2..9 threads; on 2 threads 379 <= N <= 755 keeps the
   // 1-thread bits, both edges at M = 2 and 8; up to 56 rows at some K: not modelled).
   if (!trans_b && few_rows(M, N, K)) return few_cut(M, N, K, t) ? kparts_cut(t, N, K) : 1;
+  // Up to 128 rows against N <= 378 (B as stored or B^T) cut as few rows do, on odd thread counts
+  // too (64 x 4000 x 300 in 8, 9 and 10 parts, 46 x 6085 x 316 in 12 and 16, 127 x 6244 x 31 in 8
+  // and 9, 100 x 1600 x 300 in 3 and 4, not on 5; measured on 3..16 threads; from 200 rows MKL cuts
+  // K below K = 378 t too and otherwise: 300 x 1600 x 300 on 5 and 8 threads, not modelled).
+  if (M <= 128 && N <= 378 && few_cut(M, N, K, t)) return kparts_cut(t, N, K);
   if (t % 2) return 1;
   if (t == 2) return K < 8 * M ? 1 : 2;
   // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts; the edges with
@@ -775,10 +789,13 @@ static bool packs(int M, int N, int K, bool trans_b, int t) {
 // t's edge K 1130 / 1140 on 3 threads). GPT-2 medium's lm_head at up to 64 tokens.
 // Likewise, from 65 rows (B^T) or 192 (B as stored), where MKL does not share the product out at
 // all (not intel_shares: up to 28 t rows; measured on 5..8 threads at K 1600, N 1600..50257: GPT-2
-// XL's lm_head at 65..191 tokens on 5 threads and more).
+// XL's lm_head at 65..191 tokens on 5 threads and more), against any N (N <= 64 t too: 192 x 1000 x
+// 1000 on 16 threads, 200 x 1000 x 300 on 8, 160 x 1000 x 300 B^T on 6, GPT-2 XL's attention
+// projection 192..512 x 1600 x 1600 on 25 to 64 threads; where the rows below 129 cut K instead,
+// gm_f32_torch_kgroups, which takes precedence).
 static bool unpacks(int M, int N, int K, bool trans_b, int t) {
-  if (t < 3 || N <= 64 * t || K <= 768) return false;
-  if (trans_b && M >= 16 && M <= 64) return !(t % 2 && wide_for(K, N, t));
+  if (t < 3 || K <= 768) return false;
+  if (trans_b && M >= 16 && M <= 64) return N > 64 * t && !(t % 2 && wide_for(K, N, t));
   return !intel_shares(M, N, K, t);
 }
 
