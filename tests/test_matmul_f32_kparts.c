@@ -24,6 +24,10 @@
 //     threads, B^T and the dot kernel's shapes, the parts' rounding to 4, the edges N 768 / 800 on
 //     12 threads, 572 / 576 in K, 17 rows against B as stored, 128 / 129 against B^T, and
 //     gm_f32_torch_kparts's cut where it holds);
+//   - MKL's packed path halves K below 768 on one thread (300 x 477 x 500, 100 x 600 x 500 B^T);
+//     17..128 rows against B as stored where neither K nor N is a multiple of 256 take the row
+//     groups on 8 or more threads against N <= 64 t, and from 192 rows (B^T from 129) the unpacked
+//     order there; up to 128 rows against N <= 378 cut K as few rows do, odd thread counts too;
 //   - the goldens hold cuts into 2..16 parts (torch's t-thread bits differ from its
 //     1-thread bits), so a path that ignored the thread count could not pass.
 #include "harness.h"
@@ -141,6 +145,19 @@ static const product PRODUCTS[] = {
     {OP_ADDMM, 64, 1153, 2048, {1, 10, 12}},
     {OP_LINEAR_B, 65, 1024, 2048, {1, 14}},
     {OP_ADDMM, 64, 3072, 2048, {1, 24}},
+    // the packed path on one thread halves K below 768
+    {OP_ADDMM, 300, 477, 500, {1, 2}},
+    {OP_LINEAR_B, 100, 600, 500, {1}},
+    // 17..128 rows against B as stored, neither K nor N a multiple of 256, N <= 64 t: row groups
+    {OP_ADDMM, 64, 1000, 1000, {1, 16, 32}},
+    {OP_ADDMM, 32, 1600, 1600, {1, 24, 28, 32}},
+    {OP_ADDMM, 64, 1000, 300, {1, 32}}, // column chunks of 38 (B^T needs 64 from 17 rows)
+    // from 192 rows (B^T 129) where MKL does not share the product out, N <= 64 t: the unpacked order
+    {OP_ADDMM, 192, 1000, 1000, {1, 16}},
+    {OP_LINEAR_B, 129, 1600, 1600, {1, 32}},
+    // up to 128 rows against N <= 378 cut K as few rows do, odd thread counts too
+    {OP_ADDMM, 64, 4000, 300, {1, 8, 9, 12}},
+    {OP_LINEAR_B, 64, 4000, 300, {1, 9}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -217,7 +234,8 @@ static int check_file(int target) {
       const gm_f32_blocks bt = gm_f32_torch_blocks_mt(GM_MKL_SGEMM_INTEL_AVX512, M, N, K, trans, 1.0f, t);
       const bool packs = kp == 1 && kg <= 1 && bt != b1;
       // the packed and unpacked orders coincide where K is a multiple of 384 (blocks of 384 either way)
-      const bool same = b1 != GM_F32_BLOCKS_INTEL_DOT16 && K % 384 == 0;
+      // or below 768 (two halves either way)
+      const bool same = b1 != GM_F32_BLOCKS_INTEL_DOT16 && (K % 384 == 0 || K < 768);
       CHECK(t == 1 || (kp > 1 || (packs && !same)) == differs, "%s %d x %d x %d, %d threads: gptmeg cuts K into %d part(s)%s where "
             "torch's bits %s its 1-thread bits", OP_NAMES[p->op], M, K, N, t, kp,
             kg > 1 ? " in row groups" : packs ? ", (un)packed" : "",
@@ -230,8 +248,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 263, "ran %d of 263 product and thread count pairs", runs);
-  CHECK(cut >= 137, "only %d runs where torch's bits differ from its 1-thread bits (expected 137 or more)", cut);
+  CHECK(runs == 285, "ran %d of 285 product and thread count pairs", runs);
+  CHECK(cut >= 148, "only %d runs where torch's bits differ from its 1-thread bits (expected 148 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

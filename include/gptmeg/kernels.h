@@ -57,8 +57,9 @@ int gm_f32_torch_block_end(int K, int k0);
 // GM_F32_BLOCKS_INTEL_HALVES): one FMA chain from zero per block over a[k] * b[k]; C = bias
 // (beta * C), then C = C + R(alpha * block) block by block (no bias: C starts as the first
 // R(alpha * block)). Its packed path (B as stored: M >= 192 and N >= 192; B transposed: M >= 16 and
-// N >= 192, or K <= 64 and N >= 64) cuts the rest into blocks of 384 then the remainder and folds
-// alpha into B as on zen4 (GM_F32_BLOCKS_INTEL_384). Exact against torch (one thread) for every M >= 2 with B
+// N >= 192, or K <= 64 and N >= 64) cuts a K below 768 in two halves (the first ceil(K / 2) long)
+// and a longer K into blocks of 384 then the remainder, and folds alpha into B as on zen4
+// (GM_F32_BLOCKS_INTEL_384; the halves measured 2026-12-06, before which K 385..767 was wrong). Exact against torch (one thread) for every M >= 2 with B
 // as stored and for B transposed from 2 rows on (N >= 4; see the dot kernel below); one row
 // against B^T runs MKL's one-row kernel (GM_F32_BLOCKS_INTEL_GEMV; C = fma(alpha, r, bias), alpha *
 // r without bias: a decode step's baddbmm scores), one row against B as stored its other one-row

@@ -78,9 +78,10 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "256 and 300, on 2 threads at T 32, 64, 128 and 300, its gradients at B 4 T 128 and 256 and on 2 threads at B 2 T 64)";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
     return "the B^T kernel for N <= 3 below K = 24 M beyond a 3-token prefill's 3x3x64 q @ k^T, the K split's "
-           "region beyond GPT-2's shapes (e.g. 47x1691x382, 323x1981x316), on 4 or more threads beyond the measured "
-           "rows (6 and 10..16 threads past K / 8), products below 256 columns, odd thread counts that cut K for "
-           "many rows (e.g. 17x4096x768 on 3), few rows against N <= 64 t on 8 or more threads where MKL also splits "
+           "region beyond GPT-2's shapes (e.g. 47x1691x382 and 323x1981x316 on 2 threads), on 4 or more threads "
+           "beyond the measured rows (6 and 10..16 threads past K / 8), products below 256 columns, and from 129 rows "
+           "below 379 columns (e.g. 300x1600x300 on 5), odd thread counts that cut K for many rows (e.g. "
+           "323x1981x316 on 3), few rows against N <= 64 t on 8 or more threads where MKL also splits "
            "the rows or the work is small (e.g. 16x768x96 B^T and 2x768x256 on 32; the row-grouped K cut is "
            "reproduced elsewhere, 8 to 64 threads), a B^T column chunk of 1 to 3 columns there (GPT-2 XL's "
            "lm_head's last column at a few tokens on 30, 32 and 40 threads), baddbmm's alpha folded on more "

@@ -11,7 +11,9 @@ threads up to 384 rows), K at the edges of ceil(K / 384) (2303, 3071) and a K wh
 divisors of the thread count's (1153 on 6 and 12 threads); and the rules measured beyond GPT-2
 124M's shapes: GPT-2 medium's c_attn at 32 tokens (N 3072), the columns' share from N 2048 on 8
 or more threads (at most t / 2 parts, still a divisor of t: 2 on 10 and 14 threads, 4 on 12),
-sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t), and the smaller of M and N
+sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t; on 8 or more threads against
+N <= 64 t the row-grouped cut up to 128 rows and the unpacked order from 192 or 129), 17..128 rows
+against N <= 378 (cut as few rows are), the packed path's halves of K below 768, and the smaller of M and N
 against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or more threads
 run below 192 rows where K < 8 M, and the unpacked order of B^T
 of up to 64 rows on 4 or more (gm_f32_torch_blocks_mt: GPT-2 medium's lm_head at 32 tokens), and
@@ -148,6 +150,20 @@ PRODUCTS = [
     ("addmm", 64, 1153, 2048, [1, 10, 12]),
     ("linear_b", 65, 1024, 2048, [1, 14]),
     ("addmm", 64, 3072, 2048, [1, 24]),
+    # the packed path on one thread halves K below 768 (from 192 rows against B as stored, 16 against B^T)
+    ("addmm", 300, 477, 500, [1, 2]),
+    ("linear_b", 100, 600, 500, [1]),
+    # 17..128 rows against B as stored where neither K nor N is a multiple of 256, on 8 or more threads,
+    # N <= 64 t: the row-grouped cut (GPT-2 XL's attention projection on 25 or more threads)
+    ("addmm", 64, 1000, 1000, [1, 16, 32]),
+    ("addmm", 32, 1600, 1600, [1, 24, 28, 32]),
+    ("addmm", 64, 1000, 300, [1, 32]),
+    # from 192 rows (B^T from 129) where MKL does not share the product out, N <= 64 t: the unpacked order
+    ("addmm", 192, 1000, 1000, [1, 16]),
+    ("linear_b", 129, 1600, 1600, [1, 32]),
+    # up to 128 rows against N <= 378 cut K as few rows do, odd thread counts too
+    ("addmm", 64, 4000, 300, [1, 8, 9, 12]),
+    ("linear_b", 64, 4000, 300, [1, 9]),
 ]
 
 
