@@ -8,7 +8,8 @@
 // at least one must exist. For every case (12 heads, 768 wide, T tokens) and torch thread count t:
 //   - gm_op_attention_fwd under the megatron profile, f32, c->threads = t, gives torch's softmax
 //     input (the stored first 32 columns of every row of every head, masked entries 0);
-//   - the goldens hold 6 runs whose bits differ from the 1-thread run's, so a path that ignored the
+//   - head sizes 128 and 80 fold from T = head size on the same terms;
+//   - the goldens hold 9 runs whose bits differ from the 1-thread run's, so a path that ignored the
 //     thread count could not pass;
 //   - T 65 on one thread: the scores' last row is part of the 65-row product, not a one-row product
 //     of its own (MKL's one-row kernel; 124M's logits at 65, 129 and 193 tokens before 2026-12-06).
@@ -22,16 +23,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { C = 768, NH = 12, LAYER = 2, COLS = 32 };
+enum { LAYER = 2, COLS = 32 };
 
-// The generator's CASES, in its order (c<index>.t<threads>).
+// The generator's CASES, in its order (c<index>.t<threads>): 768 wide with 12 heads of 64, then
+// head sizes 128 (1024 wide, 8 heads) and 80 (640, 8), which fold from T = head size.
 static const struct {
   int T;
   int threads[6]; // ending in 0
-} CASES[] = {{100, {1, 12, 13, 19, 20}}, {64, {1, 16, 24, 25}}, {67, {1, 24, 36}}, {63, {1, 36}}, {191, {1, 13}}, {65, {1}}};
+  int C, NH;
+} CASES[] = {{100, {1, 12, 13, 19, 20}, 768, 12}, {64, {1, 16, 24, 25}, 768, 12}, {67, {1, 24, 36}, 768, 12},
+             {63, {1, 36}, 768, 12},           {191, {1, 13}, 768, 12},        {65, {1}, 768, 12},
+             {128, {1, 8, 9, 16}, 1024, 8},    {127, {1, 24}, 1024, 8},        {81, {1, 16, 17}, 640, 8},
+             {79, {1, 17}, 640, 8}};
 
-// The scores of one case on t threads into S (NH x T x T). 0 on success.
-static int run_case(const gm_profile *p, int T, int t, float *S) {
+// The scores of one case (C wide, NH heads) on t threads into S (NH x T x T). 0 on success.
+static int run_case(const gm_profile *p, int T, int C, int NH, int t, float *S) {
   gm_op_ctx c;
   gm_op_ctx_init(&c, p, t, NULL, NULL);
   float *qkv = malloc(sizeof(float) * T * 3 * C), *out = malloc(sizeof(float) * T * C);
@@ -55,7 +61,7 @@ static int check_file(int target) {
   CHECK(gm_profile_get("megatron", GM_F32, &prof) == 0, "profile megatron f32: %s", gm_errmsg());
   int runs = 0, differs = 0;
   for (size_t ci = 0; ci < sizeof CASES / sizeof CASES[0]; ci++) {
-    const int T = CASES[ci].T;
+    const int T = CASES[ci].T, C = CASES[ci].C, NH = CASES[ci].NH;
     float *S = malloc(sizeof(float) * NH * T * T), *ref1 = NULL;
     CHECK(S != NULL, "out of memory for T %d", T);
     for (int ti = 0; S && CASES[ci].threads[ti]; ti++) {
@@ -68,11 +74,11 @@ static int check_file(int target) {
       if (!ref) continue;
       if (t == 1) ref1 = ref;
       else differs += test_count_diff(ref, ref1, (size_t)NH * T * COLS) > 0;
-      const int rc = run_case(&prof, T, t, S);
+      const int rc = run_case(&prof, T, C, NH, t, S);
       const int bad = rc ? -1 : test_count_diff_cols(S, T, 0, ref, COLS, NH * T);
-      CHECK(bad == 0, "megatron scores, T %d, layer %d, %d threads: %d of %d outputs differ from torch", T, LAYER, t,
-            bad, NH * T * COLS);
-      printf("  T %3d, %2d threads: torch's bits %s its 1-thread bits\n", T, t,
+      CHECK(bad == 0, "megatron scores, T %d, %d heads of %d, layer %d, %d threads: %d of %d outputs differ from torch",
+            T, NH, C / NH, LAYER, t, bad, NH * T * COLS);
+      printf("  T %3d, %2d heads of %3d, %2d threads: torch's bits %s its 1-thread bits\n", T, NH, C / NH, t,
              ref != ref1 && test_count_diff(ref, ref1, (size_t)NH * T * COLS) ? "differ from" : "equal");
       runs++;
       if (ref != ref1) free(ref);
@@ -80,8 +86,8 @@ static int check_file(int target) {
     free(ref1);
     free(S);
   }
-  CHECK(runs == 17, "ran %d of 17 case and thread count pairs", runs);
-  CHECK(differs == 6, "%d runs where torch's bits differ from its 1-thread bits (expected 6)", differs);
+  CHECK(runs == 28, "ran %d of 28 case and thread count pairs", runs);
+  CHECK(differs == 9, "%d runs where torch's bits differ from its 1-thread bits (expected 9)", differs);
   gm_st_close(&st);
   gm_torch_target_unset();
   return 1;

@@ -85,7 +85,7 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "the rows or the work is small (e.g. 16x768x96 B^T and 2x768x256 on 32; the row-grouped K cut is "
            "reproduced elsewhere, 8 to 64 threads), a B^T column chunk of 1 to 3 columns there (GPT-2 XL's "
            "lm_head's last column at a few tokens on 30, 32 and 40 threads), baddbmm's alpha folded on more "
-           "threads than heads beyond head size 64 or below 4 slices, and the transposed packed path's exact K "
+           "threads than heads beyond head size 128 or below 4 slices, and the transposed packed path's exact K "
            "cut-off (65..99) are not reproduced (GPT-2 124M's "
            "f32 logits bit-identical on 1 to 64 threads from 2 tokens, its gradients on 1 to 32, the "
            "medium, large and XL shapes' logits from 2 to 300 tokens on 2 to 8 threads and at 5 and 16 tokens on 16 "

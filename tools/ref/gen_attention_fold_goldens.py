@@ -7,8 +7,8 @@ from layer 2 on) calls MKL's batched sgemm. On t threads with t <= b (b = batch 
 each slice runs on one thread and multiplies each block's sum by alpha; with t > b MKL folds alpha
 into k^T (R(alpha k)) in every slice: from T = 64, below 2 b threads only where ceil(b T / t) >= 64,
 at 2 b threads for even T too, above 2 b always (measured with head size 64, b 4, 12, 16, 24; the
-packed path from T = 192 folds on one thread already). Each case here is one layer's scores of a
-12-head, 768-wide prefill of T tokens, run by torch.set_num_threads(t) for several t, stored as
+packed path from T = 192 folds on one thread already; head sizes above 64 from T = head size).
+Each case here is one layer's scores of a 12-head, 768-wide prefill of T tokens (or as the case says), run by torch.set_num_threads(t) for several t, stored as
 megatron's softmax input x = f32(S) * (layer + 1) with the masked entries 0 (gm_op_attention_fwd's
 scores), the first 32 columns of every row of every head. The queries and keys are a formula the
 test rebuilds: qkv [T, 3 x 768] = ((37 i + 71 k) % 1009 - 504) / 503 in float32 (gm_inputs.formula_a).
@@ -28,14 +28,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gen_matmul_kparts_goldens import MKL_INTEL_AVX512, native_mkl_intel  # noqa: E402
 from gm_inputs import cpu_model, formula_a  # noqa: E402
 
-C, NH, LAYER, COLS = 768, 12, 2, 32
-# (T, thread counts): on 12 heads the fold starts at 13 threads (T 100: ceil(1200 / t) >= 64 up to
-# 19), at 24 for even T (64 folds, 67 not), above 24 from T 64 (63 not); T 191 below the packed path
+LAYER, COLS = 2, 32
+# (T, thread counts[, C, heads]; 768 wide and 12 heads unless given): on 12 heads the fold starts at
+# 13 threads (T 100: ceil(1200 / t) >= 64 up to 19), at 24 for even T (64 folds, 67 not), above 24
+# from T 64 (63 not); T 191 below the packed path; T 65: a 65th row on its own would run MKL's
+# one-row kernel. Head sizes above 64 fold from T = head size on the same terms: 128 (8 heads of a
+# 1024-wide model: T 128 on 9 and 16 threads, not on 8; T 127 not on 24) and 80 (8 of 640: T 81 on
+# 17 threads, not on 16 = 2 b for an odd T; T 79 not on 17).
 CASES = [(100, [1, 12, 13, 19, 20]), (64, [1, 16, 24, 25]), (67, [1, 24, 36]), (63, [1, 36]), (191, [1, 13]),
-         (65, [1])]  # the last: a 65th row on its own would run MKL's one-row kernel
+         (65, [1]), (128, [1, 8, 9, 16], 1024, 8), (127, [1, 24], 1024, 8), (81, [1, 16, 17], 640, 8),
+         (79, [1, 17], 640, 8)]
 
 
-def scores(T):
+def scores(T, C=768, NH=12):
     """megatron_attention's softmax input for layer LAYER (tools/ref/gm_profiles.py), masked entries 0."""
     hd = C // NH
     qkv = torch.from_numpy(formula_a(T, 3 * C))
@@ -57,19 +62,21 @@ def main():
               "CPU with AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + ")")
         return
     t = {}
-    for ci, (T, threads) in enumerate(CASES):
+    for ci, (T, threads, *shape) in enumerate(CASES):
         outs = {}
+        nh = shape[1] if shape else 12
         for th in threads:
             torch.set_num_threads(th)
-            outs[th] = scores(T)[:, :, :COLS].reshape(NH * T, COLS).contiguous()
+            outs[th] = scores(T, *shape)[:, :, :COLS].reshape(nh * T, COLS).contiguous()
             t[f"c{ci}.t{th}"] = outs[th]
         same = [th for th in threads if torch.equal(outs[th], outs[1])]
-        print(f"  c{ci} T {T}: threads {threads}, the 1-thread bits on {same}")
+        print(f"  c{ci} T {T} {shape or [768, 12]}: threads {threads}, the 1-thread bits on {same}")
     out = os.path.join("tests", "golden", "targets", args.target, "attention")
     os.makedirs(out, exist_ok=True)
     meta = {"torch": torch.__version__, "cases": json.dumps(CASES), "cpu": cpu_model(), "target": args.target,
-            "settings": f"native (no dispatch caps); torch.set_num_threads(t) for c<i>.t<t>; C {C}, {NH} heads, "
-                        f"layer {LAYER} (0-based); qkv by formula; scores' first {COLS} columns, (heads x T, COLS)"}
+            "settings": f"native (no dispatch caps); torch.set_num_threads(t) for c<i>.t<t>; C 768, 12 heads "
+                        f"unless the case names C and heads; layer {LAYER} (0-based); qkv by formula; scores' first "
+                        f"{COLS} columns, (heads x T, COLS)"}
     path = os.path.join(out, "fold.safetensors")
     save_file(t, path, metadata=meta)
     print(f"gen_attention_fold_goldens: {len(CASES)} cases -> {path} ({meta['cpu']})")
