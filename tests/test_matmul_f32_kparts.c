@@ -28,6 +28,7 @@
 //     17..128 rows against B as stored where neither K nor N is a multiple of 256 take the row
 //     groups on 8 or more threads against N <= 64 t, and from 192 rows (B^T from 129) the unpacked
 //     order there; up to 128 rows against N <= 378 cut K as few rows do, odd thread counts too;
+//     two row-grouped parts hold at any width from M N K = 292584;
 //   - the goldens hold cuts into 2..16 parts (torch's t-thread bits differ from its
 //     1-thread bits), so a path that ignored the thread count could not pass.
 #include "harness.h"
@@ -158,6 +159,13 @@ static const product PRODUCTS[] = {
     // up to 128 rows against N <= 378 cut K as few rows do, odd thread counts too
     {OP_ADDMM, 64, 4000, 300, {1, 8, 9, 12}},
     {OP_LINEAR_B, 64, 4000, 300, {1, 9}},
+    // two row-grouped parts at any width from M N K = 292584 (292500 keeps the 1-thread bits)
+    {OP_LINEAR_B, 100, 384, 65, {1, 8, 24}},
+    {OP_LINEAR_B, 71, 478, 113, {1, 24}},
+    {OP_ADDMM, 12, 384, 65, {1, 8}},
+    {OP_ADDMM, 10, 384, 65, {1, 8}},
+    {OP_ADDMM, 8, 501, 73, {1, 16}},
+    {OP_ADDMM, 8, 500, 73, {1, 16}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -248,8 +256,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 285, "ran %d of 285 product and thread count pairs", runs);
-  CHECK(cut >= 148, "only %d runs where torch's bits differ from its 1-thread bits (expected 148 or more)", cut);
+  CHECK(runs == 298, "ran %d of 298 product and thread count pairs", runs);
+  CHECK(cut >= 153, "only %d runs where torch's bits differ from its 1-thread bits (expected 153 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

@@ -13,7 +13,8 @@ divisors of the thread count's (1153 on 6 and 12 threads); and the rules measure
 or more threads (at most t / 2 parts, still a divisor of t: 2 on 10 and 14 threads, 4 on 12),
 sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t; on 8 or more threads against
 N <= 64 t the row-grouped cut up to 128 rows and the unpacked order from 192 or 129), 17..128 rows
-against N <= 378 (cut as few rows are), the packed path's halves of K below 768, and the smaller of M and N
+against N <= 378 (cut as few rows are), the packed path's halves of K below 768, two row-grouped
+parts at any width from M N K = 292584, and the smaller of M and N
 against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or more threads
 run below 192 rows where K < 8 M, and the unpacked order of B^T
 of up to 64 rows on 4 or more (gm_f32_torch_blocks_mt: GPT-2 medium's lm_head at 32 tokens), and
@@ -164,6 +165,14 @@ PRODUCTS = [
     # up to 128 rows against N <= 378 cut K as few rows do, odd thread counts too
     ("addmm", 64, 4000, 300, [1, 8, 9, 12]),
     ("linear_b", 64, 4000, 300, [1, 9]),
+    # two row-grouped parts at any width from M N K = 292584 (a 384-wide GPT-2's lm_head against 65
+    # characters; 10 x 384 x 65 and 8 x 500 x 73 keep the 1-thread bits)
+    ("linear_b", 100, 384, 65, [1, 8, 24]),
+    ("linear_b", 71, 478, 113, [1, 24]),
+    ("addmm", 12, 384, 65, [1, 8]),
+    ("addmm", 10, 384, 65, [1, 8]),
+    ("addmm", 8, 501, 73, [1, 16]),
+    ("addmm", 8, 500, 73, [1, 16]),
 ]
 
 

@@ -706,17 +706,24 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   for (int d = 2; 4 * d <= t && 192 * d <= K; d++)
     if (t % d == 0) kg = d;
   if (kg < 2) return 0;
-  // Where this is measured: each of the nt = t / kg column chunks 16 columns or more, 64 from 17
-  // rows (below, MKL also splits the rows: 16 x 768 x 96 on 32 threads cuts K in 4 for rows 0..7
-  // and 8..15 apart, 100 x 768 x 128 (B^T) on 12 threads in 3 for rows 0..49 and 50..99);
-  // M N K >= 40000 t or >= 2^20 (below both, MKL runs fewer threads or other cuts: 2 x 768 x 256
-  // cuts K in 3 on 16 and 32 threads, 2 x 600 x 512 in 3 on 32); and with B^T no last chunk of 1
-  // to 3 columns (chunks of ceil(N / nt) rounded up to 16, the last the rest: 4 x 1600 x 145, 146
-  // and 147 on 16 threads, 9 x 407 x 353 on 24 and 32, leave that chunk's columns' bits).
+  // Where three parts or more are measured: each of the nt = t / kg column chunks 16 columns or
+  // more, 64 from 17 rows against B^T (below, MKL also splits the rows: 16 x 768 x 96 on 32 threads
+  // cuts K in 4 for rows 0..7 and 8..15 apart, 100 x 768 x 128 (B^T) on 12 threads in 3 for rows
+  // 0..49 and 50..99); M N K >= 40000 t or >= 2^20 (below both, MKL runs fewer threads or other
+  // cuts: 2 x 768 x 256 cuts K in 3 on 16 and 32 threads, 2 x 600 x 512 in 3 on 32); and with B^T
+  // no last chunk of 1 to 3 columns (chunks of ceil(N / nt) rounded up to 16, the last the rest: 4
+  // x 1600 x 145, 146 and 147 on 16 threads, 9 x 407 x 353 on 24 and 32, leave that chunk's
+  // columns' bits). Two parts hold at any width, since row groups and row splits then add alike
+  // (100 x 384 x 65 B^T on 8..48 threads, a 384-wide GPT-2's lm_head against 65 characters), from
+  // M N K = 292584 (292500 keeps the 1-thread bits: 9 x 500 x 65 and 8 x 500 x 73 not, 8 x 501 x 73
+  // and 4 x 732 x 100 cut; on 8, 16, 24 and 48 threads alike). Not reproduced there: a 1-column
+  // last chunk of some (20 x 384 x 65 B^T on 16 threads and more: column 64).
   const int nt = t / kg, w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
   const int64_t work = (int64_t)M * N * K;
-  if (N < (M > 16 && trans_b ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last <= 3)) return 0;
-  return kg;
+  if (kg > 2 && (N < (M > 16 && trans_b ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) ||
+                 (trans_b && last <= 3)))
+    return 0;
+  return work > 292500 ? kg : 0;
 }
 
 int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
