@@ -28,7 +28,8 @@
 //     17..128 rows against B as stored where neither K nor N is a multiple of 256 take the row
 //     groups on 8 or more threads against N <= 64 t, and from 192 rows (B^T from 129) the unpacked
 //     order there; up to 128 rows against N <= 378 cut K as few rows do, odd thread counts too;
-//     two row-grouped parts hold at any width from M N K = 292584;
+//     two row-grouped parts hold at any width from M N K = 292584; 17..175 rows against 32..378
+//     columns cut K in t parts on odd t (and on even t where min(M, N) > K / 8);
 //   - the goldens hold cuts into 2..16 parts (torch's t-thread bits differ from its
 //     1-thread bits), so a path that ignored the thread count could not pass.
 #include "harness.h"
@@ -166,6 +167,13 @@ static const product PRODUCTS[] = {
     {OP_ADDMM, 10, 384, 65, {1, 8}},
     {OP_ADDMM, 8, 501, 73, {1, 16}},
     {OP_ADDMM, 8, 500, 73, {1, 16}},
+    // 17..175 rows (B^T from 65) against 32..378 columns: K in t parts on odd t, and on even t where
+    // the smaller of M and N exceeds K / 8
+    {OP_ADDMM, 64, 1024, 100, {1, 3, 4, 6, 15}},
+    {OP_ADDMM, 160, 1024, 256, {1, 2, 4}},
+    {OP_LINEAR_B, 175, 1024, 256, {1, 3}},
+    {OP_LINEAR_B, 100, 1024, 300, {1, 5}},
+    {OP_ADDMM, 64, 1024, 32, {1, 3, 4}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -256,8 +264,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 298, "ran %d of 298 product and thread count pairs", runs);
-  CHECK(cut >= 153, "only %d runs where torch's bits differ from its 1-thread bits (expected 153 or more)", cut);
+  CHECK(runs == 313, "ran %d of 313 product and thread count pairs", runs);
+  CHECK(cut >= 163, "only %d runs where torch's bits differ from its 1-thread bits (expected 163 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

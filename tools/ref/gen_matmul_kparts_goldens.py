@@ -14,7 +14,8 @@ or more threads (at most t / 2 parts, still a divisor of t: 2 on 10 and 14 threa
 sizes that are no multiple of 256 (M > 28 t, K and N >= 378 t; on 8 or more threads against
 N <= 64 t the row-grouped cut up to 128 rows and the unpacked order from 192 or 129), 17..128 rows
 against N <= 378 (cut as few rows are), the packed path's halves of K below 768, two row-grouped
-parts at any width from M N K = 292584, and the smaller of M and N
+parts at any width from M N K = 292584, 17..175 rows against 32..378 columns in t parts, and the
+smaller of M and N
 against K / 8 and 384 (4 threads) or 768 (8); and the packed kernel's order that 2 or more threads
 run below 192 rows where K < 8 M, and the unpacked order of B^T
 of up to 64 rows on 4 or more (gm_f32_torch_blocks_mt: GPT-2 medium's lm_head at 32 tokens), and
@@ -173,6 +174,13 @@ PRODUCTS = [
     ("addmm", 10, 384, 65, [1, 8]),
     ("addmm", 8, 501, 73, [1, 16]),
     ("addmm", 8, 500, 73, [1, 16]),
+    # 17..175 rows (B^T from 65) against 32..378 columns where MKL shares the product out: K in t parts
+    # on odd t (no cap by K's blocks of 384) and on even t where the smaller of M and N exceeds K / 8
+    ("addmm", 64, 1024, 100, [1, 3, 4, 6, 15]),
+    ("addmm", 160, 1024, 256, [1, 2, 4]),
+    ("linear_b", 175, 1024, 256, [1, 3]),
+    ("linear_b", 100, 1024, 300, [1, 5]),
+    ("addmm", 64, 1024, 32, [1, 3, 4]),
 ]
 
 

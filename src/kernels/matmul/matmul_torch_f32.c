@@ -753,6 +753,12 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // and 9, 100 x 1600 x 300 in 3 and 4, not on 5; measured on 3..16 threads; from 200 rows MKL cuts
   // K below K = 378 t too and otherwise: 300 x 1600 x 300 on 5 and 8 threads, not modelled).
   if (M <= 128 && N <= 378 && few_cut(M, N, K, t)) return kparts_cut(t, N, K);
+  // 17..175 rows (B^T 65..175) against 32..378 columns where MKL shares the product out: on an even
+  // t the cut below where the smaller of M and N is at most K / 8, else K in t parts, on an odd t
+  // too (64 x 1024 x 100 in 3, 5, 7, 9, 11 and 15 parts, 160 x 1024 x 256 in 4, 6, 8 and 10; the
+  // edges exact: 175 / 176 rows, 31 / 32 columns, 378 / 379; K = 768 does either: not modelled).
+  if (M >= (trans_b ? 65 : 17) && M <= 175 && N >= 32 && N <= 378 && intel_shares(M, N, K, t))
+    return t % 2 == 0 && 8 * (M < N ? M : N) <= K ? kparts_cut(t, N, K) : t;
   if (t % 2) return 1;
   if (t == 2) return K < 8 * M ? 1 : 2;
   // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts; the edges with
