@@ -73,6 +73,11 @@ PRODUCTS = [
     ("linear_bf16_t", 64, 40, 1.0, [1]),
     ("mm_t", 1024, 8193, 1.0, [1, 3, 4, 8]),
     ("mm_t", 768, 8193, 1.0, [1, 6]),
+    # below 8192 columns on 3..8 threads: t chunks from the 2-thread split's smallest N (a 65-character
+    # lm_head; 57 columns at K 384 stay whole)
+    ("mm_t", 384, 65, 1.0, [1, 3, 8]),
+    ("mm_t", 384, 57, 1.0, [1, 3]),
+    ("mm_t", 1600, 33, 1.0, [1, 5, 7]),
 ]
 
 

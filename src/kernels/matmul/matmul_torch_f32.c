@@ -848,23 +848,33 @@ static const struct {
                       {128, 105},  {192, 89},   {256, 81},  {384, 65},  {512, 57},  {640, 49},  {768, 41},  {1024, 33},
                       {1536, 25},  {2048, 25},  {3072, 17}, {4096, 17}, {8192, 9}};
 
+// The smallest N the one-row kernel splits at K (0: none below K = 4).
+static int gemv_split_min(int K) {
+  int n_min = 0;
+  for (size_t r = 0; r < sizeof GEMV_SPLIT_MIN / sizeof GEMV_SPLIT_MIN[0] && GEMV_SPLIT_MIN[r].K <= K; r++)
+    n_min = GEMV_SPLIT_MIN[r].n;
+  return n_min;
+}
+
 int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads) {
   (void)alpha; // the split is the same with alpha (C = fma(alpha, r, bias); measured K 64..3072)
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads != 2) return 0;
   if (gm_f32_torch_blocks(mkl, M, N, K, trans_b) != GM_F32_BLOCKS_INTEL_GEMV) return 0;
-  int n_min = 0;
-  for (size_t r = 0; r < sizeof GEMV_SPLIT_MIN / sizeof GEMV_SPLIT_MIN[0] && GEMV_SPLIT_MIN[r].K <= K; r++)
-    n_min = GEMV_SPLIT_MIN[r].n;
+  const int n_min = gemv_split_min(K);
   return n_min && N >= n_min ? (N + 1) / 2 : 0;
 }
 
 // MKL's Intel one-row kernel against B^T on 3 or more threads: the columns in torch_threads balanced
 // chunks (the first N % t one longer), each chunk with its own leftover columns (measured on 3, 4,
 // 6 and 8 threads at K 768 and 1024, N 50257: the columns that leave the 1-thread bits are the
-// chunks' leftovers; greedy decode of GPT-2 medium's shape on 4 threads). Where the split starts
-// below N = 8192 is not measured: 0 there (one chunk). 0 also where it does not apply.
+// chunks' leftovers; greedy decode of GPT-2 medium's shape on 4 threads). Below N = 8192 on 3 to 8
+// threads from the N the 2-thread split starts at (GEMV_SPLIT_MIN: K 384 from N 65, K 1600 from
+// 25; measured at K 256..3072, N 16..5000: a 65-character lm_head in a decode step); on more
+// threads below 8192 it is not measured (16 threads leave 65 and 100 columns whole at K 384): 0
+// there (one chunk). 0 also where it does not apply.
 int gm_f32_torch_nchunks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
-  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads < 3 || N < 8192 || K < 256) return 0;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads < 3 || K < 256) return 0;
+  if (N < 8192 && (torch_threads > 8 || N < gemv_split_min(K))) return 0;
   return gm_f32_torch_blocks(mkl, M, N, K, trans_b) == GM_F32_BLOCKS_INTEL_GEMV ? torch_threads : 0;
 }
 
