@@ -85,7 +85,7 @@ typedef enum {
   GM_F32_BLOCKS_INTEL_DOT16,
   GM_F32_BLOCKS_AVX2_256,
   GM_F32_BLOCKS_INTEL_GEMV, // MKL's Intel AVX-512 one-row kernel against B^T (gm_f32_torch_gemv16)
-  GM_F32_BLOCKS_INTEL_SPLIT, // each half of MKL's Intel AVX-512 K split (gm_matmul_f32_torch_mt)
+  GM_F32_BLOCKS_INTEL_SPLIT, // each part of MKL's Intel AVX-512 K cut (gm_matmul_f32_torch_mt): INTEL_384's schedule
   GM_F32_BLOCKS_ONEDNN_F16,  // oneDNN's f16 chains under intel-amx (gm_matmul_f16_onednn): 512 for K <= 1024, else 1024
   GM_F32_BLOCKS_ONEDNN_F16_TA, // the same with A transposed: 512 at any K
   GM_F32_BLOCKS_AVX2_BIG,      // MKL's Intel AVX2 kernels for big products: K >= 384 in blocks of 192 (the rest one
@@ -192,15 +192,16 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
 // docs/numerics.md, "f32 on 2 threads".
 // MKL's one-row B^T kernel (GM_F32_BLOCKS_INTEL_GEMV) on 3 or more threads: the columns in
 // torch_threads balanced chunks (the first N % t one longer), each chunk's leftover columns its own
-// (measured on 3, 4, 6 and 8 threads, K 768 and 1024, N 4097..50257). The number of chunks, or 0
-// where it does not apply (other kernels, 2 threads: gm_f32_torch_nsplit, or N < 8192, K < 256:
-// where the split starts there is not measured, one chunk runs).
+// (measured on 3, 4, 6 and 8 threads, K 768 and 1024, N 4097..50257; below N = 8192 on 3..8 threads
+// from the N where the 2-thread split starts, measured at K 256..3072, N 16..5000). The number of
+// chunks, or 0 where it does not apply (other kernels, 2 threads: gm_f32_torch_nsplit, K < 256, or
+// below N = 8192 on more than 8 threads or below that start: not measured there, one chunk runs).
 int gm_f32_torch_nchunks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads);
 // With trans_a, op(A) = A^T for A stored [K, M] (stride lda; MKL's transb = T, the backward's dW):
-// op(A) is copied contiguous (scratch M x K floats) and the same order runs, except that where
-// the Intel AVX-512 schedule is the packed one (GM_F32_BLOCKS_INTEL_384) it takes
-// GM_F32_BLOCKS_INTEL_SPLIT's (K below 768: two halves; measured 768 x 768 x 512..640).
+// op(A) is copied contiguous (scratch M x K floats) and the same order runs (the packed schedule,
+// GM_F32_BLOCKS_INTEL_384, cuts K below 768 in two halves as GM_F32_BLOCKS_INTEL_SPLIT does;
+// measured with A transposed at 768 x 768 x 512..640, and without since 2026-12-06).
 int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
                            const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
                            int torch_threads);

@@ -276,10 +276,10 @@ static void upcast_scores(const head_view *h, float alpha, const float *q, int l
 // t) >= 64, at 2 b for even T too (measured under the Intel AVX-512 kernel, head sizes 32 and 64,
 // b 4, 12, 16, 24, t b + 1 .. 3 b, T 50..190: tools/ref/gen_attention_fold_goldens.py's cases and
 // scans like them). A head size hd above 64 folds from T = hd on the same terms (hd 80, 96 and 128
-// with b 8 on 9..24 threads, T 60..135: 8 x 99 x 128 on 24 threads also folds, not modelled);
-// b 1..3 run other rules (b 1 on 2 threads folds at T 65): not modelled.
+// with b 8 on 9..24 threads, T 60..135: 8 x 99 x 128 on 24 threads also folds, not modelled;
+// above 128 not measured: false); b 1..3 run other rules (b 1 on 2 threads folds at T 65): not modelled.
 static bool batch_folds(int b, int T, int hd, int t) {
-  if (T >= 192 || T < (hd > 64 ? hd : 64) || t <= b || b < 4) return false;
+  if (hd > 128 || T >= 192 || T < (hd > 64 ? hd : 64) || t <= b || b < 4) return false;
   const bool rows = ((int64_t)b * T + t - 1) / t >= 64;
   return t > 2 * b || rows || (t == 2 * b && T % 2 == 0);
 }
@@ -317,7 +317,7 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
     transpose(kT, len, k, hd, len, hd);
     const bool avx2 = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX2, intel = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512;
     if ((avx2 && T >= 56 && len >= 56 && alpha != 1.0f) || // MKL's AVX2 kernels fold alpha into B there
-        (intel && alpha != 1.0f && hd <= 128 && batch_folds(h->bh, T, hd, h->c->threads))) {
+        (intel && alpha != 1.0f && batch_folds(h->bh, T, hd, h->c->threads))) {
       for (size_t i = 0; i < (size_t)hd * len; i++) kT[i] = alpha * kT[i];
       alpha = 1.0f;
     }

@@ -757,8 +757,9 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // t the cut below where the smaller of M and N is at most K / 8, else K in t parts, on an odd t
   // too (64 x 1024 x 100 in 3, 5, 7, 9, 11 and 15 parts, 160 x 1024 x 256 in 4, 6, 8 and 10; the
   // edges exact: 175 / 176 rows, 31 / 32 columns, 378 / 379; K = 768 does either: not modelled).
+  const int small = M < N ? M : N;
   if (M >= (trans_b ? 65 : 17) && M <= 175 && N >= 32 && N <= 378 && intel_shares(M, N, K, t))
-    return t % 2 == 0 && 8 * (M < N ? M : N) <= K ? kparts_cut(t, N, K) : t;
+    return t % 2 == 0 && 8 * small <= K ? kparts_cut(t, N, K) : t;
   if (t % 2) return 1;
   if (t == 2) return K < 8 * M ? 1 : 2;
   // 4 or more (even) threads, measured on 4..16 (tools/ref/probe_f32_mt.py --kparts; the edges with
@@ -774,7 +775,6 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
   // the columns are shared out and each thread runs the unpacked order (unpacks, below).
   if (trans_b && M >= 16 && M <= 64 && wide_for(K, N, t)) return kparts_cut(t, N, K);
   if (N < 256 || M <= (trans_b ? 64 : 15)) return 1;
-  const int small = M < N ? M : N;
   if (8 * small > K || (t == 4 && small > 384) || (t == 8 && small > 768)) return 1;
   if (!intel_shares(M, N, K, t)) return 1;
   return kparts_cut(t, N, K);
@@ -1113,7 +1113,6 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
     o.blocks = GM_F32_BLOCKS_AVX2_BIG;
     ns = N / 2;
   }
-  if (trans_a && o.blocks == GM_F32_BLOCKS_INTEL_384) o.blocks = GM_F32_BLOCKS_INTEL_SPLIT; // MKL's transb = T
   if (trans_a && o.blocks == GM_F32_BLOCKS_AVX2_256) o.blocks = GM_F32_BLOCKS_AVX2_96;      // likewise, AVX2
   const int nc = ns ? 0 : gm_f32_torch_nchunks(mkl, M, N, K, trans_b, torch_threads);
   return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns, nc);
