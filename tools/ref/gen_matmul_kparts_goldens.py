@@ -181,6 +181,21 @@ PRODUCTS = [
     ("linear_b", 175, 1024, 256, [1, 3]),
     ("linear_b", 100, 1024, 300, [1, 5]),
     ("addmm", 64, 1024, 32, [1, 3, 4]),
+    # the dot kernel's shapes leave it above a work edge that depends on the thread count (192000 on 2,
+    # 144000 on 3, 128000 on 4, 260000 on odd t from 5, 256000 on even t from 6), for the unpacked
+    # order on 8 or more threads too where K is not cut in row groups (odd t without a divisor for them)
+    ("linear_b", 8, 384, 65, [1, 5, 6, 7]),
+    ("linear_b", 5, 640, 45, [1, 3]),
+    ("linear_b", 5, 640, 46, [1, 3]),
+    ("linear_b", 4, 500, 64, [1, 4]),
+    ("linear_b", 4, 500, 65, [1, 4]),
+    ("linear_b", 4, 500, 130, [1, 5, 9]),
+    ("linear_b", 4, 500, 131, [1, 5, 9]),
+    ("linear_b", 4, 500, 128, [1, 6, 10]),
+    ("linear_b", 4, 500, 129, [1, 6, 10]),
+    ("linear_b", 8, 384, 84, [1, 8, 16]),
+    ("linear_b", 13, 368, 85, [1, 12]),
+    ("linear_b", 7, 1296, 107, [1, 9, 11, 13]),
 ]
 
 

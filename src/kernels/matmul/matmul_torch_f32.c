@@ -657,12 +657,19 @@ static bool intel_shares(int M, int N, int K, int t) {
 static int kparts_cut(int t, int N, int K) { return kparts_for(t, K, t >= 8 && N >= 2048 ? t / 2 : t); }
 
 // MKL's Intel dot kernel's shapes (GM_F32_BLOCKS_INTEL_DOT16: B^T, 2..15 rows, K >= 24 M) that
-// leave the dot kernel on 2 or more threads: 4 rows or more, neither K nor N a multiple of 256,
-// M N K > 192000 (tools/ref/probe_f32_mt.py --kparts and --gm at M 2..15, K 100..6400, N 20..50257
-// on 2..8, 10, 12 and 16 threads: 2 and 3 rows, or K or N a multiple of 256, keep the 1-thread
-// bits; near M N K = 192000 the edge moves with the thread count: not modelled).
-static bool dot_leaves(int M, int N, int K) {
-  return M >= 4 && M <= 15 && K % 256 && N % 256 && (int64_t)M * N * K > 192000;
+// leave the dot kernel on t >= 2 threads: 4 rows or more, neither K nor N a multiple of 256, M N K
+// above a work edge that depends on t: 192000 on 2 threads, 144000 on 3, 128000 on 4, 256000 on
+// an even t from 6, 260000 on an odd t from 5 (tools/ref/probe_f32_mt.py --kscan N at M 4..15, K
+// 333..1200 on 2..10, 12 and 16 threads: every edge within one column of these; --kparts and --gm
+// at M 2..15, K 100..6400, N 20..50257: 2 and 3 rows, or K or N a multiple of 256, keep the 1-thread
+// bits). Below the edge every thread runs the dot kernel on its columns: the 1-thread bits.
+static int64_t dot_work_edge(int t) {
+  if (t <= 4) return t == 2 ? 192000 : t == 3 ? 144000 : 128000;
+  return t % 2 ? 260000 : 256000;
+}
+
+static bool dot_leaves(int M, int N, int K, int t) {
+  return M >= 4 && M <= 15 && K % 256 && N % 256 && (int64_t)M * N * K > dot_work_edge(t);
 }
 
 // Few rows against B as stored: up to 15, and 16 except against 4096 columns or from K = 6400 where
@@ -701,7 +708,7 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 8 || M < 2 || M > (trans_b || uneven ? 128 : 16) || N < 16 || N > 64 * t)
     return 0;
   const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
-  if (b == GM_F32_BLOCKS_INTEL_DOT16 ? !dot_leaves(M, N, K) : !trans_b && !few_rows(M, N, K) && !uneven) return 0;
+  if (b == GM_F32_BLOCKS_INTEL_DOT16 ? !dot_leaves(M, N, K, t) : !trans_b && !few_rows(M, N, K) && !uneven) return 0;
   int kg = 0;
   for (int d = 2; 4 * d <= t && 192 * d <= K; d++)
     if (t % d == 0) kg = d;
@@ -741,7 +748,7 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
     return K >= 128 * t && N < 501 * t && !(N >= 41 && N <= 69 && K < 1000) ? t : 1;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || t < 2 || N < 16) return 1;
   const gm_f32_blocks b = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
-  if (b == GM_F32_BLOCKS_INTEL_DOT16) return dot_leaves(M, N, K) && few_cut(M, N, K, t) ? kparts_cut(t, N, K) : 1;
+  if (b == GM_F32_BLOCKS_INTEL_DOT16) return dot_leaves(M, N, K, t) && few_cut(M, N, K, t) ? kparts_cut(t, N, K) : 1;
   if (K <= 768 || b == GM_F32_BLOCKS_INTEL_GEMV) return 1;
   if ((int64_t)M * N * K <= 192000) return 1; // below this MKL runs one thread (measured: 192000 one, 192192 two)
   // Few rows against B as stored (a short prompt's prefill): cut only where few_cut (measured at
@@ -815,12 +822,12 @@ static bool unpacks(int M, int N, int K, bool trans_b, int t) {
 // The dot kernel's shapes that leave it (dot_leaves) where they do not cut K, on t threads:
 // odd t where MKL shares them out (few_shares) run the packed order (GM_F32_BLOCKS_INTEL_384; edges
 // K 1130 / 1140 on 3 threads, 1600 / 2000 on 5, 2000 / 3000 on 7), the others the unpacked order
-// (the columns shared out; K <= 768 too, on any thread count). 8 or more threads with N <= 64 t cut
-// K (gm_f32_torch_kgroups); below K = 384 there the dot kernel's order runs (not measured).
+// (the columns shared out; K <= 768 too, on any thread count; on 8 or more threads also where
+// gm_f32_torch_kgroups does not cut K: 8 x 384 x 84 on 8..16 threads, 13 x 368 x 85 on 12, odd t
+// without a divisor for row groups: 7 x 1296 x 107 on 9, 11 and 13).
 static gm_f32_blocks dot_blocks_mt(int M, int N, int K, int t) {
-  if (!dot_leaves(M, N, K)) return GM_F32_BLOCKS_INTEL_DOT16;
+  if (!dot_leaves(M, N, K, t)) return GM_F32_BLOCKS_INTEL_DOT16;
   if (t % 2 && few_shares(K, N, t)) return GM_F32_BLOCKS_INTEL_384;
-  if (t >= 8 && N <= 64 * t) return GM_F32_BLOCKS_INTEL_DOT16; // K < 384: not modelled (else kgroups)
   return GM_F32_BLOCKS_INTEL_HALVES;
 }
 
