@@ -120,6 +120,9 @@ int gm_f32_torch_block_end_for(gm_f32_blocks blocks, int K, int k0);
 gm_f32_blocks gm_f32_torch_blocks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b);
 // MKL's Intel dot kernel's order for one output (GM_F32_BLOCKS_INTEL_DOT16), before alpha and bias.
 float gm_f32_torch_dot16(const float *a, const float *b, int K);
+// MKL's Intel kernel for a chunk of 1..3 columns of B^T its threads leave over, one output before
+// the bias: 16 lanes, two sets over steps of 32 for an even row (two), one for an odd row, halved.
+float gm_f32_torch_narrow_dot(const float *a, const float *b, int K, bool two);
 // gm_matmul_f32_torch as torch computes it on torch_threads threads (the work still runs on
 // `threads`): MKL's Intel AVX-512 sgemm (intel-amx, intel-avx512[-bf16|-fp16] targets) on an even
 // thread count cuts K of a tall-K product into parts (gm_f32_torch_kparts; 1: no cut): on 2 threads
@@ -151,8 +154,9 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 // GM_F32_BLOCKS_INTEL_HALVES's blocks, part 0 onto the bias; the rows fall in kg balanced groups
 // (the first M % kg one longer) and group g adds part g next, then the others in order. Only
 // where measured: the t / kg column chunks at least 16 columns wide (64 from 17 rows), M N K >=
-// 40000 t or >= 2^20, and with B^T no last chunk of 1..3 columns (elsewhere MKL also splits the
-// rows or runs other cuts: not modelled). The number of parts (> 1), or 0 where this does not
+// 40000 t or >= 2^20 (two parts from M N K > 292500, or > 320320 where t / kg is odd), and with
+// B^T no last chunk of 1..3 columns for three parts or more (elsewhere MKL also splits the rows or
+// runs other cuts: not modelled; a last chunk of 1 or 2 columns of two parts: gm_f32_torch_narrow). The number of parts (> 1), or 0 where this does not
 // apply; gm_matmul_f32_torch_mt runs it (alpha = 1, no trans_a: others not measured). Measured on
 // 8..64 threads (tools/ref/probe_f32_mt.py --orders with tools/ref/probe_f32_orders.c's grouped
 // candidates; 1500 random shapes in that region bit-identical).
@@ -168,10 +172,11 @@ int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
 //     threads with N > 64 t, except on odd ones where K and N >= 378 t (GPT-2 medium's lm_head at
 //     up to 64 tokens); and for the packed products (B^T from 65 rows, B as stored from 192) where
 //     MKL does not share them out (XL's lm_head at 65..191 tokens on 5 to 8 threads);
-//   - MKL's dot kernel's shapes (B^T, 4..15 rows, neither K nor N a multiple of 256, M N K >
-//     192000): GM_F32_BLOCKS_INTEL_384 on odd thread counts where K >= 378 t and N >= 378 t or
-//     N <= 378, else GM_F32_BLOCKS_INTEL_HALVES (GPT-2 XL's lm_head at 4..15 tokens); 8 or more
-//     threads with N <= 64 t keep the dot kernel (not modelled).
+//   - MKL's dot kernel's shapes (B^T, 4..15 rows, neither K nor N a multiple of 256, M N K above
+//     an edge by thread count: 192000 on 2, 144000 on 3, 128000 on 4, 256000 on even t from 6,
+//     260000 on odd t from 5): GM_F32_BLOCKS_INTEL_384 on odd thread counts where K >= 378 t and
+//     N >= 378 t or N <= 378, else GM_F32_BLOCKS_INTEL_HALVES (GPT-2 XL's lm_head at 4..15 tokens;
+//     on 8 or more threads where gm_f32_torch_kgroups does not cut K too).
 // alpha != 1: only the packed order (the others are not measured). docs/numerics.md, "Torch CPU
 // targets", has the measurements.
 gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha,
@@ -197,6 +202,10 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
 // chunks, or 0 where it does not apply (other kernels, 2 threads: gm_f32_torch_nsplit, K < 256, or
 // below N = 8192 on more than 8 threads or below that start: not measured there, one chunk runs).
 int gm_f32_torch_nchunks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
+// The last 1..3 columns of B^T that MKL's threads run in gm_f32_torch_narrow_dot's order on
+// torch_threads threads (the dot kernel's shapes where they run the unpacked order, and the
+// row-grouped cut's measured rows), or 0; gm_matmul_f32_torch_mt runs them (not with trans_a).
+int gm_f32_torch_narrow(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads);
 int gm_f32_torch_nsplit(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads);
 // With trans_a, op(A) = A^T for A stored [K, M] (stride lda; MKL's transb = T, the backward's dW):
 // op(A) is copied contiguous (scratch M x K floats) and the same order runs (the packed schedule,

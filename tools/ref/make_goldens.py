@@ -44,7 +44,7 @@ MEGATRON = {"megatron", "ngc"}
 TARGET_ARG = {"attention_bwd": lambda t: [t], "act_bwd": lambda t: ["--target", t], "lmloss": lambda t: ["--target", t],
               "matmul_kparts": lambda t: ["--target", t], "matmul_avx2": lambda t: ["--target", t],
               "matmul_onerow": lambda t: ["--target", t], "decode": lambda t: ["--target", t],
-              "attention_fold": lambda t: ["--target", t]}
+              "attention_fold": lambda t: ["--target", t], "matmul_narrow": lambda t: ["--target", t]}
 # goldens whose generator covers the targets itself (gen_optim_goldens.py writes optim_avx2.* beside
 # optim.*, its avx2 run): not copied into a target's folder
 OWN_TARGETS = ("optim/",)

@@ -93,6 +93,27 @@ static float halve(float *v, int n) {
   return v[0];
 }
 
+// MKL's Intel kernel for a chunk of 1..3 columns against B^T that its threads leave over (found with
+// FPRev-style probes, +-2^40 at two k against ones, and live torch on 3 and 16 threads): 16 lanes,
+// lane l the FMA chain over k = l (mod 16) from zero; for an even row of the product (two) two sets
+// of 16 lanes over k = 32 s + l and 32 s + 16 + l while 32 or more products remain, added lane by
+// lane, then the rest onto the sum's lanes; for an odd row one set through K; then the 16 lanes
+// halved (l + 8, + 4, + 2, + 1). Before the bias.
+float gm_f32_torch_narrow_dot(const float *a, const float *b, int K, bool two) {
+  float v[16] = {0}, w[16] = {0};
+  int k = 0;
+  if (two) {
+    for (; K - k >= 32; k += 32)
+      for (int l = 0; l < 16; l++) {
+        v[l] = fmaf(a[k + l], b[k + l], v[l]);
+        w[l] = fmaf(a[k + 16 + l], b[k + 16 + l], w[l]);
+      }
+    for (int l = 0; l < 16; l++) v[l] = v[l] + w[l];
+  }
+  for (; k < K; k++) v[k % 16] = fmaf(a[k], b[k], v[k % 16]);
+  return halve(v, 16);
+}
+
 // MKL's Intel AVX-512 one-row kernel against B^T (M = 1, alpha = 1; measured on live torch, one
 // thread): one output a . b over K >= 1, by the column's kind. Columns in whole groups of four
 // (GEMV_MAIN): lane 0 of 16 starts as R(a0*b0); 16-lane FMA chains over k = 1.. while 16 or more
@@ -723,14 +744,16 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   // columns' bits). Two parts hold at any width, since row groups and row splits then add alike
   // (100 x 384 x 65 B^T on 8..48 threads, a 384-wide GPT-2's lm_head against 65 characters), from
   // M N K = 292584 (292500 keeps the 1-thread bits: 9 x 500 x 65 and 8 x 500 x 73 not, 8 x 501 x 73
-  // and 4 x 732 x 100 cut; on 8, 16, 24 and 48 threads alike). Not reproduced there: a 1-column
-  // last chunk of some (20 x 384 x 65 B^T on 16 threads and more: column 64).
+  // and 4 x 732 x 100 cut; on 8, 16, 24 and 48 threads alike), and from 320321 where t / kg is odd
+  // (11 x 364 x 80 B^T keeps the 1-thread order, 8 x 445 x 90 cuts, on 10, 14, 22, 26 and 30
+  // threads; 12 x 384 x 65 B^T on 10 threads, a 384-wide GPT-2's lm_head at 12 tokens, does not
+  // cut). A last chunk of 1 or 2 columns of B^T: gm_f32_torch_narrow.
   const int nt = t / kg, w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
   const int64_t work = (int64_t)M * N * K;
   if (kg > 2 && (N < (M > 16 && trans_b ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) ||
                  (trans_b && last <= 3)))
     return 0;
-  return work > 292500 ? kg : 0;
+  return work > (nt % 2 ? 320320 : 292500) ? kg : 0;
 }
 
 int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
@@ -844,6 +867,36 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
   if (b == GM_F32_BLOCKS_INTEL_384 && unpacks(M, N, K, trans_b, t)) return GM_F32_BLOCKS_INTEL_HALVES;
   if (b == GM_F32_BLOCKS_INTEL_DOT16) return dot_blocks_mt(M, N, K, t);
   return b;
+}
+
+// Where MKL's threads leave the last chunk of 1 or 2 columns of B^T to gm_f32_torch_narrow_dot: the
+// columns in chunks of ceil(N / nt) rounded up to 16, the last one the rest, nt = t where the dot
+// kernel's shapes run the unpacked order (gm_f32_torch_blocks_mt) with K <= 1024, on 3..10 threads
+// and up to 98 columns on more; nt = t / kg in the row-grouped cut (gm_f32_torch_kgroups) with K <=
+// 800, of 2..15 rows, and of 17..31 where nt is even from 8. Measured with tools/ref/probe_f32_mt.py's random
+// shapes against live torch (M 2..31, K 200..3000, N 16..400 on 3..64 threads) and at K 384, N 65
+// (nanoGPT's lm_head), M 2..129 on 3..64 threads. Not modelled, where MKL also splits the rows or
+// picks other chunks: last chunks of 3 columns (the narrow kernel runs them only below 12 rows a
+// thread), K above those edges (12 x 2227 x 49 on 9 threads keeps its last column in the unpacked
+// order), more columns on more than 10 threads (10 x 302 x 129 on 12), 16 rows, 17..31 on 10, 12,
+// 14 threads and where nt is odd (18 and 22 threads: some rows), 32..63 rows on 40 to 64 threads, 65, 66, 69 and 129 rows on 32 and more. The
+// number of columns (1 or 2), or 0.
+int gm_f32_torch_narrow(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads) {
+  const int t = torch_threads;
+  if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || !trans_b || alpha != 1.0f || t < 3 || M < 2 ||
+      gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) > 1)
+    return 0;
+  const int kg = kgroups_uncut(mkl, M, N, K, trans_b, t);
+  int nt = t;
+  if (kg > 1) {
+    nt = t / kg;
+    if (K > 800 || !(M <= 15 || (M >= 17 && M <= 31 && nt >= 8 && nt % 2 == 0))) return 0;
+  } else if ((t > 10 && N > 98) || K > 1024 || gm_f32_torch_blocks(mkl, M, N, K, trans_b) != GM_F32_BLOCKS_INTEL_DOT16 ||
+             gm_f32_torch_blocks_mt(mkl, M, N, K, trans_b, alpha, t) != GM_F32_BLOCKS_INTEL_HALVES) {
+    return 0;
+  }
+  const int w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
+  return N > w && last <= 2 ? last : 0;
 }
 
 // MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
@@ -1069,6 +1122,37 @@ static void kgroups_path(const float *A, int lda, const float *B, int ldb, bool 
   free(T);
 }
 
+// The last nar columns (gm_f32_torch_narrow) again, in gm_f32_torch_narrow_dot's order: over all of
+// K onto the bias, or in the row-grouped cut's kg parts and order (kgroups_path) where kg > 1. A row
+// is even or odd in the product, or from 17 rows in its group; a group of 16 rows keeps the
+// row-grouped cut's own order (31 rows on 16 threads: rows 0..15).
+static void narrow_path(const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc, int M,
+                        int N, int K, int kg, int nar) {
+  for (int j = N - nar; j < N; j++)
+    for (int i = 0; i < M; i++) {
+      const float *a = A + (size_t)i * lda, *b = B + (size_t)j * ldb;
+      float c = 0.0f;
+      if (kg < 2) {
+        c = gm_f32_torch_narrow_dot(a, b, K, i % 2 == 0);
+        C[(size_t)i * ldc + j] = bias ? c + bias[j] : c;
+        continue;
+      }
+      int g = 0;
+      while (g + 1 < kg && i >= part_start(M, kg, g + 1)) g++;
+      const int g0 = part_start(M, kg, g);
+      if (part_start(M, kg, g + 1) - g0 >= 16) continue;
+      const bool two = (M >= 17 ? i - g0 : i) % 2 == 0;
+      for (int r = 0; r < kg; r++) {
+        const int q = r == 0 ? 0 : r == 1 && g > 0 ? g : r - (g > 0 && r <= g); // as kgroups_path
+        const int k0 = group_cut(K, kg, q), len = group_cut(K, kg, q + 1) - k0;
+        if (len <= 0) continue;
+        const float p = gm_f32_torch_narrow_dot(a + k0, b + k0, len, two);
+        c = r == 0 ? (bias ? bias[j] + p : p) : c + p;
+      }
+      C[(size_t)i * ldc + j] = c;
+    }
+}
+
 enum { TRANS_A_BLOCK_FLOATS = 1 << 18 }; // 1 MiB: op(A) = A^T is made contiguous at most this much at a time
 
 // The product in row blocks when op(A) = A^T (the tied lm_head's dW: [V, N] would be a 50257 x 256
@@ -1102,8 +1186,10 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
   int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   const int kg = trans_a || alpha != 1.0f || kp > 1 ? 0 : kgroups_uncut(mkl, M, N, K, trans_b, torch_threads);
+  const int nar = trans_a ? 0 : gm_f32_torch_narrow(mkl, M, N, K, trans_b, alpha, torch_threads);
   if (kg > 1) {
     kgroups_path(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, kg);
+    if (nar) narrow_path(A, lda, B, ldb, bias, C, ldc, M, N, K, kg, nar);
     return 0;
   }
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
@@ -1122,7 +1208,9 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   }
   if (trans_a && o.blocks == GM_F32_BLOCKS_AVX2_256) o.blocks = GM_F32_BLOCKS_AVX2_96;      // likewise, AVX2
   const int nc = ns ? 0 : gm_f32_torch_nchunks(mkl, M, N, K, trans_b, torch_threads);
-  return blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns, nc);
+  const int rc = blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns, nc);
+  if (!rc && nar) narrow_path(A, lda, B, ldb, bias, C, ldc, M, N, K, 0, nar);
+  return rc;
 }
 
 int gm_matmul_f32_chains(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, float *C, int ldc, int M,
