@@ -94,7 +94,8 @@ static float halve(float *v, int n) {
 }
 
 // MKL's Intel kernel for a chunk of 1..3 columns against B^T that its threads leave over (found with
-// FPRev-style probes, +-2^40 at two k against ones, and live torch on 3 and 16 threads): 16 lanes,
+// FPRev-style probes, +-2^40 at two k against ones, and live torch on 3 and 16 threads; where it
+// runs: gm_f32_torch_narrow): 16 lanes,
 // lane l the FMA chain over k = l (mod 16) from zero; for an even row of the product (two) two sets
 // of 16 lanes over k = 32 s + l and 32 s + 16 + l while 32 or more products remain, added lane by
 // lane, then the rest onto the sum's lanes; for an odd row one set through K; then the 16 lanes
@@ -873,14 +874,14 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
 // columns in chunks of ceil(N / nt) rounded up to 16, the last one the rest, nt = t where the dot
 // kernel's shapes run the unpacked order (gm_f32_torch_blocks_mt) with K <= 1024, on 3..10 threads
 // and up to 98 columns on more; nt = t / kg in the row-grouped cut (gm_f32_torch_kgroups) with K <=
-// 800, of 2..15 rows, and of 17..31 where nt is even from 8. Measured with tools/ref/probe_f32_mt.py's random
-// shapes against live torch (M 2..31, K 200..3000, N 16..400 on 3..64 threads) and at K 384, N 65
-// (nanoGPT's lm_head), M 2..129 on 3..64 threads. Not modelled, where MKL also splits the rows or
-// picks other chunks: last chunks of 3 columns (the narrow kernel runs them only below 12 rows a
-// thread), K above those edges (12 x 2227 x 49 on 9 threads keeps its last column in the unpacked
-// order), more columns on more than 10 threads (10 x 302 x 129 on 12), 16 rows, 17..31 on 10, 12,
-// 14 threads and where nt is odd (18 and 22 threads: some rows), 32..63 rows on 40 to 64 threads, 65, 66, 69 and 129 rows on 32 and more. The
-// number of columns (1 or 2), or 0.
+// 800, of 2..15 rows, and of 17..31 where nt is even from 8. Measured with random shapes against
+// live torch (tools/ref/probe_f32_mt.py; M 2..31, K 200..3000, N 16..400 on 3..64 threads) and at
+// K 384, N 65 (nanoGPT's lm_head), M 2..129 on 3..64 threads. Not modelled, where MKL also splits
+// the rows or picks other chunks: last chunks of 3 columns (the narrow kernel runs them only below
+// 12 rows a thread), K above those edges (12 x 2227 x 50 on 9 threads keeps its last column in the
+// unpacked order), more columns on more than 10 threads (10 x 302 x 129 on 12), 16 rows, 17..31 on
+// 10, 12 and 14 threads and where nt is odd (18 and 22 threads: some rows), 32..63 rows on 40 to 64
+// threads, 65, 66, 69 and 129 rows on 32 and more. The number of columns (1 or 2), or 0.
 int gm_f32_torch_narrow(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads) {
   const int t = torch_threads;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || !trans_b || alpha != 1.0f || t < 3 || M < 2 ||
@@ -891,7 +892,8 @@ int gm_f32_torch_narrow(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, flo
   if (kg > 1) {
     nt = t / kg;
     if (K > 800 || !(M <= 15 || (M >= 17 && M <= 31 && nt >= 8 && nt % 2 == 0))) return 0;
-  } else if ((t > 10 && N > 98) || K > 1024 || gm_f32_torch_blocks(mkl, M, N, K, trans_b) != GM_F32_BLOCKS_INTEL_DOT16 ||
+  } else if ((t > 10 && N > 98) || K > 1024 ||
+             gm_f32_torch_blocks(mkl, M, N, K, trans_b) != GM_F32_BLOCKS_INTEL_DOT16 ||
              gm_f32_torch_blocks_mt(mkl, M, N, K, trans_b, alpha, t) != GM_F32_BLOCKS_INTEL_HALVES) {
     return 0;
   }
