@@ -188,6 +188,14 @@ static const product PRODUCTS[] = {
     {OP_LINEAR_B, 8, 384, 84, {1, 8, 16}},
     {OP_LINEAR_B, 13, 368, 85, {1, 12}},
     {OP_LINEAR_B, 7, 1296, 107, {1, 9, 11, 13}},
+    // B^T of 16..64 rows in three row-grouped parts or more: from 33 columns where t / kg is odd, from
+    // 16 (t / kg - 2) + 1 where it is even
+    {OP_LINEAR_B, 20, 768, 65, {1, 12, 15, 16, 18}},
+    {OP_LINEAR_B, 40, 768, 40, {1, 12, 15, 20}},
+    {OP_LINEAR_B, 40, 768, 65, {1, 18, 24}},
+    {OP_LINEAR_B, 40, 768, 97, {1, 32}},
+    {OP_LINEAR_B, 16, 768, 65, {1, 15, 18}},
+    {OP_LINEAR_B, 48, 1542, 39, {1, 15}},
 };
 static const char *OP_NAMES[] = {"addmm", "mm", "linear_b"};
 enum { NB = 4800, COLS = 32 };
@@ -278,8 +286,8 @@ static int check_file(int target) {
     free(ref1);
     free(A); free(B); free(Bt); free(C);
   }
-  CHECK(runs == 346, "ran %d of 346 product and thread count pairs", runs);
-  CHECK(cut >= 175, "only %d runs where torch's bits differ from its 1-thread bits (expected 175 or more)", cut);
+  CHECK(runs == 365, "ran %d of 365 product and thread count pairs", runs);
+  CHECK(cut >= 188, "only %d runs where torch's bits differ from its 1-thread bits (expected 188 or more)", cut);
   free(bias);
   gm_st_close(&st);
   gm_torch_target_unset();

@@ -196,6 +196,14 @@ PRODUCTS = [
     ("linear_b", 8, 384, 84, [1, 8, 16]),
     ("linear_b", 13, 368, 85, [1, 12]),
     ("linear_b", 7, 1296, 107, [1, 9, 11, 13]),
+    # B^T of 16..64 rows in three row-grouped parts or more: from 33 columns where t / kg is odd, from
+    # 16 (t / kg - 2) + 1 where it is even (a 768-wide GPT-2's lm_head against 65 characters)
+    ("linear_b", 20, 768, 65, [1, 12, 15, 16, 18]),
+    ("linear_b", 40, 768, 40, [1, 12, 15, 20]),
+    ("linear_b", 40, 768, 65, [1, 18, 24]),
+    ("linear_b", 40, 768, 97, [1, 32]),
+    ("linear_b", 16, 768, 65, [1, 15, 18]),
+    ("linear_b", 48, 1542, 39, [1, 15]),
 ]
 
 

@@ -53,6 +53,13 @@ PRODUCTS = [
     (12, 2227, 50, [1, 9]),
     (14, 2107, 17, [1, 10]),
     (10, 302, 209, [1, 20]),
+    # the row-grouped cut in 4 parts (K 1600 on 16 threads) and 2 (K 2047 on 14): narrow; 16 + 2 columns
+    # on 10 threads and 20 rows at K 1600 keep the cut's order
+    (4, 1600, 145, [1, 16]),
+    (4, 1600, 146, [1, 16]),
+    (9, 2047, 34, [1, 14]),
+    (7, 2680, 18, [1, 10]),
+    (20, 1600, 97, [1, 64]),
 ]
 
 

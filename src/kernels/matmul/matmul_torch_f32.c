@@ -736,13 +736,16 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
     if (t % d == 0) kg = d;
   if (kg < 2) return 0;
   // Where three parts or more are measured: each of the nt = t / kg column chunks 16 columns or
-  // more, 64 from 17 rows against B^T (below, MKL also splits the rows: 16 x 768 x 96 on 32 threads
+  // more, 64 from 65 rows against B^T (below, MKL also splits the rows: 16 x 768 x 96 on 32 threads
   // cuts K in 4 for rows 0..7 and 8..15 apart, 100 x 768 x 128 (B^T) on 12 threads in 3 for rows
-  // 0..49 and 50..99); M N K >= 40000 t or >= 2^20 (below both, MKL runs fewer threads or other
-  // cuts: 2 x 768 x 256 cuts K in 3 on 16 and 32 threads, 2 x 600 x 512 in 3 on 32); and with B^T
-  // no last chunk of 1 to 3 columns (chunks of ceil(N / nt) rounded up to 16, the last the rest: 4
-  // x 1600 x 145, 146 and 147 on 16 threads, 9 x 407 x 353 on 24 and 32, leave that chunk's
-  // columns' bits). Two parts hold at any width, since row groups and row splits then add alike
+  // 0..49 and 50..99); B^T of 16..64 rows from N = 33 where nt is odd, from 16 (nt - 2) + 1 where
+  // it is even (40 x 768 x 33 and 40 on 12, 15 and 20 threads, 65 on 18 and 24, 97 on 32; 40 x 768
+  // x 64 on 18 and 96 on 32 split the rows: not modelled); M N K >= 40000 t or >= 2^20 (below both,
+  // MKL runs fewer threads or other cuts: 2 x 768 x 256 cuts K in 3 on 16 and 32 threads, 2 x 600 x
+  // 512 in 3 on 32); and with B^T no last chunk of 3 columns (chunks of ceil(N / nt) rounded up to
+  // 16, the last the rest: 4 x 1600 x 147 on 16 threads leaves its last columns' bits; a last chunk
+  // of 1 or 2 columns runs MKL's narrow kernel: gm_f32_torch_narrow, 4 x 1600 x 145 and 146 on 16
+  // threads). Two parts hold at any width, since row groups and row splits then add alike
   // (100 x 384 x 65 B^T on 8..48 threads, a 384-wide GPT-2's lm_head against 65 characters), from
   // M N K = 292584 (292500 keeps the 1-thread bits: 9 x 500 x 65 and 8 x 500 x 73 not, 8 x 501 x 73
   // and 4 x 732 x 100 cut; on 8, 16, 24 and 48 threads alike), and from 320321 where t / kg is odd
@@ -751,8 +754,10 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   // cut). A last chunk of 1 or 2 columns of B^T: gm_f32_torch_narrow.
   const int nt = t / kg, w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
   const int64_t work = (int64_t)M * N * K;
-  if (kg > 2 && (N < (M > 16 && trans_b ? 64 : 16) * nt || (work < 40000LL * t && work < (1 << 20)) ||
-                 (trans_b && last <= 3)))
+  // B^T of 17..64 rows: from 33 columns where nt is odd, from 16 (nt - 2) + 1 where it is even
+  // (below, MKL splits the rows in two); 65..128 rows from 64 nt (measured at K 768 on 12..32 threads)
+  const int n_min = !trans_b || M < 16 ? 16 * nt : M > 64 ? 64 * nt : nt % 2 ? 33 : 16 * (nt - 2) + 1;
+  if (kg > 2 && (N < n_min || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last == 3)))
     return 0;
   return work > (nt % 2 ? 320320 : 292500) ? kg : 0;
 }
@@ -873,8 +878,9 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
 // Where MKL's threads leave the last chunk of 1 or 2 columns of B^T to gm_f32_torch_narrow_dot: the
 // columns in chunks of ceil(N / nt) rounded up to 16, the last one the rest, nt = t where the dot
 // kernel's shapes run the unpacked order (gm_f32_torch_blocks_mt) with K <= 1024, on 3..10 threads
-// and up to 98 columns on more; nt = t / kg in the row-grouped cut (gm_f32_torch_kgroups) with K <=
-// 800, of 2..15 rows, and of 17..31 where nt is even from 8. Measured with random shapes against
+// and up to 98 columns on more; nt = t / kg in the row-grouped cut (gm_f32_torch_kgroups) with 3
+// chunks or more (16 + 1 columns on 10 threads stay in the cut's order: 14 x 2107 x 17), of 2..15
+// rows, and of 17..31 with K <= 800 where nt is even from 8. Measured with random shapes against
 // live torch (tools/ref/probe_f32_mt.py; M 2..31, K 200..3000, N 16..400 on 3..64 threads) and at
 // K 384, N 65 (nanoGPT's lm_head), M 2..129 on 3..64 threads. Not modelled, where MKL also splits
 // the rows or picks other chunks: last chunks of 3 columns (the narrow kernel runs them only below
@@ -891,14 +897,14 @@ int gm_f32_torch_narrow(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, flo
   int nt = t;
   if (kg > 1) {
     nt = t / kg;
-    if (K > 800 || !(M <= 15 || (M >= 17 && M <= 31 && nt >= 8 && nt % 2 == 0))) return 0;
+    if (!(M <= 15 || (M >= 17 && M <= 31 && K <= 800 && nt >= 8 && nt % 2 == 0))) return 0;
   } else if ((t > 10 && N > 98) || K > 1024 ||
              gm_f32_torch_blocks(mkl, M, N, K, trans_b) != GM_F32_BLOCKS_INTEL_DOT16 ||
              gm_f32_torch_blocks_mt(mkl, M, N, K, trans_b, alpha, t) != GM_F32_BLOCKS_INTEL_HALVES) {
     return 0;
   }
   const int w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
-  return N > w && last <= 2 ? last : 0;
+  return N > (kg > 1 ? 2 : 1) * w && last <= 2 ? last : 0; // the row-grouped cut: 3 chunks or more
 }
 
 // MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
