@@ -60,6 +60,15 @@ PRODUCTS = [
     (9, 2047, 34, [1, 14]),
     (7, 2680, 18, [1, 10]),
     (20, 1600, 97, [1, 64]),
+    # K below 384 (a 256-wide GPT-2's lm_head against 65 characters): 2..15 rows outside the dot kernel
+    # on 3 and 4 threads, 17..31 rows in two groups without a K cut from the cut's work edges (17 rows
+    # on 8 threads and 19 on 10 below them), none against 97 columns
+    (12, 256, 65, [1, 3, 4]),
+    (20, 256, 65, [1, 8, 10, 12, 16]),
+    (17, 256, 65, [1, 8]),
+    (19, 256, 65, [1, 10]),
+    (31, 256, 65, [1, 16]),
+    (27, 340, 97, [1, 8]),
 ]
 
 

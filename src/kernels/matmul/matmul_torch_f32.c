@@ -888,23 +888,44 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
 // unpacked order), more columns on more than 10 threads (10 x 302 x 129 on 12), 16 rows, 17..31 on
 // 10, 12 and 14 threads and where nt is odd (18 and 22 threads: some rows), 32..63 rows on 40 to 64
 // threads, 65, 66, 69 and 129 rows on 32 and more. The number of columns (1 or 2), or 0.
-int gm_f32_torch_narrow(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads) {
-  const int t = torch_threads;
+// gm_f32_torch_narrow, and the row groups whose parity the narrow kernel follows (*groups: kg in the
+// row-grouped cut; 2 for 17..31 rows against K < 384 and N <= 66 on an even t of 8..16, which MKL
+// shares as the cut's two groups without cutting K, from the cut's work edges: a 256-wide GPT-2's
+// lm_head against 65 characters, 18 tokens on 8, 12 and 16 threads, 20 on 10; wider N there takes
+// other row groups: 27 x 340 x 97 on 8 threads keeps its last column; else 1). Few rows outside the
+// dot kernel (B^T, 2..15 rows, K < 24 M) on 3 and 4 threads are shared like the dot kernel's shapes
+// above its work edge (12 x 256 x 65). Random shapes for these (M 2..31, K 100..383, N 17..193 near
+// multiples of 16 on 3..16 threads): 14 newly exact in 500, none lost.
+static int narrow_plan(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int t, int *groups) {
+  *groups = 1;
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || !trans_b || alpha != 1.0f || t < 3 || M < 2 ||
       gm_f32_torch_kparts(mkl, M, N, K, trans_b, t) > 1)
     return 0;
   const int kg = kgroups_uncut(mkl, M, N, K, trans_b, t);
+  const gm_f32_blocks b1 = gm_f32_torch_blocks(mkl, M, N, K, trans_b);
+  const int64_t work = (int64_t)M * N * K;
   int nt = t;
   if (kg > 1) {
     nt = t / kg;
+    *groups = kg;
     if (!(M <= 15 || (M >= 17 && M <= 31 && K <= 800 && nt >= 8 && nt % 2 == 0))) return 0;
+  } else if (b1 == GM_F32_BLOCKS_INTEL_HALVES && M >= 17 && M <= 31 && K < 384 && t >= 8 && t <= 16 && t % 2 == 0 &&
+             N <= 66 && work > (t / 2 % 2 ? 320320 : 292500)) {
+    nt = t / 2;
+    *groups = 2;
   } else if ((t > 10 && N > 98) || K > 1024 ||
-             gm_f32_torch_blocks(mkl, M, N, K, trans_b) != GM_F32_BLOCKS_INTEL_DOT16 ||
+             !(b1 == GM_F32_BLOCKS_INTEL_DOT16 || (b1 == GM_F32_BLOCKS_INTEL_HALVES && M <= 15 && t <= 4 &&
+                                                     work > dot_work_edge(t))) ||
              gm_f32_torch_blocks_mt(mkl, M, N, K, trans_b, alpha, t) != GM_F32_BLOCKS_INTEL_HALVES) {
     return 0;
   }
   const int w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
   return N > (kg > 1 ? 2 : 1) * w && last <= 2 ? last : 0; // the row-grouped cut: 3 chunks or more
+}
+
+int gm_f32_torch_narrow(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, float alpha, int torch_threads) {
+  int groups;
+  return narrow_plan(mkl, M, N, K, trans_b, alpha, torch_threads, &groups);
 }
 
 // MKL's Intel one-row kernel against B^T on 2 threads: the first N it splits, by K (measured with
@@ -1132,24 +1153,24 @@ static void kgroups_path(const float *A, int lda, const float *B, int ldb, bool 
 
 // The last nar columns (gm_f32_torch_narrow) again, in gm_f32_torch_narrow_dot's order: over all of
 // K onto the bias, or in the row-grouped cut's kg parts and order (kgroups_path) where kg > 1. A row
-// is even or odd in the product, or from 17 rows in its group; a group of 16 rows keeps the
-// row-grouped cut's own order (31 rows on 16 threads: rows 0..15).
+// is even or odd in the product, or from 17 rows in its group of `groups` (narrow_plan); a group of
+// 16 rows keeps the product's own order there (31 rows on 16 threads: rows 0..15).
 static void narrow_path(const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc, int M,
-                        int N, int K, int kg, int nar) {
+                        int N, int K, int kg, int groups, int nar) {
   for (int j = N - nar; j < N; j++)
     for (int i = 0; i < M; i++) {
       const float *a = A + (size_t)i * lda, *b = B + (size_t)j * ldb;
       float c = 0.0f;
+      int g = 0;
+      while (g + 1 < groups && i >= part_start(M, groups, g + 1)) g++;
+      const int g0 = part_start(M, groups, g);
+      if (part_start(M, groups, g + 1) - g0 == 16) continue;
+      const bool two = (M >= 17 ? i - g0 : i) % 2 == 0;
       if (kg < 2) {
-        c = gm_f32_torch_narrow_dot(a, b, K, i % 2 == 0);
+        c = gm_f32_torch_narrow_dot(a, b, K, two);
         C[(size_t)i * ldc + j] = bias ? c + bias[j] : c;
         continue;
       }
-      int g = 0;
-      while (g + 1 < kg && i >= part_start(M, kg, g + 1)) g++;
-      const int g0 = part_start(M, kg, g);
-      if (part_start(M, kg, g + 1) - g0 >= 16) continue;
-      const bool two = (M >= 17 ? i - g0 : i) % 2 == 0;
       for (int r = 0; r < kg; r++) {
         const int q = r == 0 ? 0 : r == 1 && g > 0 ? g : r - (g > 0 && r <= g); // as kgroups_path
         const int k0 = group_cut(K, kg, q), len = group_cut(K, kg, q + 1) - k0;
@@ -1194,10 +1215,11 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
   int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   const int kg = trans_a || alpha != 1.0f || kp > 1 ? 0 : kgroups_uncut(mkl, M, N, K, trans_b, torch_threads);
-  const int nar = trans_a ? 0 : gm_f32_torch_narrow(mkl, M, N, K, trans_b, alpha, torch_threads);
+  int groups = 1;
+  const int nar = trans_a ? 0 : narrow_plan(mkl, M, N, K, trans_b, alpha, torch_threads, &groups);
   if (kg > 1) {
     kgroups_path(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, kg);
-    if (nar) narrow_path(A, lda, B, ldb, bias, C, ldc, M, N, K, kg, nar);
+    if (nar) narrow_path(A, lda, B, ldb, bias, C, ldc, M, N, K, kg, groups, nar);
     return 0;
   }
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
@@ -1217,7 +1239,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (trans_a && o.blocks == GM_F32_BLOCKS_AVX2_256) o.blocks = GM_F32_BLOCKS_AVX2_96;      // likewise, AVX2
   const int nc = ns ? 0 : gm_f32_torch_nchunks(mkl, M, N, K, trans_b, torch_threads);
   const int rc = blocked_rows(A, lda, trans_a, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o, kp, ns, nc);
-  if (!rc && nar) narrow_path(A, lda, B, ldb, bias, C, ldc, M, N, K, 0, nar);
+  if (!rc && nar) narrow_path(A, lda, B, ldb, bias, C, ldc, M, N, K, 1, groups, nar);
   return rc;
 }
 
