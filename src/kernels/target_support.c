@@ -93,9 +93,10 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "f32 logits bit-identical on 1 to 64 threads from 2 tokens, its gradients on 1 to 32, the "
            "medium, large and XL shapes' logits from 2 to 300 tokens on 2 to 8 threads and at 5 and 16 tokens on 16 "
            "to 28, at 64 to 128 tokens on 10 to 20 and XL's at 17 to 300 on 26 to 48; 256 to 640 wide models, "
-           "nanoGPT's 384-wide shape included, on 1 to 16 threads, and nanoGPT's 65-character lm_head at 2 to 31 "
-           "tokens on 3 to 64 threads (MKL's narrow kernel for a last chunk of 1 or 2 columns, the dot kernel's "
-           "work edge by thread count); the packed path's halves of a K below 768 "
+           "nanoGPT's 384-wide shape included, on 1 to 16 threads, and 65-character lm_heads 256, 384 and 768 wide "
+           "at 2 to 31 tokens on 3 to 64 threads, 768 wide to 64 tokens on 12 to 20 (MKL's narrow kernel for a last "
+           "chunk of 1 or 2 columns, the dot kernel's work edge by thread count); the packed path's halves of a K "
+           "below 768 "
            "on one thread; MKL's one-row kernels, its dot kernel's orders on threads, B^T with any alpha and B as stored "
            "with its K cut on any thread count, are reproduced: greedy decode bit-identical to transformers' "
            "generate)";
