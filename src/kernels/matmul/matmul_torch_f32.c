@@ -754,12 +754,28 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   // cut). A last chunk of 1 or 2 columns of B^T: gm_f32_torch_narrow.
   const int nt = t / kg, w = ((N + nt - 1) / nt + 15) / 16 * 16, last = (N - 1) % w + 1;
   const int64_t work = (int64_t)M * N * K;
-  // B^T of 17..64 rows: from 33 columns where nt is odd, from 16 (nt - 2) + 1 where it is even
-  // (below, MKL splits the rows in two); 65..128 rows from 64 nt (measured at K 768 on 12..32 threads)
-  const int n_min = !trans_b || M < 16 ? 16 * nt : M > 64 ? 64 * nt : nt % 2 ? 33 : 16 * (nt - 2) + 1;
+  // B^T of 16..64 rows: from 33 columns where nt is odd, from 16 (nt - 2) + 1 where it is even
+  // (below, MKL splits the rows in two); 65..128 rows from 33 columns where nt = 4, 48 where nt = 5
+  // (kgroups_rows: up to 128 columns in row blocks), else from 64 nt (measured at K 768 on 12..32
+  // threads)
+  const int n_min = !trans_b || M < 16 ? 16 * nt
+                    : M > 64           ? (nt == 4 ? 33 : nt == 5 ? 48 : 64 * nt)
+                    : nt % 2           ? 33
+                                       : 16 * (nt - 2) + 1;
   if (kg > 2 && (N < n_min || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last == 3)))
     return 0;
   return work > (nt % 2 ? 320320 : 292500) ? kg : 0;
+}
+
+// The row blocks MKL runs the row-grouped cut of kg parts in, each block its own product with its
+// own kg row groups: B^T of 65..128 rows against 33..128 columns splits into 2 blocks where t / kg
+// = 4 (12 and 16 threads) and into 5 where t / kg = 5 (15 and 20 threads; from 48 columns); from
+// 129 columns one block (measured at M 65..128, K 768 and 1600; where t / kg = 6 or 8 the blocks
+// are 3 or 4 against 48 and 64 columns, 2 against 100..160: not modelled, no cut there).
+static int kgroups_rows(int M, int N, bool trans_b, int torch_threads, int kg) {
+  const int nt = torch_threads / kg;
+  if (kg < 3 || !trans_b || M <= 64 || N > 128) return 1;
+  return nt == 4 ? 2 : nt == 5 ? 5 : 1;
 }
 
 int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads) {
@@ -1218,7 +1234,12 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   int groups = 1;
   const int nar = trans_a ? 0 : narrow_plan(mkl, M, N, K, trans_b, alpha, torch_threads, &groups);
   if (kg > 1) {
-    kgroups_path(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, kg);
+    const int rs = kgroups_rows(M, N, trans_b, torch_threads, kg);
+    for (int r = 0; r < rs; r++) {
+      const int r0 = part_start(M, rs, r), r1 = part_start(M, rs, r + 1);
+      kgroups_path(A + (size_t)r0 * lda, lda, B, ldb, trans_b, bias, C + (size_t)r0 * ldc, ldc, r1 - r0, N, K, threads,
+                   kg);
+    }
     if (nar) narrow_path(A, lda, B, ldb, bias, C, ldc, M, N, K, kg, groups, nar);
     return 0;
   }
