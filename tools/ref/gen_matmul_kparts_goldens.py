@@ -204,14 +204,15 @@ PRODUCTS = [
     ("linear_b", 40, 768, 97, [1, 32]),
     ("linear_b", 16, 768, 65, [1, 15, 18]),
     ("linear_b", 48, 1542, 39, [1, 15]),
-    # B^T of 65..128 rows: the row-grouped cut in 2 row blocks where t / kg = 4, in 5 where it is 5, up
-    # to 128 columns; from 129 in one (a 768-wide GPT-2's lm_head against 65 characters at 100 tokens)
+    # B^T of 65..128 rows: the row-grouped cut in 2 row blocks where t / kg = 4, in 5 where it is 5 (of
+    # ceil(M / 5) rows, the last the rest), up to 128 columns; from 129 in one (a 768-wide GPT-2's lm_head against 65 characters at 100 tokens)
     ("linear_b", 100, 768, 65, [1, 12, 16]),
     ("linear_b", 80, 768, 100, [1, 15, 20]),
     ("linear_b", 80, 768, 48, [1, 15]),
     ("linear_b", 80, 768, 128, [1, 12]),
     ("linear_b", 80, 768, 129, [1, 12]),
     ("linear_b", 80, 768, 200, [1, 16]),
+    ("linear_b", 126, 768, 65, [1, 15, 20]),
 ]
 
 

@@ -769,7 +769,8 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
 
 // The row blocks MKL runs the row-grouped cut of kg parts in, each block its own product with its
 // own kg row groups: B^T of 65..128 rows against 33..128 columns splits into 2 blocks where t / kg
-// = 4 (12 and 16 threads) and into 5 where t / kg = 5 (15 and 20 threads; from 48 columns); from
+// = 4 (12 and 16 threads) and into 5 where t / kg = 5 (15 and 20 threads; from 48 columns), blocks
+// of ceil(M / blocks) rows, the last the rest (126 rows on 15 threads: 26, 26, 26, 26, 22); from
 // 129 columns one block (measured at M 65..128, K 768 and 1600; where t / kg = 6 or 8 the blocks
 // are 3 or 4 against 48 and 64 columns, 2 against 100..160: not modelled, no cut there).
 static int kgroups_rows(int M, int N, bool trans_b, int torch_threads, int kg) {
@@ -1235,8 +1236,10 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   const int nar = trans_a ? 0 : narrow_plan(mkl, M, N, K, trans_b, alpha, torch_threads, &groups);
   if (kg > 1) {
     const int rs = kgroups_rows(M, N, trans_b, torch_threads, kg);
+    const int rb = (M + rs - 1) / rs; // blocks of ceil(M / rs) rows, the last the rest
     for (int r = 0; r < rs; r++) {
-      const int r0 = part_start(M, rs, r), r1 = part_start(M, rs, r + 1);
+      const int r0 = r * rb < M ? r * rb : M, r1 = (r + 1) * rb < M ? (r + 1) * rb : M;
+      if (r1 <= r0) break;
       kgroups_path(A + (size_t)r0 * lda, lda, B, ldb, trans_b, bias, C + (size_t)r0 * ldc, ldc, r1 - r0, N, K, threads,
                    kg);
     }
