@@ -152,12 +152,15 @@ int gm_f32_torch_kparts(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int
 // K (12 threads: 3 parts of 768; 16..64 threads: 4; 48 threads: 12 of 3072). Part q is K [q L,
 // min((q + 1) L, K)), L = ceil(K / kg) rounded up to a multiple of 4, summed in
 // GM_F32_BLOCKS_INTEL_HALVES's blocks, part 0 onto the bias; the rows fall in kg balanced groups
-// (the first M % kg one longer) and group g adds part g next, then the others in order. Only
-// where measured: the t / kg column chunks at least 16 columns wide (64 from 17 rows), M N K >=
+// (the first M % kg one longer) and group g adds part g next, then the others in order; B^T of
+// 65..128 rows in row blocks, each with its own groups, where t / kg is 4 or 5 (up to 128
+// columns). Only where measured: the t / kg column chunks at least 16 columns wide (B^T of 16..64
+// rows from 33 or 16 (t / kg - 2) + 1 columns, of 65..128 from 33, 48 or 64 t / kg), M N K >=
 // 40000 t or >= 2^20 (two parts from M N K > 292500, or > 320320 where t / kg is odd), and with
-// B^T no last chunk of 1..3 columns for three parts or more (elsewhere MKL also splits the rows or
-// runs other cuts: not modelled; a last chunk of 1 or 2 columns of two parts: gm_f32_torch_narrow). The number of parts (> 1), or 0 where this does not
-// apply; gm_matmul_f32_torch_mt runs it (alpha = 1, no trans_a: others not measured). Measured on
+// B^T no last chunk of 3 columns for three parts or more (elsewhere MKL also splits the rows or
+// runs other cuts: not modelled; a last chunk of 1 or 2 columns: gm_f32_torch_narrow). The number
+// of parts (> 1), or 0 where this does not apply; gm_matmul_f32_torch_mt runs it (alpha = 1, no
+// trans_a: others not measured). Measured on
 // 8..64 threads (tools/ref/probe_f32_mt.py --orders with tools/ref/probe_f32_orders.c's grouped
 // candidates; 1500 random shapes in that region bit-identical).
 int gm_f32_torch_kgroups(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
