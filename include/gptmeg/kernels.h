@@ -203,7 +203,9 @@ gm_f32_blocks gm_f32_torch_blocks_mt(gm_mkl_sgemm mkl, int M, int N, int K, bool
 // (measured on 3, 4, 6 and 8 threads, K 768 and 1024, N 4097..50257; below N = 8192 on 3..8 threads
 // from the N where the 2-thread split starts, measured at K 256..3072, N 16..5000). The number of
 // chunks, or 0 where it does not apply (other kernels, 2 threads: gm_f32_torch_nsplit, K < 256, or
-// below N = 8192 on more than 8 threads or below that start: not measured there, one chunk runs).
+// below N = 8192 below that start; on 9..32 threads below 8192 where a thread would get fewer
+// than 2280 multiply-adds (9..12 threads) or 4700 or 3 columns (13..32), MKL runs one chunk; on
+// more than 32 threads below 8192: not measured, one chunk runs).
 int gm_f32_torch_nchunks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, int torch_threads);
 // The last 1..3 columns of B^T that MKL's threads run in gm_f32_torch_narrow_dot's order on
 // torch_threads threads (the dot kernel's shapes where they run the unpacked order, and the

@@ -78,6 +78,12 @@ PRODUCTS = [
     ("mm_t", 384, 65, 1.0, [1, 3, 8]),
     ("mm_t", 384, 57, 1.0, [1, 3]),
     ("mm_t", 1600, 33, 1.0, [1, 5, 7]),
+    # below 8192 columns on 9 to 32 threads: t chunks from 2280 multiply-adds a thread (9..12) or 4700
+    # and 3 columns (13..32), else one (a 65-character lm_head in a decode step)
+    ("mm_t", 768, 65, 1.0, [1, 9, 12, 14, 16]),
+    ("mm_t", 1024, 100, 1.0, [1, 10, 16, 20, 32]),
+    ("mm_t", 384, 65, 1.0, [1, 10, 11, 16]),
+    ("mm_t", 1790, 57, 1.0, [1, 20]),
 ]
 
 
