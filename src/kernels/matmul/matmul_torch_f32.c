@@ -982,7 +982,7 @@ int gm_f32_torch_nchunks(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
   if (mkl != GM_MKL_SGEMM_INTEL_AVX512 || torch_threads < 3 || K < 256) return 0;
   // below N 8192 on 9 to 32 threads: t chunks where each thread gets at least 2280 multiply-adds
   // (9..12 threads: 2269 one, 2496 t), or 4700 and 3 columns each (13..32: 4333 one, 4788 t), else
-  // one chunk (random one-row products at K 256..4096, N 16..8191: 290 of 400 newly exact)
+  // one chunk (random one-row products at K 256..4096, N 16..8191: 266 of 350 newly exact)
   const int t = torch_threads;
   const int64_t per = (int64_t)N * K / t;
   if (N < 8192 && (t > 32 || N < gemv_split_min(K) || (t > 8 && per < (t <= 12 ? 2280 : 4700)) || (t > 12 && N < 3 * t)))
