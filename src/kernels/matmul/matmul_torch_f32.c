@@ -712,6 +712,11 @@ static bool few_cut(int M, int N, int K, int t) {
   return K > 768 && few_shares(K, N, t) && (t % 2 == 0 || (N <= 378 && M >= 8));
 }
 
+// The work above which MKL's row-grouped cut runs two parts (or shares the columns as its two
+// row groups do, K < 384), nt = t / 2 the column threads: 292500 where nt is even, 320320 where it
+// is odd (gm_f32_torch_kgroups; kgroups_uncut's measurements).
+static int64_t kg2_work_edge(int nt) { return nt % 2 ? 320320 : 292500; }
+
 // Few rows against few columns on 8 or more threads (2..16 rows against B as stored, up to 128
 // where neither K nor N is a multiple of 256 (32 x 800 x 600 and 64 x 1000 x 1000 on 16 and 32
 // threads, GPT-2 XL's attention projection at 17..128 tokens on 25 to 64 threads; 129 rows keep
@@ -764,7 +769,7 @@ static int kgroups_uncut(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, in
                                        : 16 * (nt - 2) + 1;
   if (kg > 2 && (N < n_min || (work < 40000LL * t && work < (1 << 20)) || (trans_b && last == 3)))
     return 0;
-  return work > (nt % 2 ? 320320 : 292500) ? kg : 0;
+  return work > kg2_work_edge(nt) ? kg : 0;
 }
 
 // The row blocks MKL runs the row-grouped cut of kg parts in, each block its own product with its
@@ -927,7 +932,7 @@ static int narrow_plan(gm_mkl_sgemm mkl, int M, int N, int K, bool trans_b, floa
     *groups = kg;
     if (!(M <= 15 || (M >= 17 && M <= 31 && K <= 800 && nt >= 8 && nt % 2 == 0))) return 0;
   } else if (b1 == GM_F32_BLOCKS_INTEL_HALVES && M >= 17 && M <= 31 && K < 384 && t >= 8 && t <= 16 && t % 2 == 0 &&
-             N <= 66 && work > (t / 2 % 2 ? 320320 : 292500)) {
+             N <= 66 && work > kg2_work_edge(t / 2)) {
     nt = t / 2;
     *groups = 2;
   } else if ((t > 10 && N > 98) || K > 1024 ||
@@ -1131,6 +1136,9 @@ static int group_cut(int K, int kg, int q) {
   return q * len < K ? q * len : K;
 }
 
+// The r-th K part row group g adds in the grouped cut: part 0, then part g, then 1.. without g.
+static int group_part(int g, int r) { return r == 0 ? 0 : r == 1 && g > 0 ? g : r - (g > 0 && r <= g); }
+
 // The grouped cut, kg parts (gm_f32_torch_kgroups), the product's whole M rows (no trans_a):
 // part q is K [group_cut(q), group_cut(q + 1)), summed in GM_F32_BLOCKS_INTEL_HALVES's blocks, part
 // 0 onto the bias; the rows fall in kg balanced groups (part_start(M, kg, g): the first M % kg one
@@ -1146,7 +1154,7 @@ static void kgroups_path(const float *A, int lda, const float *B, int ldb, bool 
   for (int g = 0; g < kg; g++) {
     const int r0 = part_start(M, kg, g), m = part_start(M, kg, g + 1) - r0;
     for (int r = 0; r < kg && m > 0; r++) {
-      const int q = r == 0 ? 0 : r == 1 && g > 0 ? g : r - (g > 0 && r <= g); // 0, g, then 1.. without g
+      const int q = group_part(g, r);
       const int k0 = group_cut(K, kg, q), len = group_cut(K, kg, q + 1) - k0;
       if (len <= 0) continue;
       const float *Bq = trans_b ? B + k0 : B + (size_t)k0 * ldb;
@@ -1195,7 +1203,7 @@ static void narrow_path(const float *A, int lda, const float *B, int ldb, const 
         continue;
       }
       for (int r = 0; r < kg; r++) {
-        const int q = r == 0 ? 0 : r == 1 && g > 0 ? g : r - (g > 0 && r <= g); // as kgroups_path
+        const int q = group_part(g, r);
         const int k0 = group_cut(K, kg, q), len = group_cut(K, kg, q + 1) - k0;
         if (len <= 0) continue;
         const float p = gm_f32_torch_narrow_dot(a + k0, b + k0, len, two);
