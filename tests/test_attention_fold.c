@@ -12,7 +12,9 @@
 //   - the goldens hold 9 runs whose bits differ from the 1-thread run's, so a path that ignored the
 //     thread count could not pass;
 //   - T 65 on one thread: the scores' last row is part of the 65-row product, not a one-row product
-//     of its own (MKL's one-row kernel; 124M's logits at 65, 129 and 193 tokens before 2026-12-06).
+//     of its own (MKL's one-row kernel; 124M's logits at 65, 129 and 193 tokens before 2026-12-06);
+//   - under avx2 (its own cases, check_avx2): the scores as MKL's AVX2 sgemm gives them with k^T
+//     passed as B transposed, every column.
 #include "gptmeg/model.h"
 #include "gptmeg/ops.h"
 #include "gptmeg/safetensors.h"
@@ -93,7 +95,43 @@ static int check_file(int target) {
   return 1;
 }
 
+// avx2 (the generator's AVX2_CASES, one thread, every column stored): torch's k^T view reaches MKL's
+// AVX2 sgemm as B transposed, whose big-product kernels start at 56 rows and columns (72 as
+// stored): at T 57 and 61 the columns past the panels of 16 run as even/odd pairs there and as one
+// FMA chain on the 4..6-row kernels (k passed as stored: the model's logits at 57 tokens 85%
+// identical on 2026-12-06); T 71 ends in a last row alone; T 48 is below the fold of alpha.
+static void check_avx2(void) {
+  static const int AVX2_T[] = {57, 61, 71, 48};
+  enum { C = 768, NH = 12 };
+  char file[1024];
+  gm_safetensors st;
+  if (!test_open_target_st(GM_TT_AVX2, "attention/fold.safetensors", &st, file, sizeof file)) {
+    test_skip("avx2 scores", "no tests/golden/targets/avx2/attention/fold.safetensors");
+    return;
+  }
+  gm_profile prof;
+  CHECK(gm_profile_get("megatron", GM_F32, &prof) == 0, "profile megatron f32: %s", gm_errmsg());
+  for (size_t ci = 0; ci < sizeof AVX2_T / sizeof AVX2_T[0]; ci++) {
+    const int T = AVX2_T[ci];
+    char name[32];
+    snprintf(name, sizeof name, "c%zu.t1", ci);
+    int64_t d0 = 0, d1 = 0;
+    float *ref = test_st_f32(&st, name, &d0, &d1), *S = malloc(sizeof(float) * NH * T * T);
+    CHECK(ref && S && d0 == (int64_t)NH * T && d1 == T, "%s: %s missing or not %d x %d x %d", file, name, NH, T, T);
+    if (ref && S) {
+      const int rc = run_case(&prof, T, C, NH, 1, S);
+      const int bad = rc ? -1 : test_count_diff_cols(S, T, 0, ref, T, NH * T);
+      CHECK(bad == 0, "avx2 megatron scores, T %d: %d of %d outputs differ from torch", T, bad, NH * T * T);
+      printf("  avx2: T %3d, 12 heads of 64, 1 thread\n", T);
+    }
+    free(ref), free(S);
+  }
+  gm_st_close(&st);
+  gm_torch_target_unset();
+}
+
 int main(void) {
+  check_avx2();
   CHECK(test_intel_targets(false, check_file) >= 1,
         "no tests/golden/targets/*/attention/fold.safetensors (tools/ref/gen_attention_fold_goldens.py)");
   return test_done("test_attention_fold");

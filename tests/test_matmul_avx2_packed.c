@@ -14,7 +14,9 @@
 //   - torch on 2 threads (gm_matmul_f32_torch_mt, torch_threads 2): the big-product kernels on
 //     each half of the columns (K >= 767 and N >= 766, or N >= 384 with M >= 64);
 //   - one row (a decode step): MKL's AVX2 one-row kernels (GM_F32_BLOCKS_AVX2_ROW, _GEMV8), on 2
-//     threads with B as stored the K cut in two (K >= 256, N < 1002).
+//     threads with B as stored the K cut in two (K >= 256, N < 1002);
+//   - a last row alone (M % 6 = 1 on the 4..6-row kernels: the 2-row kernel), and the big-product
+//     kernels' row groups of four (M % 4 of 1, 2, 3: a group of two, a row alone) at the last panels.
 #include "harness.h"
 
 #include "gptmeg/kernels.h"
@@ -47,6 +49,12 @@ static const product PRODUCTS[] = {
     {false, 1, 13, 20, false, false, 1}, {true, 1, 13, 20, false, false, 1}, {false, 1, 768, 768, false, false, 2},
     {false, 1, 3072, 768, false, false, 2}, {true, 1, 768, 766, false, false, 2}, {false, 1, 255, 100, false, false, 2},
     {false, 1, 256, 100, false, false, 2},
+    {false, 7, 768, 768, false, false, 1}, {true, 13, 300, 120, false, false, 1}, {false, 19, 100, 37, false, false, 1},
+    {false, 73, 768, 77, true, false, 1}, {false, 74, 768, 77, true, false, 1}, {false, 75, 768, 77, true, false, 1},
+    {true, 57, 768, 761, true, false, 1}, {true, 59, 500, 745, true, false, 1}, {true, 58, 768, 766, true, false, 1},
+    {false, 41, 768, 766, false, false, 2},
+    {true, 13, 64, 29, false, false, 1}, {true, 12, 200, 41, false, false, 1}, {false, 30, 100, 25, false, false, 1},
+    {false, 24, 64, 40, false, false, 1},
 };
 enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
 

@@ -67,8 +67,7 @@ static const unsigned PARTIAL[GM_TT_N][GM_KOP_N] = {
 };
 static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype dt) {
   if (t == GM_TT_AVX2 && op == GM_KOP_MATMUL && dt == GM_F32)
-    return "the one-row group at the end of M = 7, 13, ... (MKL's one-row kernels of M = 1, a decode step, are "
-           "reproduced), a 3-token prefill's 3x3x64 q @ k^T (37% of the logits), the "
+    return "a 3-token prefill's 3x3x64 q @ k^T (37% of the logits), the "
            "big-product kernels' pair columns with K 257..383 (e.g. 128x300x128's last 8 columns), the 4..6-row kernels' "
            "2- and 3-row groups below a long M (e.g. 122x128x64) and their leftover columns at large N (e.g. 55x768x767 "
            "B^T), "

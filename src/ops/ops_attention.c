@@ -293,8 +293,10 @@ static bool batch_folds(int b, int T, int hd, int t) {
 // (small_bmm, any dtype), and in f32 (k^T passed as stored): MKL's Intel AVX-512 packed path,
 // which folds alpha into B, for T and len >= 192 (baddbmm's alpha != 1 only;
 // gm_f32_torch_blocks): the full square in one call; under avx2 always the full square (MKL's
-// AVX2 row groups of six count from the top), alpha folded into k^T (R(alpha * k)) for T and len
-// >= 56 (measured under MKL_ENABLE_INSTRUCTIONS=AVX2: 48..55 multiply the sums, 56.. fold); and
+// AVX2 row groups of six count from the top) with k passed as B transposed, as torch's view of
+// k^T reaches MKL (its big-product kernels start at 56 rows and columns for B^T, at 72 as stored),
+// alpha folded into k (R(alpha * k)) for T and len >= 56 (measured under
+// MKL_ENABLE_INSTRUCTIONS=AVX2: 48..55 multiply the sums, 56.. fold); and
 // MKL's batched sgemm on more torch threads than slices, which folds alpha into k^T (batch_folds).
 // One thread: the caller runs heads in parallel.
 static int causal_scores(const head_view *h, float alpha, const float *q, int ldq, const float *k, int hd, float *X) {
@@ -312,17 +314,29 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
     return 0;
   }
   float *kT = NULL;
+  const bool avx2 = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX2, intel = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512;
+  if (t0 == 0 && one.dtype == GM_F32 && avx2) {
+    // avx2: MKL takes rows in groups of six from the top: the square in one call, k^T passed as
+    // torch's view passes it (B transposed: the big-product kernels from 56 rows and columns)
+    const float *kb = k;
+    if (T >= 56 && len >= 56 && alpha != 1.0f) { // MKL's AVX2 kernels fold alpha into B there
+      if (!(kT = malloc((size_t)hd * len * sizeof(float)))) return -1;
+      for (size_t i = 0; i < (size_t)hd * len; i++) kT[i] = alpha * k[i];
+      kb = kT;
+      alpha = 1.0f;
+    }
+    gm_op_matmul(&one, q, ldq, kb, hd, true, NULL, alpha, X, len, T, len, hd);
+    free(kT);
+    return 0;
+  }
   if (t0 == 0 && one.dtype == GM_F32) {
     if (!(kT = malloc((size_t)hd * len * sizeof(float)))) return -1;
     transpose(kT, len, k, hd, len, hd);
-    const bool avx2 = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX2, intel = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512;
-    if ((avx2 && T >= 56 && len >= 56 && alpha != 1.0f) || // MKL's AVX2 kernels fold alpha into B there
-        (intel && alpha != 1.0f && batch_folds(h->bh, T, hd, h->c->threads))) {
+    if (intel && alpha != 1.0f && batch_folds(h->bh, T, hd, h->c->threads)) {
       for (size_t i = 0; i < (size_t)hd * len; i++) kT[i] = alpha * kT[i];
       alpha = 1.0f;
     }
-    // avx2: MKL takes rows in groups of six from the top: the square in one call
-    if (avx2 || (T >= 192 && len >= 192 && alpha != 1.0f)) {
+    if (T >= 192 && len >= 192 && alpha != 1.0f) {
       gm_op_matmul(&one, q, ldq, kT, len, false, NULL, alpha, X, len, T, len, hd);
       free(kT);
       return 0;

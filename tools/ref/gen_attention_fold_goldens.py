@@ -53,33 +53,52 @@ def scores(T, C=768, NH=12):
     return x.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), 0.0)
 
 
+# avx2 (MKL's Intel AVX2 sgemm, under the avx2 caps on an Intel CPU), one thread: torch's k^T view
+# reaches MKL as B transposed, whose big-product kernels start at 56 rows and columns (72 for B as
+# stored), alpha folded into k from 56; 57 and 61 leave 9 and 13 columns past the panels of 16 (the
+# 4..6-row kernels would run those as one FMA chain, the big-product kernels in even/odd pairs),
+# and 71 a last row alone (71 = 17 x 4 + 3); 48 below the fold. Every column is stored. Written to
+# tests/golden/targets/avx2/attention/fold.safetensors.
+AVX2_CASES = [(57, [1]), (61, [1]), (71, [1]), (48, [1])]
+AVX2_CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", default="zen4", help="the host's target (make_goldens.py passes each one it makes)")
     args = ap.parse_args()
-    if args.target not in MKL_INTEL_AVX512 or not native_mkl_intel():
+    cases = CASES
+    if args.target == "avx2":
+        if "GenuineIntel" not in open("/proc/cpuinfo").read() or any(os.environ.get(k) != v for k, v in AVX2_CAPS.items()):
+            print("gen_attention_fold_goldens: skipped for avx2 (needs an Intel CPU under the avx2 caps: "
+                  + " ".join(f"{k}={v}" for k, v in AVX2_CAPS.items()) + ")")
+            return
+        cases = AVX2_CASES
+    elif args.target not in MKL_INTEL_AVX512 or not native_mkl_intel():
         print(f"gen_attention_fold_goldens: skipped for {args.target} (needs that target's CPU natively: an Intel "
               "CPU with AVX-512, no dispatch caps; targets " + ", ".join(MKL_INTEL_AVX512) + ")")
         return
     t = {}
-    for ci, (T, threads, *shape) in enumerate(CASES):
+    for ci, (T, threads, *shape) in enumerate(cases):
         outs = {}
         nh = shape[1] if shape else 12
         for th in threads:
             torch.set_num_threads(th)
-            outs[th] = scores(T, *shape)[:, :, :COLS].reshape(nh * T, COLS).contiguous()
+            cols = T if args.target == "avx2" else COLS  # avx2: every column (its leftover panels are the last)
+            outs[th] = scores(T, *shape)[:, :, :cols].reshape(nh * T, cols).contiguous()
             t[f"c{ci}.t{th}"] = outs[th]
         same = [th for th in threads if torch.equal(outs[th], outs[1])]
         print(f"  c{ci} T {T} {shape or [768, 12]}: threads {threads}, the 1-thread bits on {same}")
     out = os.path.join("tests", "golden", "targets", args.target, "attention")
     os.makedirs(out, exist_ok=True)
-    meta = {"torch": torch.__version__, "cases": json.dumps(CASES), "cpu": cpu_model(), "target": args.target,
-            "settings": f"native (no dispatch caps); torch.set_num_threads(t) for c<i>.t<t>; C 768, 12 heads "
+    caps = " ".join(f"{k}={v}" for k, v in AVX2_CAPS.items()) if args.target == "avx2" else "native (no dispatch caps)"
+    meta = {"torch": torch.__version__, "cases": json.dumps(cases), "cpu": cpu_model(), "target": args.target,
+            "settings": f"{caps}; torch.set_num_threads(t) for c<i>.t<t>; C 768, 12 heads "
                         f"unless the case names C and heads; layer {LAYER} (0-based); qkv by formula; scores' first "
-                        f"{COLS} columns, (heads x T, COLS)"}
+                        f"{COLS} columns, (heads x T, COLS) (avx2: all T columns)"}
     path = os.path.join(out, "fold.safetensors")
     save_file(t, path, metadata=meta)
-    print(f"gen_attention_fold_goldens: {len(CASES)} cases -> {path} ({meta['cpu']})")
+    print(f"gen_attention_fold_goldens: {len(cases)} cases -> {path} ({meta['cpu']})")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,18 @@ PRODUCTS = [
     ("addmm", 1, 768, 768), ("addmm", 1, 3072, 768), ("linear", 1, 768, 767), ("addmm", 1, 13, 20),
     ("linear", 1, 13, 20), ("addmm", 1, 768, 768, 2), ("addmm", 1, 3072, 768, 2), ("linear", 1, 768, 766, 2),
     ("addmm", 1, 255, 100, 2), ("addmm", 1, 256, 100, 2),
+    # a last row alone: the 4..6-row kernels run it as a group of two (even/odd pairs, R(a*b) added)
+    ("addmm", 7, 768, 768), ("linear", 13, 300, 120), ("addmm", 19, 100, 37),
+    # the big-product kernels' rows in groups of four: M % 4 = 2 and 3 leave a group of two (every
+    # column one FMA chain), M % 4 = 1 and 3 a last row alone (the columns after the panels of 24
+    # and 16 in even/odd pairs, an odd N's last one included)
+    ("addmm", 73, 768, 77), ("addmm", 74, 768, 77), ("addmm", 75, 768, 77), ("linear", 57, 768, 761),
+    ("linear", 59, 500, 745), ("linear", 58, 768, 766),
+    # on 2 threads, each half of the columns (383 + 383) with a last row alone
+    ("addmm", 41, 768, 766, 2),
+    # the 4..6-row kernels' leftover columns N % 16 of 9 to 15: one FMA chain (a part-filled panel
+    # of 16), as the whole panels (1 to 8 leftover columns: the pairs)
+    ("linear", 13, 64, 29), ("linear", 12, 200, 41), ("addmm", 30, 100, 25), ("addmm", 24, 64, 40),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

@@ -252,14 +252,27 @@ static int avx2_packed_pairs(int N) {
 // group at the end; measured at M 80, 128, 176, 224, 512, not at 32, nor at 104..122, 134, 200).
 static bool avx2_rows_whole(int M, bool trans_b) { return !trans_b && M % 16 == 0 && M >= 80; }
 
+// The big-product kernels take the rows in groups of four; M % 4 = 2 or 3 leaves a group of two
+// (every column one FMA chain), M % 4 = 1 or 3 a last row alone (its columns after the panels of
+// 24 and 16, the pair panels and an odd N's last column, in even/odd pairs). Measured on M 57..300,
+// N % 24 of 1, 2, 5, 17 and 21, B as stored and B^T.
+static avx2_kernel avx2_big_kernel(int M, int N, int i, int j) {
+  int pairs = avx2_packed_pairs(N), lead = M - M % 4;
+  if (i >= lead && M % 4 >= 2 && i < lead + 2) return AVX2_CHAIN;
+  if (i >= lead && i == M - 1) return j >= N - pairs - N % 2 ? AVX2_PAIRS_FMA : AVX2_CHAIN;
+  return j >= N - pairs - N % 2 && j < N - N % 2 ? AVX2_PAIRS_FMA : AVX2_CHAIN;
+}
+
+// The 4..6-row kernels' chain columns: the whole panels of 16, and the leftover N % 16 too where it
+// is 9 or more (a panel of 16 part filled); a leftover of 1..8 runs the pairs.
+static int avx2_chain_cols(int N) { return N % 16 >= 9 ? N : N - N % 16; }
+
 static avx2_kernel avx2_kernel_for(gm_f32_blocks blocks, int M, int N, int i, int j, bool trans_b) {
-  if (blocks == GM_F32_BLOCKS_AVX2_BIG) // big products: any row, the columns by avx2_packed_pairs
-    return j >= N - avx2_packed_pairs(N) - N % 2 && j < N - N % 2 ? AVX2_PAIRS_FMA : AVX2_CHAIN;
+  if (blocks == GM_F32_BLOCKS_AVX2_BIG) return avx2_big_kernel(M, N, i, j);
   int r = avx2_rows_whole(M, trans_b) ? 6 : M - (i - i % 6) < 6 ? M - (i - i % 6) : 6;
-  if (r == 2) return AVX2_PAIRS_MUL;
+  if (r <= 2) return AVX2_PAIRS_MUL; // a last row alone runs the 2-row kernel
   if (r == 3) return AVX2_PAIRS_FMA;
-  if (r == 1) return AVX2_CHAIN; // torch's one-row kernel: not reproduced (the chain's order)
-  return j < N - N % 16 ? AVX2_CHAIN : AVX2_PAIRS_FMA;
+  return j < avx2_chain_cols(N) ? AVX2_CHAIN : AVX2_PAIRS_FMA;
 }
 
 // One output under MKL's Intel AVX2 kernels: per K block (GM_F32_BLOCKS_AVX2_256, _96, _BIG) one FMA chain
@@ -396,7 +409,7 @@ static float *pack_buffer(size_t floats); // below: one kept buffer per thread
 
 static void avx2_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                       float *C, int ldc, int M, int N, int K, int threads, gm_simd_level isa, gm_f32_blocks blocks) {
-  int n_strips = (N + STRIP - 1) / STRIP, n16 = N - N % 16;
+  int n_strips = (N + STRIP - 1) / STRIP, n16 = avx2_chain_cols(N);
   if (threads > n_strips) threads = n_strips;
 #pragma omp parallel num_threads(threads) if (threads > 1 && (double)M * N * K > 1e5)
   {
@@ -416,8 +429,8 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
       for (int i = 0; i < M; i += 6) {
         int r = M - i < 6 ? M - i : 6;
         float *Ci = C + (size_t)i * ldc + j0;
-        if (r == 1 || r >= 4 || avx2_rows_whole(M, trans_b)) {
-          int n_chain = r == 1 ? nc : nch;
+        if (r >= 4 || avx2_rows_whole(M, trans_b)) {
+          int n_chain = nch;
           if (n_chain > 0)
             gm_f32_torch_strip_avx2(A + (size_t)i * lda, lda, Bs, STRIP, r, n_chain, K, bj, Ci, ldc,
                                     blocks, alpha);
@@ -623,17 +636,19 @@ static void matmul_order_body(const float *A, int lda, const float *B, int ldb, 
 
 
 // The product in order o. Under MKL's AVX2 kernels for big products (GM_F32_BLOCKS_AVX2_BIG) the chain columns
-// run as any chain order does, then the pair columns (avx2_packed_pairs, at most 14) are
-// recomputed element by element.
+// run as any chain order does, then the columns after the panels of 24 and 16 (the pair columns,
+// at most 14, and an odd N's last) are recomputed element by element (avx2_big_kernel).
 static void matmul_order(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                          float *C, int ldc, int M, int N, int K, int threads, const f32_order o) {
   matmul_order_body(A, lda, B, ldb, trans_b, bias, alpha, C, ldc, M, N, K, threads, o);
   if (o.blocks != GM_F32_BLOCKS_AVX2_BIG) return;
-  for (int j = N - N % 2 - avx2_packed_pairs(N); j < N - N % 2; j++)
+  for (int j = N - N % 2 - avx2_packed_pairs(N); j < N; j++)
     for (int i = 0; i < M; i++) {
+      avx2_kernel kn = avx2_big_kernel(M, N, i, j);
+      if (kn == AVX2_CHAIN && j == N - 1 && N % 2) continue; // the chain order's own
       const float *b = trans_b ? B + (size_t)j * ldb : B + j;
       C[(size_t)i * ldc + j] = avx2_output(A + (size_t)i * lda, b, trans_b ? 1 : (size_t)ldb, bias ? bias + j : NULL,
-                                           alpha, AVX2_PAIRS_FMA, K, GM_F32_BLOCKS_AVX2_BIG);
+                                           alpha, kn, K, GM_F32_BLOCKS_AVX2_BIG);
     }
 }
 
