@@ -55,6 +55,8 @@ static const product PRODUCTS[] = {
     {false, 41, 768, 766, false, false, 2},
     {true, 13, 64, 29, false, false, 1}, {true, 12, 200, 41, false, false, 1}, {false, 30, 100, 25, false, false, 1},
     {false, 24, 64, 40, false, false, 1},
+    {false, 77, 77, 64, false, false, 1}, {false, 122, 300, 50, false, false, 1}, {false, 100, 64, 40, false, false, 1},
+    {true, 122, 64, 40, false, false, 1},
 };
 enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
 

@@ -79,6 +79,9 @@ PRODUCTS = [
     # the 4..6-row kernels' leftover columns N % 16 of 9 to 15: one FMA chain (a part-filled panel
     # of 16), as the whole panels (1 to 8 leftover columns: the pairs)
     ("linear", 13, 64, 29), ("linear", 12, 200, 41), ("addmm", 30, 100, 25), ("addmm", 24, 64, 40),
+    # B as stored: the 4..6-row kernels' row blocks (48 while more than 96 rows remain, then the
+    # rest, halved where more than 72): 77 is 39 + 38, 122 is 48 + 37 + 37, 100 is 48 + 52; B^T one block
+    ("addmm", 77, 77, 64), ("addmm", 122, 300, 50), ("addmm", 100, 64, 40), ("linear", 122, 64, 40),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

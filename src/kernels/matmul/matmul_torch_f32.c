@@ -248,9 +248,24 @@ static int avx2_packed_pairs(int N) {
   return r - r % 2;
 }
 
-// B as stored with M a multiple of 16 from 80 rows: MKL's 4..6-row kernels take every row (no 2-row
-// group at the end; measured at M 80, 128, 176, 224, 512, not at 32, nor at 104..122, 134, 200).
-static bool avx2_rows_whole(int M, bool trans_b) { return !trans_b && M % 16 == 0 && M >= 80; }
+// B as stored: MKL's 4..6-row kernels take the rows in blocks, each grouped in sixes from its own
+// top: blocks of 48 while more than 96 rows remain, then the rest as one block, or as two halves
+// (the first ceil) where more than 72 remain (so 80, 128, 176, 224 and 512 rows end in no short
+// group). B^T: one block. Measured 2026-12-06 at M 66..150, 217, 218, 224, 230 (K 64 and K = M,
+// N 64: the attention's P @ V), 122 x 300 x 50; B^T at 77 and 122 rows.
+static int avx2_block_end(int M, int i0, bool trans_b) {
+  const int rem = M - i0;
+  if (trans_b || rem <= 72) return M;
+  return rem > 96 ? i0 + 48 : i0 + (rem + 1) / 2;
+}
+
+// The size of row i's group (up to six rows) within its block.
+static int avx2_group_rows(int M, int i, bool trans_b) {
+  int b0 = 0, b1;
+  while ((b1 = avx2_block_end(M, b0, trans_b)) <= i) b0 = b1;
+  const int g0 = b0 + (i - b0) / 6 * 6;
+  return b1 - g0 < 6 ? b1 - g0 : 6;
+}
 
 // The big-product kernels take the rows in groups of four; M % 4 = 2 or 3 leaves a group of two
 // (every column one FMA chain), M % 4 = 1 or 3 a last row alone (its columns after the panels of
@@ -269,7 +284,7 @@ static int avx2_chain_cols(int N) { return N % 16 >= 9 ? N : N - N % 16; }
 
 static avx2_kernel avx2_kernel_for(gm_f32_blocks blocks, int M, int N, int i, int j, bool trans_b) {
   if (blocks == GM_F32_BLOCKS_AVX2_BIG) return avx2_big_kernel(M, N, i, j);
-  int r = avx2_rows_whole(M, trans_b) ? 6 : M - (i - i % 6) < 6 ? M - (i - i % 6) : 6;
+  int r = avx2_group_rows(M, i, trans_b);
   if (r <= 2) return AVX2_PAIRS_MUL; // a last row alone runs the 2-row kernel
   if (r == 3) return AVX2_PAIRS_FMA;
   return j < avx2_chain_cols(N) ? AVX2_CHAIN : AVX2_PAIRS_FMA;
@@ -426,10 +441,11 @@ static void avx2_path(const float *A, int lda, const float *B, int ldb, bool tra
         for (int k = 0; k < K; k++) memcpy(Bs + (size_t)k * STRIP, B + (size_t)k * ldb + j0, (size_t)nc * sizeof(float));
       int nch = n16 - j0 < 0 ? 0 : n16 - j0 < nc ? n16 - j0 : nc; // chain columns of this strip
       const float *bj = bias ? bias + j0 : NULL;
-      for (int i = 0; i < M; i += 6) {
-        int r = M - i < 6 ? M - i : 6;
+      for (int i = 0, b1 = 0, r; i < M; i += r) {
+        if (i >= b1) b1 = avx2_block_end(M, i, trans_b); // a new block of rows starts at i
+        r = b1 - i < 6 ? b1 - i : 6;
         float *Ci = C + (size_t)i * ldc + j0;
-        if (r >= 4 || avx2_rows_whole(M, trans_b)) {
+        if (r >= 4) {
           int n_chain = nch;
           if (n_chain > 0)
             gm_f32_torch_strip_avx2(A + (size_t)i * lda, lda, Bs, STRIP, r, n_chain, K, bj, Ci, ldc,
