@@ -1,6 +1,7 @@
 #include "harness.h"
 
 #include "gptmeg/cpu.h"
+#include "gptmeg/model.h"
 #include "gptmeg/target.h"
 
 #include <unistd.h>
@@ -214,6 +215,20 @@ int test_open_target_st(int target, const char *rel, void *st, char *file, size_
   if (gm_st_open((gm_safetensors *)st, file)) return 0;
   printf("%s (under %s)\n", file, gm_torch_target_name((gm_torch_target)target));
   gm_torch_target_set((gm_torch_target)target);
+  return 1;
+}
+
+int test_open_f32_golden(int target, const char *rel, void *st, char *file, size_t n, void *prof, int nb, float **bias) {
+  *bias = NULL;
+  if (!test_open_target_st(target, rel, st, file, n)) return 0;
+  CHECK(gm_profile_get("hf", GM_F32, (gm_profile *)prof) == 0, "profile hf f32: %s", gm_errmsg());
+  int64_t len = 0, one = 0;
+  *bias = test_st_f32(st, "bias", &len, &one);
+  CHECK(*bias && len == nb, "%s: bias missing or not %d floats", file, nb);
+  if (*bias && len != nb) {
+    free(*bias);
+    *bias = NULL;
+  }
   return 1;
 }
 

@@ -67,6 +67,10 @@ int test_intel_targets(bool with_avx2, int (*check)(int target));
 // Opens tests/golden/targets/<target>/<rel> into *st (a gm_safetensors), its path in file[n]; when it
 // is there, prints it and makes target the active torch CPU target. 1 when opened, 0 when absent.
 int test_open_target_st(int target, const char *rel, void *st, char *file, size_t n);
+// test_open_target_st, then the profile hf f32 into *prof (a gm_profile) and the file's "bias" of nb
+// floats into *bias (NULL, with a failed CHECK, when missing or another length; the caller frees it).
+// 1 when the file was opened, 0 when absent.
+int test_open_f32_golden(int target, const char *rel, void *st, char *file, size_t n, void *prof, int nb, float **bias);
 // The work paths the f32 matmul golden tests run each product on: 1 and 2 threads as the CPU
 // allows, the AVX2 cap on 2, the scalar cap on 1 (simd: the GPTMEG_SIMD cap, NULL for none).
 typedef struct {
