@@ -316,7 +316,7 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
   float *kT = NULL;
   const bool avx2 = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX2, intel = ti && ti->mkl == GM_MKL_SGEMM_INTEL_AVX512;
   if (t0 == 0 && one.dtype == GM_F32 && avx2) {
-    // avx2: MKL takes rows in groups of six from the top: the square in one call, k^T passed as
+    // avx2: MKL groups the rows from the top (in row blocks): the square in one call, k^T passed as
     // torch's view passes it (B transposed: the big-product kernels from 56 rows and columns)
     const float *kb = k;
     if (T >= 56 && len >= 56 && alpha != 1.0f) { // MKL's AVX2 kernels fold alpha into B there

@@ -230,8 +230,8 @@ static void dot16_scalar(const float *A, int lda, const float *B, int ldb, const
     }
 }
 
-// MKL's Intel AVX2 sgemm (avx2 target): rows in groups of six from the top; each output's kernel
-// by its group's size and its column (N16: the columns in whole panels of 16).
+// MKL's Intel AVX2 sgemm (avx2 target): rows in groups of six from the top of each row block
+// (avx2_block_end); each output's kernel by its group's size and its column (avx2_chain_cols).
 typedef enum { AVX2_CHAIN, AVX2_PAIRS_FMA, AVX2_PAIRS_MUL } avx2_kernel;
 
 // MKL's AVX2 kernels for big products (GM_F32_BLOCKS_AVX2_BIG: B^T with M and N >= 56, B as stored
@@ -418,8 +418,9 @@ static void one_row(const float *A, const float *B, int ldb, const float *bias, 
 }
 
 // MKL's Intel AVX2 kernels (avx2_scalar's order) over strips of 64 columns, each copied contiguous
-// ([K, 64], alpha not applied): groups of 4..6 rows (and, not reproduced, a last row alone) through the chain
-// strip kernel on the columns of whole 16-panels, the pair kernels for the rest.
+// ([K, 64], alpha not applied): per row block, groups of 4..6 rows through the chain strip kernel
+// on the chain columns (avx2_chain_cols), the pair kernels for the rest; groups of 3 rows the pairs
+// with FMA, of 2 rows and a last row alone the pairs without.
 static float *pack_buffer(size_t floats); // below: one kept buffer per thread
 
 static void avx2_path(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
