@@ -13,8 +13,12 @@ megatron's softmax input x = f32(S) * (layer + 1) with the masked entries 0 (gm_
 scores), the first 32 columns of every row of every head. The queries and keys are a formula the
 test rebuilds: qkv [T, 3 x 768] = ((37 i + 71 k) % 1009 - 504) / 503 in float32 (gm_inputs.formula_a).
 Runs where torch's f32 sgemm is MKL's Intel AVX-512 kernel, natively (as gen_matmul_kparts_goldens.py),
-and writes tests/golden/targets/<target>/attention/fold.safetensors for the host's target.
+and writes tests/golden/targets/<target>/attention/fold.safetensors for the host's target. With
+--target avx2 (an Intel CPU under the avx2 caps) it writes avx2's cases instead (AVX2_CASES below:
+one thread, every column).
   /work/venv/bin/python tools/ref/gen_attention_fold_goldens.py --target intel-avx512-fp16
+  MKL_ENABLE_INSTRUCTIONS=AVX2 ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 \
+      /work/venv/bin/python tools/ref/gen_attention_fold_goldens.py --target avx2
 """
 import argparse
 import json
