@@ -70,12 +70,12 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
     return "a 3-token prefill's 3x3x64 q @ k^T (37% of the logits), N of 1 and 2, the "
            "big-product kernels' pair columns with K 257..383 (e.g. 128x300x128's last 8 columns), the 4..6-row kernels' "
            "leftover columns at large N (e.g. 55x768x767 B^T), "
-           "2-thread orders outside K >= 767 with N >= 766 (or N >= 384 from 64 rows; e.g. the 256- and 384-wide "
-           "models' products from 33 tokens) and A transposed on 2 threads, 3 or more threads from about 50 tokens "
-           "(the 1-thread order runs), "
+           "2-thread orders outside the measured splits (K and N multiples of 64 at the grids' points, e.g. odd "
+           "shapes and N <= 352 above 128 rows) and A transposed on 2 threads, 3 or more threads from about 50 "
+           "tokens (the 1-thread order runs), "
            "and the scaling of reorder_and_upcast_attn's f32 baddbmm between 2048 and about 32768 "
            "multiply-adds per head are not reproduced (1 thread: GPT-2 124M's f32 logits bit-identical at 27 token "
-           "counts from 2 to 96 (not 3), at 122, 128, 150, 256 and 300, on 2 threads at T 7, 13, 19, 25, 29, 32, 64, 128 and 300, its gradients at B 1 T 77 and 100, B 2 T 64, B 4 T 128 and 256 and on 2 threads at B 2 T 64)";
+           "counts from 2 to 96 (not 3), at 122, 128, 150, 256 and 300, on 2 threads at T 7, 13, 19, 25, 29, 32, 64, 128 and 300; 256- and 384-wide 65-character models on 2 threads at T 8 to 128, its gradients at B 1 T 77 and 100, B 2 T 64, B 4 T 128 and 256 and on 2 threads at B 2 T 64)";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
     return "the B^T kernel for N <= 3 below K = 24 M beyond a 3-token prefill's 3x3x64 q @ k^T, the K split's "
            "region beyond GPT-2's shapes (e.g. 47x1691x382 and 323x1981x316 on 2 threads), on 4 or more threads "

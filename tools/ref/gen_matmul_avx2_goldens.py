@@ -82,6 +82,14 @@ PRODUCTS = [
     # B as stored: the 4..6-row kernels' row blocks (48 while more than 96 rows remain, then the
     # rest, halved where more than 72): 77 is 39 + 38, 122 is 48 + 37 + 37, 100 is 48 + 52; B^T one block
     ("addmm", 77, 77, 64), ("addmm", 122, 300, 50), ("addmm", 100, 64, 40), ("linear", 122, 64, 40),
+    # 2 threads, B as stored, K and N multiples of 64 (avx2_two_threads): K in halves (8..64 rows from
+    # K 768 with N <= 352; 65..128 from K 1024), the column halves on the big-product kernels (2..7
+    # rows there; from 33 rows for N 192..1280, N <= 256 up to 128 rows), the 1-thread order at N 128
+    ("addmm", 40, 768, 256, 2), ("addmm", 100, 1024, 256, 2), ("addmm", 5, 1024, 256, 2), ("addmm", 100, 768, 320, 2),
+    ("addmm", 48, 256, 768, 2), ("addmm", 128, 256, 256, 2), ("addmm", 64, 512, 128, 2),
+    # 2 threads, B^T with 56..128 rows, 65..128 columns, K <= 512: the 4..6-row kernels (a
+    # 65-character lm_head), where one thread runs the big-product kernels
+    ("linear", 100, 384, 65, 2), ("linear", 128, 256, 100, 2),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 
