@@ -60,6 +60,7 @@ static const product PRODUCTS[] = {
     {false, 40, 768, 256, false, false, 2}, {false, 100, 1024, 256, true, false, 2}, {false, 5, 1024, 256, false, false, 2},
     {false, 100, 768, 320, true, false, 2}, {false, 48, 256, 768, false, false, 2}, {false, 128, 256, 256, true, false, 2},
     {false, 64, 512, 128, false, false, 2}, {true, 100, 384, 65, true, false, 2}, {true, 128, 256, 100, true, false, 2},
+    {true, 40, 768, 256, false, false, 2}, {true, 100, 1024, 192, true, false, 2},
 };
 enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
 

@@ -90,6 +90,8 @@ PRODUCTS = [
     # 2 threads, B^T with 56..128 rows, 65..128 columns, K <= 512: the 4..6-row kernels (a
     # 65-character lm_head), where one thread runs the big-product kernels
     ("linear", 100, 384, 65, 2), ("linear", 128, 256, 100, 2),
+    # 2 threads, B^T: the K halves on the same edges as B as stored
+    ("linear", 40, 768, 256, 2), ("linear", 100, 1024, 192, 2),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

@@ -1275,7 +1275,8 @@ static int blocked_rows(const float *A, int lda, bool trans_a, const float *B, i
 // with 2 to 7 rows (N >= 128), K in halves (avx2_khalves) with 8 to 64 rows, or 65 to 128 from
 // K = 1024, else the columns in halves up to 128 rows. Otherwise, from 33 rows: the columns in
 // halves for 192 <= N <= 1280 (N <= 256 only up to 128 rows), and above 1280 up to K = 1024.
-// B^T with 56..128 rows, 65..128 columns and K <= 512 (a multiple of 64): the 4..6-row kernels
+// B^T: the K halves on the same edges (measured at 40 x 768 x 256 and 128 x 1024 x 256, and 50
+// random products); and with 56..128 rows, 65..128 columns and K <= 512 (a multiple of 64): the 4..6-row kernels
 // over the whole product, where one thread runs the big-product kernels (a 65-character lm_head
 // from 56 tokens; measured on M 56..192, N 56..192, K 128..512). 0: none of these (the region
 // below, or not measured: the 1-thread order).
@@ -1283,10 +1284,12 @@ enum { AVX2_T2_COLS = 1, AVX2_T2_KHALVES = 2, AVX2_T2_SMALL = 3 };
 static int avx2_two_threads(int M, int N, int K, bool trans_a, bool trans_b, float alpha) {
   if (trans_b && !trans_a && alpha == 1.0f && M >= 56 && M <= 128 && N >= 65 && N <= 128 && K <= 512 && K % 64 == 0)
     return AVX2_T2_SMALL;
-  if (trans_a || trans_b || alpha != 1.0f || M < 2 || K % 64 || N % 64) return 0;
+  if (trans_a || alpha != 1.0f || M < 2 || K % 64 || N % 64) return 0;
+  const bool khalves = N <= 352 && K >= 768 && M >= 8 && (M <= 64 || (M <= 128 && K >= 1024));
+  if (trans_b) return khalves ? AVX2_T2_KHALVES : 0; // B^T: the K halves only (the same edges)
   if (N <= 352 && K >= 768) {
     if (M <= 7) return N >= 128 ? AVX2_T2_COLS : 0;
-    if (M <= 64 || (M <= 128 && K >= 1024)) return AVX2_T2_KHALVES;
+    if (khalves) return AVX2_T2_KHALVES;
     return M <= 128 && N >= 128 ? AVX2_T2_COLS : 0;
   }
   if (M < 33 || N < 192 || (N <= 256 && M > 128)) return 0;
@@ -1294,15 +1297,16 @@ static int avx2_two_threads(int M, int N, int K, bool trans_a, bool trans_b, flo
 }
 
 // K in halves, the first ceil(K / 2) long, each on the big-product kernels: C = R(part 0 onto the
-// bias, as its own product) + part 1 from zero. B as stored. 0, or -1 without memory.
-static int avx2_khalves(const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc, int M,
-                        int N, int K, int threads) {
+// bias, as its own product) + part 1 from zero. 0, or -1 without memory.
+static int avx2_khalves(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float *C,
+                        int ldc, int M, int N, int K, int threads) {
   const f32_order h = {GM_F32_BLOCKS_AVX2_BIG, 1.0f, 1.0f};
   const int k0 = (K + 1) / 2;
   float *T = malloc(sizeof(float) * (size_t)M * N);
   if (!T) return -1;
-  matmul_order(A, lda, B, ldb, false, bias, 1.0f, C, ldc, M, N, k0, threads, h);
-  matmul_order(A + k0, lda, B + (size_t)k0 * ldb, ldb, false, NULL, 1.0f, T, N, M, N, K - k0, threads, h);
+  const float *B1 = trans_b ? B + k0 : B + (size_t)k0 * ldb;
+  matmul_order(A, lda, B, ldb, trans_b, bias, 1.0f, C, ldc, M, N, k0, threads, h);
+  matmul_order(A + k0, lda, B1, ldb, trans_b, NULL, 1.0f, T, N, M, N, K - k0, threads, h);
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] += T[(size_t)i * N + j];
   free(T);
@@ -1344,7 +1348,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   const int t2 = mkl == GM_MKL_SGEMM_INTEL_AVX2 && torch_threads == 2 ? avx2_two_threads(M, N, K, trans_a, trans_b, alpha)
                                                                       : 0;
   if (t2 == AVX2_T2_KHALVES && (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG))
-    return avx2_khalves(A, lda, B, ldb, bias, C, ldc, M, N, K, threads);
+    return avx2_khalves(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads);
   if (t2 == AVX2_T2_SMALL && o.blocks == GM_F32_BLOCKS_AVX2_BIG) o.blocks = GM_F32_BLOCKS_AVX2_256;
   if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && torch_threads == 2 && !trans_a && M > 1 &&
       ((K >= 767 && (N >= 766 || (N >= 384 && M >= 64))) || t2 == AVX2_T2_COLS) &&
