@@ -1269,21 +1269,25 @@ static int blocked_rows(const float *A, int lda, bool trans_a, const float *B, i
   return rc;
 }
 
-// MKL's AVX2 sgemm on 2 threads with B as stored, K and N multiples of 64, alpha 1 (measured
-// 2026-12-06 on grids at M 16..256, N 32..4096, K 256..4096, and GPT-2-shaped products 256 to 768
-// wide at T 2..128). For N <= 352 from K = 768: the columns in halves on the big-product kernels
+// MKL's AVX2 sgemm on 2 threads: which split it runs, where measured. The columns in halves on the
+// big-product kernels ([0, floor(N / 2)) and the rest, each with its own leftover panels) where K
+// >= 767 and N >= 766, or K >= 767, N >= 384 and M >= 64 (M 2..128, N 384..50257, K 767..3072; B^T
+// too, any alpha). With B as stored, K and N multiples of 64, alpha 1 (measured 2026-12-06 on
+// grids at M 16..256, N 32..4096, K 256..4096, and GPT-2-shaped products 256 to 768 wide at T
+// 2..128), for N <= 352 from K = 768: the columns in halves on the big-product kernels
 // with 2 to 7 rows (N >= 128), K in halves (avx2_khalves) with 8 to 64 rows, or 65 to 128 from
 // K = 1024, else the columns in halves up to 128 rows. Otherwise, from 33 rows: the columns in
 // halves for 192 <= N <= 1280 (N <= 256 only up to 128 rows), and above 1280 up to K = 1024.
 // B^T: the K halves on the same edges (measured at 40 x 768 x 256 and 128 x 1024 x 256, and 50
-// random products); and with 56..128 rows, 65..128 columns and K <= 512 (a multiple of 64): the 4..6-row kernels
-// over the whole product, where one thread runs the big-product kernels (a 65-character lm_head
-// from 56 tokens; measured on M 56..192, N 56..192, K 128..512). 0: none of these (the region
-// below, or not measured: the 1-thread order).
+// random products); and with 56..128 rows, 65..128 columns and K <= 512 (a multiple of 64): the
+// 4..6-row kernels over the whole product, where one thread runs the big-product kernels (a
+// 65-character lm_head from 56 tokens; measured on M 56..192, N 56..192, K 128..512). 0: none of
+// these (not measured: the 1-thread order).
 enum { AVX2_T2_COLS = 1, AVX2_T2_KHALVES = 2, AVX2_T2_SMALL = 3 };
 static int avx2_two_threads(int M, int N, int K, bool trans_a, bool trans_b, float alpha) {
   if (trans_b && !trans_a && alpha == 1.0f && M >= 56 && M <= 128 && N >= 65 && N <= 128 && K <= 512 && K % 64 == 0)
     return AVX2_T2_SMALL;
+  if (!trans_a && M > 1 && K >= 767 && (N >= 766 || (N >= 384 && M >= 64))) return AVX2_T2_COLS;
   if (trans_a || alpha != 1.0f || M < 2 || K % 64 || N % 64) return 0;
   const bool khalves = N <= 352 && K >= 768 && M >= 8 && (M <= 64 || (M <= 128 && K >= 1024));
   if (trans_b) return khalves ? AVX2_T2_KHALVES : 0; // B^T: the K halves only (the same edges)
@@ -1339,20 +1343,14 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   int ns = gm_f32_torch_nsplit(mkl, M, N, K, trans_b, alpha, torch_threads);
   f32_order o = order_for(M, N, K, trans_b, alpha);
   if (!trans_a && kp == 1) o.blocks = gm_f32_torch_blocks_mt(mkl, M, N, K, trans_b, alpha, torch_threads);
-  // MKL's AVX2 sgemm on 2 threads, where measured: K >= 767 and N >= 766, or K >= 767, N >= 384 and
-  // M >= 64 (M 2..128, N 384..50257, K 767..3072; B^T too), and avx2_two_threads' column halves:
-  // the big-product kernels on each half of the columns, [0, floor(N / 2)) and the rest, each with
-  // its own leftover panels; avx2_two_threads' K halves and B^T region. Elsewhere it runs orders
-  // not modelled (e.g. 2 x 740 x 768, 4 x 768 x 384, 72 x 768 x 72; and with A transposed): the
-  // 1-thread order runs.
+  // MKL's AVX2 sgemm on 2 threads (avx2_two_threads). Elsewhere it runs orders not modelled (e.g.
+  // 2 x 740 x 768, 4 x 768 x 384, 72 x 768 x 72; and with A transposed): the 1-thread order runs.
   const int t2 = mkl == GM_MKL_SGEMM_INTEL_AVX2 && torch_threads == 2 ? avx2_two_threads(M, N, K, trans_a, trans_b, alpha)
                                                                       : 0;
   if (t2 == AVX2_T2_KHALVES && (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG))
     return avx2_khalves(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads);
   if (t2 == AVX2_T2_SMALL && o.blocks == GM_F32_BLOCKS_AVX2_BIG) o.blocks = GM_F32_BLOCKS_AVX2_256;
-  if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && torch_threads == 2 && !trans_a && M > 1 &&
-      ((K >= 767 && (N >= 766 || (N >= 384 && M >= 64))) || t2 == AVX2_T2_COLS) &&
-      (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)) {
+  if (t2 == AVX2_T2_COLS && (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)) {
     o.blocks = GM_F32_BLOCKS_AVX2_BIG;
     ns = N / 2;
   }
