@@ -95,24 +95,24 @@ static void print_list(const char *what, const int *v, int n) {
 static void test_known(void) {
   gm_amx_blocking b;
   // the dW of a batch of 880 rows: chunks of 448, then the partial tile at 864 a call of its own
-  CHECK(gm_onednn_amx_blocking(768, 3072, 880, true, false, false, 1, &b) == 0 && b.chunk == 448 && b.tail == 1 &&
+  CHECK(gm_onednn_amx_blocking(768, 3072, 880, true, false, false, 1, 1, &b) == 0 && b.chunk == 448 && b.tail == 1 &&
             b.n_parts == 1,
         "mmta 768 x 880 x 3072: chunk %d tail %d parts %d", b.chunk, b.tail, b.n_parts);
   // GPT-2's fc on 2 threads at M 64 (macro, B as stored): 12 tiles a call, no split
-  CHECK(gm_onednn_amx_blocking(64, 3072, 768, false, false, true, 2, &b) == 0 && b.chunk == 384 && b.tail == 0 &&
+  CHECK(gm_onednn_amx_blocking(64, 3072, 768, false, false, true, 2, 1, &b) == 0 && b.chunk == 384 && b.tail == 0 &&
             b.n_parts == 1,
         "addmm 64 x 768 x 3072 t2: chunk %d tail %d parts %d", b.chunk, b.tail, b.n_parts);
-  CHECK(gm_onednn_amx_blocking(1, 768, 768, false, false, true, 1, &b) == GM_AMX_NOT_AMX, "M == 1: oneDNN's GEMV");
-  CHECK(gm_onednn_amx_blocking(768, 1, 768, false, false, true, 1, &b) == GM_AMX_NOT_AMX, "N == 1: oneDNN's GEMV");
-  CHECK(gm_onednn_amx_blocking(16, 16, 16, false, false, true, 1, &b) == GM_AMX_NOT_ONEDNN, "M N K <= 4096: ATen");
+  CHECK(gm_onednn_amx_blocking(1, 768, 768, false, false, true, 1, 1, &b) == GM_AMX_NOT_AMX, "M == 1: oneDNN's GEMV");
+  CHECK(gm_onednn_amx_blocking(768, 1, 768, false, false, true, 1, 1, &b) == GM_AMX_NOT_AMX, "N == 1: oneDNN's GEMV");
+  CHECK(gm_onednn_amx_blocking(16, 16, 16, false, false, true, 1, 1, &b) == GM_AMX_NOT_ONEDNN, "M N K <= 4096: ATen");
   // the small shape AMX declines (2 M_blk K <= 126 bytes), on 3 threads only for M 3 K 31 (M_blk 2)
-  CHECK(gm_onednn_amx_blocking(2, 70, 31, false, false, true, 1, &b) == GM_AMX_NOT_AMX, "M 2 K 31: avx512_core_bf16");
-  CHECK(gm_onednn_amx_blocking(3, 48, 31, false, false, true, 2, &b) == 0, "M 3 K 31 t2: AMX");
-  CHECK(gm_onednn_amx_blocking(3, 48, 31, false, false, true, 3, &b) == GM_AMX_NOT_AMX, "M 3 K 31 t3: not AMX");
+  CHECK(gm_onednn_amx_blocking(2, 70, 31, false, false, true, 1, 1, &b) == GM_AMX_NOT_AMX, "M 2 K 31: avx512_core_bf16");
+  CHECK(gm_onednn_amx_blocking(3, 48, 31, false, false, true, 2, 1, &b) == 0, "M 3 K 31 t2: AMX");
+  CHECK(gm_onednn_amx_blocking(3, 48, 31, false, false, true, 3, 1, &b) == GM_AMX_NOT_AMX, "M 3 K 31 t3: not AMX");
   // a K split of two chunks on 2 threads where N (16) hides it from the old probe
-  CHECK(gm_onednn_amx_blocking(4, 16, 3072, false, true, true, 2, &b) == 0 && b.chunk == 1536 && b.n_parts == 2,
+  CHECK(gm_onednn_amx_blocking(4, 16, 3072, false, true, true, 2, 1, &b) == 0 && b.chunk == 1536 && b.n_parts == 2,
         "linear 4 x 3072 x 16 t2: chunk %d parts %d", b.chunk, b.n_parts);
-  CHECK(gm_onednn_amx_blocking(768, 768, 881, true, false, false, 1, &b) == -1, "an odd K with A^T is not modelled");
+  CHECK(gm_onednn_amx_blocking(768, 768, 881, true, false, false, 1, 1, &b) == -1, "an odd K with A^T is not modelled");
 }
 
 int main(void) {
@@ -153,7 +153,7 @@ int main(void) {
     const int cover = cJSON_GetArrayItem(c, at[F_FULL])->valueint ? 1 << 30 : N;
     cases++;
     gm_amx_blocking b;
-    int r = gm_onednn_amx_blocking(M, N, K, ta, tb, ws, nthr, &b);
+    int r = gm_onednn_amx_blocking(M, N, K, ta, tb, ws, nthr, 1, &b);
     // torch's implementation: AMX (0), ATen (-2), oneDNN without AMX (-3: GEMV, small shapes)
     int want = !strcmp(impl, "amx") ? 0 : !strcmp(impl, "aten") ? GM_AMX_NOT_ONEDNN : GM_AMX_NOT_AMX;
     CHECK(r == want, "%s M %d N %d K %d t%d: model %d, torch runs %s (%d)", op, M, N, K, nthr, r, impl, want);

@@ -2,7 +2,8 @@
 // operands chosen to reach its flushes: exponents spread so that products underflow, tile sums
 // cancel into the subnormal range (flushed) and chunk sums cancel into it too (not flushed: the
 // chunks' join is plain f32), signed zeros, odd column counts, row counts off the 4-row grid, K
-// tails and chunks of 16, 32, 48 pairs or one chunk. Bodies: gm_bf16_strip_amxemu_avx512 and
+// tails and chunks of 16, 32, 48 pairs or one chunk, in tiles of 16 pairs and of fewer (oneDNN's
+// divisor tiles for a K that is not a multiple of 32: 15, 11, 1 pairs, one chunk or chunks of 30). Bodies: gm_bf16_strip_amxemu_avx512 and
 // gm_bf16_strip_amxemu_avx2 (AVX-512F / AVX2 with MXCSR's flush-to-zero, for hosts without AMX
 // tiles) where the CPU has the level, and gm_bf16_strip_amx (the tiles) where Linux grants them;
 // then gm_matmul_bf16 under the intel-amx target on the same operands against GPTMEG_SIMD=scalar
@@ -49,9 +50,10 @@ static float f(uint32_t h16) {
 
 static float ftz(float x) { return fabsf(x) < FLT_MIN ? copysignf(0.0f, x) : x; }
 
-// The order, one output: E/O chains per tile of 16 pairs, acc += E + O flushed, chunks of Pc pairs
-// joined in plain f32, then alpha * sum (+ bias).
-static float ref(const uint32_t *a, const uint32_t *Bs, int ldbs, int j, int P, int Pc, float alpha, const float *bias) {
+// The order, one output: E/O chains per tile of Pt pairs from each chunk's start, acc += E + O
+// flushed, chunks of Pc pairs joined in plain f32, then alpha * sum (+ bias).
+static float ref(const uint32_t *a, const uint32_t *Bs, int ldbs, int j, int P, int Pc, int Pt, float alpha,
+                 const float *bias) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   float e = 0.0f, o = 0.0f, acc = 0.0f, sum = 0.0f;
   for (int p = 0; p < P; p++) {
@@ -59,7 +61,7 @@ static float ref(const uint32_t *a, const uint32_t *Bs, int ldbs, int j, int P, 
     e = ftz(e + ftz(f(x & 0xffff) * f(y & 0xffff)));
     o = ftz(o + ftz(f(x >> 16) * f(y >> 16)));
     bool chunk_end = p + 1 == P || (p + 1) % Pc == 0;
-    if (!chunk_end && (p + 1) % 16 != 0) continue;
+    if (!chunk_end && (p % Pc + 1) % Pt != 0) continue;
     acc = ftz(acc + ftz(e + o));
     e = o = 0.0f;
     if (!chunk_end) continue;
@@ -70,11 +72,11 @@ static float ref(const uint32_t *a, const uint32_t *Bs, int ldbs, int j, int P, 
   return bias ? bias[j] + v : v;
 }
 
-typedef void (*strip_fn)(const uint32_t *, int, int, const uint32_t *, int, int, int, float, const float *, float *, int);
+typedef void (*strip_fn)(const uint32_t *, int, int, int, const uint32_t *, int, int, int, float, const float *, float *, int);
 
 // One body on M x ncols outputs of P pairs, chunks of Pc: mismatches against ref (also counts how
 // many reference outputs are subnormal, to show the join's range is reached).
-static int run_body(strip_fn fn, const char *name, int M, int ncols, int P, int Pc, bool with_bias, int *subnormal) {
+static int run_body(strip_fn fn, const char *name, int M, int ncols, int P, int Pc, int Pt, bool with_bias, int *subnormal) {
   uint32_t *Ap = malloc(sizeof(uint32_t) * (size_t)M * (P > 0 ? P : 1));
   uint32_t *Bs = malloc(sizeof(uint32_t) * (size_t)(P > 0 ? P : 1) * STRIP);
   float *C = malloc(sizeof(float) * (size_t)M * STRIP), bias[STRIP];
@@ -91,18 +93,19 @@ static int run_body(strip_fn fn, const char *name, int M, int ncols, int P, int 
   memset(C, 0x7f, sizeof(float) * (size_t)M * STRIP);
   const float alpha = 1.0f;
   unsigned before = _mm_getcsr();
-  fn(Ap, P, Pc, Bs, STRIP, M, ncols, alpha, with_bias ? bias : NULL, C, STRIP);
+  fn(Ap, P, Pc, Pt, Bs, STRIP, M, ncols, alpha, with_bias ? bias : NULL, C, STRIP);
   CHECK(_mm_getcsr() == before, "%s changed MXCSR %08x -> %08x", name, before, _mm_getcsr());
   int bad = 0;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < ncols; j++) {
-      float want = ref(Ap + (size_t)i * P, Bs, STRIP, j, P, Pc, alpha, with_bias ? bias : NULL), got = C[(size_t)i * STRIP + j];
+      float want = ref(Ap + (size_t)i * P, Bs, STRIP, j, P, Pc, Pt, alpha, with_bias ? bias : NULL), got = C[(size_t)i * STRIP + j];
       uint32_t uw, ug;
       memcpy(&uw, &want, 4);
       memcpy(&ug, &got, 4);
       if (uw != ug && !(want != want && got != got)) {
         if (bad++ < 3)
-          fprintf(stderr, "%s M %d ncols %d P %d Pc %d: C[%d][%d] = %a, the order gives %a\n", name, M, ncols, P, Pc, i, j, got, want);
+          fprintf(stderr, "%s M %d ncols %d P %d Pc %d Pt %d: C[%d][%d] = %a, the order gives %a\n", name, M, ncols, P, Pc, Pt, i, j,
+                  got, want);
       }
       *subnormal += want != 0.0f && fabsf(want) < FLT_MIN;
     }
@@ -134,7 +137,7 @@ static void check_join(strip_fn fn, const char *name) {
     Ap[i * P + 16] = uy >> 16; // even element of pair 16
   }
   for (int j = 0; j < STRIP; j++) Bs[0 * STRIP + j] = Bs[16 * STRIP + j] = 0x2080u; // 2^-62 as the even element
-  fn(Ap, P, 16, Bs, STRIP, M, STRIP, 1.0f, NULL, C, STRIP);
+  fn(Ap, P, 16, 16, Bs, STRIP, M, STRIP, 1.0f, NULL, C, STRIP);
   int bad = 0;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < STRIP; j++) bad += C[i * STRIP + j] != (float)i / 8.0f * 0x1p-125f || signbit(C[i * STRIP + j]);
@@ -169,24 +172,30 @@ int main(void) {
   const bool avx512 = gm_cpu_simd() == GM_SIMD_AVX512;
   if (!avx512) test_skip("the AVX-512 emulation", "no AVX-512 here");
   const bool tiles = gm_cpu_has(GM_CPU_AMX_TILE) && gm_cpu_has(GM_CPU_AMX_BF16) && gm_bf16_amx_ready();
-  static const int Ms[] = {1, 3, 4, 7, 33}, Ns[] = {1, 17, 32}, Ps[] = {0, 1, 15, 16, 17, 47, 96, 130}, Pcs[] = {0, 16, 32, 48};
+  static const int Ms[] = {1, 3, 4, 7, 33}, Ns[] = {1, 17, 32}, Ps[] = {0, 1, 15, 16, 17, 47, 96, 130, 150};
+  // (chunk, tile) in pairs: tiles of 16 with chunks of 16, 32, 48 or one chunk; oneDNN's divisor
+  // tiles (K 300 in one call: tiles of 15 pairs), and narrower ones
+  static const int Pcs[] = {0, 16, 32, 48, 0, 30, 0, 0}, Pts[] = {16, 16, 16, 16, 15, 15, 11, 1};
   int subnormal = 0, cases = 0;
   for (size_t a = 0; a < sizeof Ms / sizeof Ms[0]; a++)
     for (size_t b = 0; b < sizeof Ns / sizeof Ns[0]; b++)
       for (size_t c = 0; c < sizeof Ps / sizeof Ps[0]; c++)
         for (size_t d = 0; d < sizeof Pcs / sizeof Pcs[0]; d++) {
           const bool bias = (a + c + d) % 2;
+          const int Pc = Pcs[d], Pt = Pts[d];
           int bad;
           if (avx512) {
-            bad = run_body(gm_bf16_strip_amxemu_avx512, "amxemu", Ms[a], Ns[b], Ps[c], Pcs[d], bias, &subnormal);
-            CHECK(bad == 0, "gm_bf16_strip_amxemu_avx512 M %d ncols %d P %d Pc %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pcs[d], bad);
+            bad = run_body(gm_bf16_strip_amxemu_avx512, "amxemu", Ms[a], Ns[b], Ps[c], Pc, Pt, bias, &subnormal);
+            CHECK(bad == 0, "gm_bf16_strip_amxemu_avx512 M %d ncols %d P %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pc,
+                  Pt, bad);
           }
-          bad = run_body(gm_bf16_strip_amxemu_avx2, "amxemu_avx2", Ms[a], Ns[b], Ps[c], Pcs[d], bias, &subnormal);
-          CHECK(bad == 0, "gm_bf16_strip_amxemu_avx2 M %d ncols %d P %d Pc %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pcs[d], bad);
+          bad = run_body(gm_bf16_strip_amxemu_avx2, "amxemu_avx2", Ms[a], Ns[b], Ps[c], Pc, Pt, bias, &subnormal);
+          CHECK(bad == 0, "gm_bf16_strip_amxemu_avx2 M %d ncols %d P %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pc, Pt,
+                bad);
           if (tiles) {
             int dummy = 0;
-            bad = run_body(gm_bf16_strip_amx, "amx", Ms[a], Ns[b], Ps[c], Pcs[d], bias, &dummy);
-            CHECK(bad == 0, "gm_bf16_strip_amx M %d ncols %d P %d Pc %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pcs[d], bad);
+            bad = run_body(gm_bf16_strip_amx, "amx", Ms[a], Ns[b], Ps[c], Pc, Pt, bias, &dummy);
+            CHECK(bad == 0, "gm_bf16_strip_amx M %d ncols %d P %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pc, Pt, bad);
           }
           cases++;
         }

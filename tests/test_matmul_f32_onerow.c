@@ -94,7 +94,7 @@ static int check_bf16_probe(const char *file, const char *name, op_kind op, int 
       if (j == i) j = (j + 1) % K;
       for (int k = 0; k < K; k++) W[(size_t)n * K + k] = k == i ? 0x1p40f : k == j ? -0x1p40f : 1.0f;
     }
-    if (op == OP_BMM_BF16_T) gm_matmul_bf16_slice(a, K, false, W, K, true, NULL, 1.0f, C, N, 1, N, K, 1);
+    if (op == OP_BMM_BF16_T) gm_matmul_bf16_slice(a, K, false, W, K, true, NULL, 1.0f, C, N, 1, N, K, 1, 12, 1);
     else gm_matmul_bf16(a, K, W, K, true, NULL, 1.0f, C, N, 1, N, K, 1);
     gm_round_inplace(GM_BF16, C, (size_t)N);
     bad = test_count_diff(C, ref, (size_t)N);

@@ -270,11 +270,14 @@ void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans
 // made contiguous, without that copy: A^T is packed straight into pairs.
 void gm_matmul_bf16_ta(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                        float *C, int ldc, int M, int N, int K, int threads);
-// One slice of a batched product (torch's bmm: the attention's per-head products), op(A) = A^T with
-// trans_a: the same orders, except that torch's rule for products of at most 16^3 multiply-adds
-// (ATen's gemm instead of oneDNN) looks at the whole batch, so a slice never takes it.
+// One slice of a batched product of `batch` slices (torch's bmm: the attention's per-head products
+// over batch x heads), op(A) = A^T with trans_a: the same orders, except that torch's rule for
+// products of at most 16^3 multiply-adds (ATen's gemm instead of oneDNN) looks at the whole batch,
+// so a slice never takes it, and that oneDNN's blocking under intel-amx sees the batch (3-D
+// products have no K split, and its K tiles follow the blocking: onednn_amx.h). torch_threads:
+// torch's thread count over the whole batched product, which that blocking depends on (0: threads).
 void gm_matmul_bf16_slice(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
-                          float alpha, float *C, int ldc, int M, int N, int K, int threads);
+                          float alpha, float *C, int ldc, int M, int N, int K, int threads, int batch, int torch_threads);
 // op(B) [K, N] (B as stored [K, N] or, with trans_b, [N, K]) as bf16 pairs: element k = 2p in the
 // low 16 bits, 2p + 1 in the high (zero past K), in strips of 32 columns, each [ceil(K/2), 32]
 // (zero-padded), then 32 words whose first records B's orientation (1: B was given transposed;

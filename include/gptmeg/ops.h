@@ -115,6 +115,8 @@ typedef struct {
   gm_probe_fn probe;         // NULL: none
   void *probe_ctx;
   bool bmm_slice;            // the products are slices of a batched one (attention's per-head bmm)
+  int bmm_batch;             // with bmm_slice: that batched product's slices (batch x heads)
+  int bmm_threads;           // with bmm_slice: torch's threads over that product (its blocking's)
   void *ws;                  // scratch an op may use for its temporaries instead of allocating them
   size_t ws_bytes;           // (NULL, 0: none; the backward lends the dead logits buffer)
 } gm_op_ctx;

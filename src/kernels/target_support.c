@@ -103,11 +103,12 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "with its K cut on any thread count, are reproduced: greedy decode bit-identical to transformers' "
            "generate)";
   if (t == GM_TT_INTEL_AMX && op == GM_KOP_MATMUL && dt == GM_BF16)
-    return "oneDNN's K chunks, K splits and K-tail calls follow a model of its blocking heuristics (validated against "
+    return "oneDNN's K chunks, K splits, K-tail calls, K tiles (narrower than 32 where they divide a call) and "
+           "the blocking of batched (3-D) products follow a model of its blocking heuristics (validated against "
            "torch on every shape and thread count tried: GPT-2 124M's logits and gradients bit-identical on 1 to 8 "
-           "threads; products of at most 16^3 multiply-adds in ATen's orders); not reproduced: N = 1 (oneDNN's GEMV "
-           "path) and tiny K (oneDNN's AVX512_CORE_BF16 brgemm), batched (3-D) products (the attention's P @ V at "
-           "T = 300 differs), an odd K over 32 with A transposed";
+           "threads, its logits from 32 to 500 tokens; products of at most 16^3 multiply-adds in ATen's orders); "
+           "not reproduced: N = 1 (oneDNN's GEMV path) and tiny K (oneDNN's AVX512_CORE_BF16 brgemm), an odd K over "
+           "32 with A transposed";
   if ((t == GM_TT_INTEL_AVX512 || t == GM_TT_AVX2) && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "torch's 2-thread K split for some shapes (e.g. M 2, K 3072 addmm) and subnormal bf16 inputs (the packed "
            "path reads them as zero) are not reproduced";

@@ -304,6 +304,8 @@ static int causal_scores(const head_view *h, float alpha, const float *q, int ld
   gm_op_ctx one = *h->c;
   one.threads = 1;
   one.bmm_slice = true; // torch runs these as one bmm over the batch and heads
+  one.bmm_batch = h->bh;
+  one.bmm_threads = h->c->threads;
   if (fwd_small(h, (int64_t)T * len * hd)) { // ATen's small bmm kernel: the whole square
     small_bmm(q, ldq, k, hd, true, alpha, X, len, T, len, hd);
     return 0;
@@ -426,6 +428,8 @@ int gm_op_attention_fwd(const gm_op_ctx *c, const gm_op_attn *a, float *out, flo
   gm_op_ctx one = *c;
   one.threads = 1;
   one.bmm_slice = true; // torch runs these as one bmm over the batch and heads
+  one.bmm_batch = B * H;
+  one.bmm_threads = c->threads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(c->threads) reduction(| : failed)
   for (int bh = 0; bh < B * H; bh++) {
     int b = bh / H, hh = bh % H;
@@ -557,6 +561,8 @@ int gm_op_attention_bwd(const gm_op_ctx *c, const gm_op_attn *a, float *dqkv, fl
   gm_op_ctx one = *c;
   one.threads = 1;
   one.bmm_slice = true; // torch runs these as one bmm over the batch and heads
+  one.bmm_batch = B * H;
+  one.bmm_threads = c->threads;
   // one scratch per thread for all its heads (a fresh one per head was a fresh mapping each time)
 #pragma omp parallel num_threads(c->threads) reduction(| : failed)
   {

@@ -37,8 +37,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_fidelity import PRODUCIBLE, TARGET_ENV, host_target  # noqa: E402
 
 # written only by the intel-amx class (into tests/golden/targets/intel-amx/)
-AMX_ONLY = {"amx_blocking", "autocast_grad", "bf16_amx_chunk", "bf16_amx_threads", "bf16_onerow", "grad", "linear_bwd",
-            "matmul_mt", "recipe", "train"}
+AMX_ONLY = {"amx_blocking", "autocast_grad", "bf16_amx_chunk", "bf16_amx_threads", "bf16_amx_tiles", "bf16_onerow", "grad",
+            "linear_bwd", "matmul_mt", "recipe", "train"}
 MEGATRON = {"megatron", "ngc"}
 # take the target as an argument and write tests/golden/targets/<target>/ themselves
 TARGET_ARG = {"attention_bwd": lambda t: [t], "act_bwd": lambda t: ["--target", t], "lmloss": lambda t: ["--target", t],

@@ -118,7 +118,25 @@ declines bf16 shapes with 2 * M_blk * LDA <= 126 bytes (brg_matmul:avx512_core_b
 depends on the thread count, e.g. M 3 K 31 on 3 or 4 threads). 23040/23040 cases of the --small grid
 (M 2..64, N 1..128, K 16..5000, five ops, 1..4 threads) match: implementation, every block start,
 every partial-sum start (probed by rows of A, so N no longer hides them) and the tail probe.
-Not modelled: batched (3-D) products, and a K > 32 not a multiple of 2 under the micro heuristic.
+K tiles (tiles()): a brgemm call runs one TDPBF16PS per 32-element K tile from its start, the last
+partial (zero-padded, "extendable K"), except under the macro heuristic with K % 32 != 0 where every
+call splits into equal even tiles of at most 32 elements (skip_extendable_k: the call's length over
+ceil(length / 32) is an even whole number, for K_blk and for the last call's K % K_blk) and A is not
+copied inside the kernel (use_fused_copy_a: horizontal traversal, N_blk >= 3 x 32, K_blk >= 128):
+then brgemm's rd_block, the largest even divisor <= 32 of the call's length, is the tile (K 300 in
+one call: ten tiles of 30, where 32 + ... + 32 + 12 was modelled before; it moved 0.01% of random
+bf16 outputs, and the attention's P @ V at 300 tokens took GPT-2 124M's bf16 logits to 27-51%).
+Found with cancelling triples (+2^24, 1, -2^24 at random K positions of a column, rows of ones:
+probe_bf16_amx_blocks.py --triples, which checks simulate() against torch), read in oneDNN's
+amx_blocking_heuristics.cpp (skip_extendable_k, set_blocking_parameters) and brgemm_utils.cpp
+(init_kernel_blocking: rd_block).
+Batched products (batch > 1: torch.bmm and 4-D matmul, one 3-D oneDNN matmul with src and wei
+"abc"): the macro grid search over b x m x k x n with the batch in its cost model, no small-dims
+shortcut, and no K split (a split scores 0); the micro heuristic's batch terms likewise. Validated
+with --triples on the attention's shapes (M, K in 33..500, N 64, 12 slices, 1 and 2 threads: 220 of
+220 shapes) and on head size 128 at 4 and 8 threads, where the batch keeps 32-element tiles that a
+2-D product of the same shape does not.
+Not modelled: a K > 32 not a multiple of 2 under the micro heuristic.
 """
 import numpy as np
 
@@ -201,9 +219,9 @@ def balance211(n, team, tid):
 class Problem:
     """The parts of brgemm_matmul_conf_t that the AMX heuristics read, for one torch call."""
 
-    def __init__(self, M, N, K, trans_a, trans_b, with_sum, nthr):
+    def __init__(self, M, N, K, trans_a, trans_b, with_sum, nthr, batch=1):
         self.M, self.N, self.K, self.nthr = M, N, K, nthr
-        self.batch = 1
+        self.batch = batch  # slices of a 3-D product (torch.bmm, the attention's per-head products)
         self.transposed_A = bool(trans_a)
         self.transposed_B = bool(trans_b)
         # A sum post-op (bias: addmm, F.linear with bias) emits no vector code in the AMX kernels
@@ -245,6 +263,7 @@ class Macro:
         self.brgemm_batch_size_ = 1
         self.efficiency_score_ = F(0)
         self.small_dims = False
+        self.use_fused_copy_a_ = False
 
     def copy(self):
         c = Macro.__new__(Macro)
@@ -460,6 +479,9 @@ class Macro:
             self.n_chunk_size_ = 1
             self.m_blk_ = md
             self.m_chunk_size_ = div_up(self.m_per_thread, self.m_blk_)
+            # A copied inside the kernel ("fused copy A") when K is not a multiple of the tile and
+            # A is reused over at least three 32-column blocks
+            self.use_fused_copy_a_ = K % WEI_K_BLK != 0 and self.n_blk_ >= nd * 3 and self.k_blk_ >= 128
         else:
             self.gave_up_l1 = False
             self.k_blk_ = k_blk_v
@@ -468,6 +490,7 @@ class Macro:
             self.n_chunk_size_ = div_up(self.n_per_thread, self.n_blk_)
             self.m_blk_ = min(st["best_m_v"] * md, M)
             self.m_chunk_size_ = 1
+            self.use_fused_copy_a_ = False
             self.is_a_nt_ = True
         self.brgemm_batch_size_ = 1
         self.efficiency_score_ = self.calculate_blocking_scores()
@@ -597,7 +620,7 @@ def macro_small_dims(p):
             return None
         # use_buffer_b computes a k_chunk_size, but set_common() then sets k_blk = K, chunk 1
         return dict(k_blk=p.K, k_chunk_size=1, bs=1, nthr_k=1, m_blk=p.M, lda=p.K,
-                    path="macro small-M (M<=32, B^T)")
+                    fused_copy_a=False, path="macro small-M (M<=32, B^T)")
     if p.K <= WEI_K_BLK and p.batch == 1:
         m_pc = div_up(p.M, p.nthr)
         nthr_m = div_up(p.M, m_pc)
@@ -606,7 +629,7 @@ def macro_small_dims(p):
         m_pt = div_up(p.M, nthr_m)                      # set_core_divs, then set_tmul_sizes
         m_tmul = div_up(m_pt, div_up(m_pt, 16))
         m_dec = min(p.M, 2 * m_tmul)                    # set_decomposition
-        return dict(k_blk=p.K, k_chunk_size=1, bs=1, nthr_k=1, m_blk=m_dec, lda=p.K, path="macro small-K")
+        return dict(k_blk=p.K, k_chunk_size=1, bs=1, nthr_k=1, m_blk=m_dec, lda=p.K, fused_copy_a=False, path="macro small-K")
     if p.N <= 32 and p.batch == 1:
         m_pc = div_up(p.M, p.nthr)
         m_dec = div_up(m_pc, div_up(m_pc, 32))
@@ -614,7 +637,7 @@ def macro_small_dims(p):
         if nthr_m < 0.75 * p.nthr:
             return None
         # a k_chunk_size is computed from the L2, but set_common() then sets k_blk = K, chunk 1
-        return dict(k_blk=p.K, k_chunk_size=1, bs=1, nthr_k=1, m_blk=m_dec, lda=p.K, path="macro small-N")
+        return dict(k_blk=p.K, k_chunk_size=1, bs=1, nthr_k=1, m_blk=m_dec, lda=p.K, fused_copy_a=False, path="macro small-N")
     return None
 
 
@@ -655,7 +678,7 @@ def macro_find_best(p):
     if best.efficiency_score_ == 0:
         return None
     return dict(k_blk=best.k_blk_, k_chunk_size=best.k_chunk_size_, bs=1, nthr_k=best.nthr_k_,
-                m_blk=best.m_blk_, lda=p.K,
+                m_blk=best.m_blk_, lda=p.K, fused_copy_a=best.use_fused_copy_a_,
                 path=("macro %s%s nthr %d (b%d m%d k%d n%d)" % (
                     "horizontal" if best.is_horizontal else "vertical",
                     " gave-up-L1" if getattr(best, "gave_up_l1", False) else "", best.nthr_,
@@ -905,16 +928,16 @@ class NotAMX(ValueError):
         self.impl = impl
 
 
-def _amx_config(M, N, K, op, nthr):
+def _amx_config(M, N, K, op, nthr, batch=1):
     ta, tb, ws = op_flags(op)
-    p = Problem(M, N, K, ta, tb, ws, nthr)
+    p = Problem(M, N, K, ta, tb, ws, nthr, batch)
     cfg = macro_find_best(p) if p.macro_supported else None
     if cfg is None:
         cfg = micro_find_best(p)
     return cfg
 
 
-def implementation(M, N, K, op, nthr):
+def implementation(M, N, K, op, nthr, batch=1):
     """What runs torch's 2-D bf16 product (ONEDNN_VERBOSE's implementation name on this machine):
       "aten"             M * N * K <= 4096: torch never calls oneDNN (aten/src/ATen/native/mkldnn/
                          Matmul.cpp: mkldnn_gemm returns false for m * n * k <= 16 * 16 * 16, and
@@ -926,25 +949,67 @@ def implementation(M, N, K, op, nthr):
                          and LDA (K for a plain A, the copied A's row length otherwise) of the AMX
                          blocking it chose), so brg_matmul:avx512_core_bf16 runs it;
       "amx"              brg_matmul:avx10_1_512_amx (or avx512_core_amx): the order this model gives.
-    Verified with ONEDNN_VERBOSE on M 2..64, N 1..128, K 16..5000, all five ops, 1..4 threads."""
-    if M * N * K <= ATEN_MAX_MNK:
+    Verified with ONEDNN_VERBOSE on M 2..64, N 1..128, K 16..5000, all five ops, 1..4 threads.
+    batch > 1 (torch.bmm's slices, each [M, K] @ [K, N], A and B contiguous): torch's size check
+    counts the whole batch; the GEMV and small-shape rows are not verified for it."""
+    if batch * M * N * K <= ATEN_MAX_MNK:
         return "aten"
     if M == 1 or N == 1:
         return "gemv"
-    cfg = _amx_config(M, N, K, op, nthr)
+    cfg = _amx_config(M, N, K, op, nthr, batch)
     lda = cfg["lda"] or K
     if A_DT_SZ * cfg["m_blk"] * lda <= SMALL_SHAPE_A_GB_STRIDE:
         return "avx512_core_bf16"
     return "amx"
 
 
-def blocking(M, N, K, op, nthr):
-    """The configuration oneDNN picks: dict with k_blk, k_chunk_size, bs, nthr_k, m_blk, lda and
-    path. Raises NotAMX when the product does not run on the AMX brgemm (implementation())."""
-    impl = implementation(M, N, K, op, nthr)
+def blocking(M, N, K, op, nthr, batch=1):
+    """The configuration oneDNN picks: dict with k_blk, k_chunk_size, bs, nthr_k, m_blk, lda,
+    fused_copy_a (macro) and path. Raises NotAMX when the product does not run on the AMX brgemm
+    (implementation())."""
+    impl = implementation(M, N, K, op, nthr, batch)
     if impl != "amx":
         raise NotAMX(impl, M, N, K)
-    return _amx_config(M, N, K, op, nthr)
+    return _amx_config(M, N, K, op, nthr, batch)
+
+
+def rd_block(r):
+    """brgemm's K tile for a call of r elements when it may not read past K (brgemm_utils.cpp,
+    init_kernel_blocking: the largest even i <= 32 that divides r; 2 when none does)."""
+    for i in range(32, 0, -2):
+        if r % i == 0:
+            return i
+    return 2
+
+
+def common_tile(r):
+    """skip_extendable_k's test for one call of r elements: the K tile r / ceil(r / 32) when it is a
+    whole, even number of elements (then r splits into equal tiles of at most 32), else None."""
+    n = div_up(r, WEI_K_BLK)
+    t = r // n
+    return t if r % n == 0 and t % 2 == 0 else None
+
+
+def tiles(M, N, K, op, nthr, batch=1, cfg=None):
+    """(tile, last_tile): the K elements of one TDPBF16PS in every brgemm call but the last, and in
+    the last call (K % K_blk elements; all of K for one call). 32 everywhere unless K % 32 != 0
+    under the macro heuristic with A contiguous (lda = K), where oneDNN (amx_blocking_heuristics.cpp)
+    skips its "extendable K" (a last partial tile read past K, zero-padded: the model's 32-element
+    tiles with a partial last one) when every call splits into equal even tiles of at most 32
+    elements (skip_extendable_k), unless it copies A inside the kernel (use_fused_copy_a: K tiles of
+    32 again): the brgemm kernel of a call of r elements then runs tiles of rd_block(r) elements,
+    with no partial tile (K 300 in one call: ten tiles of 30). Found with cancelling triples against
+    torch (tools/ref/probe_bf16_amx_blocks.py --triples)."""
+    cfg = cfg or blocking(M, N, K, op, nthr, batch)
+    if K % WEI_K_BLK == 0 or "fused_copy_a" not in cfg or cfg["fused_copy_a"]:
+        return WEI_K_BLK, WEI_K_BLK  # a multiple of 32, the micro heuristic, or A copied in the kernel
+    step = cfg["k_blk"] * cfg["bs"]
+    tail = K % step if step < K else 0
+    whole = min(step, K)
+    skip = common_tile(whole) is not None and (tail == 0 or common_tile(tail) is not None)
+    if not skip:
+        return WEI_K_BLK, WEI_K_BLK  # extendable K: tiles of 32 from each call's start, the last partial
+    return rd_block(whole), rd_block(tail) if tail else rd_block(whole)
 
 
 def block_starts(M, N, K, op, nthr, cfg=None):
@@ -970,7 +1035,7 @@ def block_starts(M, N, K, op, nthr, cfg=None):
     return sorted(starts)
 
 
-def chunk_and_split(M, N, K, op, nthr):
+def chunk_and_split(M, N, K, op, nthr, batch=1):
     """(chunk elements or 0 for one chunk, list of K starts of the threads after the first or []).
 
     M, N, K: the product C[M,N] = A[M,K] @ B[K,N]; op: a name of OPS or (trans_a, trans_b, with_sum);
@@ -978,9 +1043,9 @@ def chunk_and_split(M, N, K, op, nthr):
     (implementation(M, N, K, op, nthr) says which code does: ATen for M * N * K <= 4096, GEMV for
     M == 1 or N == 1, brg_matmul:avx512_core_bf16 for the small shapes AMX declines); its summation
     order is then not the one modelled here."""
-    if implementation(M, N, K, op, nthr) != "amx":
+    if implementation(M, N, K, op, nthr, batch) != "amx":
         return None
-    cfg = blocking(M, N, K, op, nthr)
+    cfg = blocking(M, N, K, op, nthr, batch)
     step = cfg["k_blk"] * cfg["bs"]
     chunk = 0 if step >= K else step
     split = []
@@ -993,6 +1058,38 @@ def chunk_and_split(M, N, K, op, nthr):
                 split.append(s * kce)
     return chunk, split
 
+
+def simulate(x, M, N, K, op, nthr, batch=1):
+    """One output of the product in the modelled order, from x[k] = a[k] * b[k] (float32; exact for
+    bf16 operands, so the products need no rounding; the flush of subnormals is left out): the K
+    split's parts (chunk_and_split) each sum their brgemm calls in order from zero, the parts are
+    added in order; a call's tiles (tiles(): the last call its own width) each add E + O to the
+    call's accumulator, E and O the chains of the tile's even- and odd-index elements; the K tail's
+    call of its own (block_starts) is a call like the others, in the last part."""
+    x = np.asarray(x, dtype=F)
+    chunk, split = chunk_and_split(M, N, K, op, nthr, batch)
+    tile, last_tile = tiles(M, N, K, op, nthr, batch)
+    starts = sorted(set([0] + block_starts(M, N, K, op, nthr, blocking(M, N, K, op, nthr, batch)) + list(split)))
+    bounds = starts + [K]
+    part_starts = [0] + list(split)
+    sums = [None] * len(part_starts)
+    for c0, c1 in zip(bounds[:-1], bounds[1:]):
+        w = last_tile if c1 == K else tile
+        acc = F(0)
+        for t0 in range(c0, c1, w):
+            e = o = F(0)
+            for k in range(t0, min(t0 + w, c1)):
+                if (k - t0) % 2 == 0:
+                    e = F(e + x[k])
+                else:
+                    o = F(o + x[k])
+            acc = F(acc + F(e + o))
+        i = max(j for j, s0 in enumerate(part_starts) if s0 <= c0)
+        sums[i] = acc if sums[i] is None else F(sums[i] + acc)
+    total = sums[0]
+    for v in sums[1:]:
+        total = F(total + v)
+    return total
 
 if __name__ == "__main__":
     import sys

@@ -12,17 +12,26 @@ Ops (oneDNN flags trans_a, trans_b, with_sum; see OPS): addmm (bias, A, W as sto
 linear (A, W^T, bias), mmtb (torch.mm(A, W.t()) with W [N, K] contiguous, no bias: Conv1D's dX and
 F.linear without bias, e.g. the lm_head; ONEDNN_VERBOSE shows F.linear(x, W) and torch.mm(x, W.t())
 create the same primitive, a cache hit), mmta (A given transposed in memory, as the linears' dW =
-x^T @ dY: M = the layer's width, K = the batch's rows).
+x^T @ dY: M = the layer's width, K = the batch's rows), bmm (torch.bmm of --batch slices, each
+A [M, K] and B [K, N] contiguous: the attention's q @ k^T and P @ V, which torch hands to oneDNN as
+one 3-D matmul, src and wei "abc"; every slice holds the same probe and must give the same result).
 """
 import argparse
 import functools
+import os
+import sys
 
+import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import onednn_amx_blocking as model  # noqa: E402
 
 # op -> (trans_a, trans_b, with_sum) as oneDNN receives them (ONEDNN_VERBOSE: src ab/ba, wei ab/ba,
 # attr-post-ops:sum)
 OPS = {"addmm": (False, False, True), "matmul": (False, False, False), "linear": (False, True, True),
-       "mmtb": (False, True, False), "mmta": (True, False, False)}
+       "mmtb": (False, True, False), "mmta": (True, False, False), "bmm": (False, False, False)}
+BATCH = [12]  # slices of the bmm op (--batch)
 
 
 def run_op(op, x, W, Wt=None):
@@ -31,6 +40,12 @@ def run_op(op, x, W, Wt=None):
     if op == "addmm": return torch.addmm(bias, x, W)
     if op == "matmul": return torch.matmul(x, W)
     if op == "mmta": return torch.mm(x.t().contiguous().t(), W)  # A transposed in memory: dW = x^T @ dY
+    if op == "bmm":
+        b = BATCH[0]
+        y = torch.bmm(x.expand(b, -1, -1).contiguous(), W.expand(b, -1, -1).contiguous())
+        if not all(torch.equal(y[0], y[i]) for i in range(1, b)):
+            raise SystemExit("bmm: the slices differ")
+        return y[0]
     Wt = W.T.contiguous() if Wt is None else Wt
     if op == "linear": return torch.nn.functional.linear(x, Wt, bias)
     if op == "mmtb": return torch.mm(x, Wt.t())
@@ -158,6 +173,47 @@ def scan(th, fixed, N, op, rng, over_k):
             last = key
 
 
+def order_check(M, K, N, op, th, triples, samples, seed=0):
+    """torch's outputs against the model's whole order (onednn_amx_blocking.simulate): `triples`
+    columns of +2^24, 1, -2^24 at three random K positions (rows of ones: the 1 survives or not by
+    where calls, tiles, chains and parts meet), and `samples` outputs of a product of random bf16
+    operands. Returns (triples differing, samples differing); (None, None) where the model says the
+    product does not run on AMX."""
+    batch = BATCH[0] if op == "bmm" else 1
+    mop = "matmul" if op == "bmm" else op
+    if model.implementation(M, N, K, mop, th, batch) != "amx":
+        return None, None
+    rng = np.random.default_rng(seed)
+    bad_t = 0
+    if triples:
+        W = np.zeros((K, N), np.float32)
+        cols = [rng.choice(K, 3, replace=False) for _ in range(N)]
+        for j, (p, q, r) in enumerate(cols):
+            W[p, j], W[q, j], W[r, j] = 2.0 ** 24, 1.0, -(2.0 ** 24)
+        done = 0
+        while done < triples:
+            y = run_op(op, torch.ones(M, K, dtype=torch.bfloat16), torch.from_numpy(W).bfloat16()).float()[0].numpy()
+            n = min(N, triples - done)
+            bad_t += sum(model.simulate(W[:, j], M, N, K, mop, th, batch) != y[j] for j in range(n))
+            done += n
+            cols = [rng.choice(K, 3, replace=False) for _ in range(N)]
+            W[:] = 0
+            for j, (p, q, r) in enumerate(cols):
+                W[p, j], W[q, j], W[r, j] = 2.0 ** 24, 1.0, -(2.0 ** 24)
+    bad_s = 0
+    if samples:
+        g = torch.Generator().manual_seed(seed)
+        A = torch.randn(M, K, generator=g).bfloat16()
+        B = torch.randn(K, N, generator=g).bfloat16()
+        y = run_op(op, A, B).float().numpy()
+        An, Bn = A.float().numpy(), B.float().numpy()
+        for _ in range(samples):
+            i, j = int(rng.integers(M)), int(rng.integers(N))
+            v = model.simulate((An[i] * Bn[:, j]).astype(np.float32), M, N, K, mop, th, batch)
+            bad_s += torch.tensor(float(v)).bfloat16().float().item() != y[i, j]
+    return bad_t, bad_s
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--m", type=int, nargs="+", default=[7, 130])
@@ -165,13 +221,20 @@ def main():
     ap.add_argument("--n", type=int, nargs="+", default=[768])
     ap.add_argument("--ops", nargs="+", default=["addmm", "linear"])
     ap.add_argument("--threads", type=int, nargs="+", default=[1])
+    ap.add_argument("--batch", type=int, default=12, help="slices of the bmm op (default 12: GPT-2 124M's heads)")
     ap.add_argument("--mrange", type=int, nargs=3, metavar=("FROM", "TO", "STEP"),
                     help="rows FROM, FROM + STEP, ... below TO (instead of --m); prints only where the starts change")
     ap.add_argument("--cols", action="store_true", help="for a start seen in some columns only, which")
     ap.add_argument("--krange", type=int, nargs=3, metavar=("FROM", "TO", "STEP"),
                     help="K FROM, FROM + STEP, ... below TO (FROM >= 96) at each --m, --n, op and thread count; prints "
                          "only where the chunk changes (the linears' dW: --ops mmta, K = the batch's rows)")
+    ap.add_argument("--triples", type=int, default=0,
+                    help="check the model's whole order (calls, tiles, chains, parts) on this many cancelling triples "
+                         "per shape against torch, instead of listing block starts")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="with --triples: also this many outputs of a product of random bf16 operands")
     args = ap.parse_args()
+    BATCH[0] = args.batch
     print(f"torch {torch.__version__}")
     if args.krange or args.mrange:
         # one of M (--mrange: each --k) or K (--krange: each --m) scanned; a line where the chunk changes
@@ -182,6 +245,26 @@ def main():
                     for op in args.ops:
                         scan(th, fixed, N, op, args.krange or args.mrange, bool(args.krange))
         return 0
+    if args.triples:
+        total = 0
+        for th in args.threads:
+            torch.set_num_threads(th)
+            for M in args.m:
+                for K in args.k:
+                    for N in args.n:
+                        for op in args.ops:
+                            bt, bs = order_check(M, K, N, op, th, args.triples, args.samples)
+                            if bt is None:
+                                print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: not AMX (not modelled here)")
+                                continue
+                            total += bt + bs
+                            mop = "matmul" if op == "bmm" else op
+                            b = BATCH[0] if op == "bmm" else 1
+                            print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: tiles {model.tiles(M, N, K, mop, th, b)} "
+                                  f"triples {args.triples - bt}/{args.triples}"
+                                  + (f" random {args.samples - bs}/{args.samples}" if args.samples else ""), flush=True)
+        print("all as modelled" if total == 0 else f"{total} differ")
+        return 1 if total else 0
     for th in args.threads:
         torch.set_num_threads(th)
         for M in args.m:

@@ -185,13 +185,14 @@ typedef struct {
   float e, o, acc, sum;
 } amx_state;
 
-// Pair p of P (chunks of Pc pairs): the even product into E, the odd into O; at the end of a tile
-// acc += E + O; at the end of a chunk the chunk's acc joins the sum.
-static void amx_step(amx_state *s, uint32_t a, uint32_t b, int p, int P, int Pc) {
+// Pair p of P (chunks of Pc pairs, tiles of Pt pairs from each chunk's start): the even product
+// into E, the odd into O; at the end of a tile acc += E + O; at the end of a chunk the chunk's acc
+// joins the sum.
+static void amx_step(amx_state *s, uint32_t a, uint32_t b, int p, int P, int Pc, int Pt) {
   s->e = ftz(s->e + ftz(bf16_pair_lo(a) * bf16_pair_lo(b)));
   s->o = ftz(s->o + ftz(bf16_pair_hi(a) * bf16_pair_hi(b)));
   bool chunk_end = p + 1 == P || (p + 1) % Pc == 0;
-  if (!chunk_end && (p + 1) % 16 != 0) return;
+  if (!chunk_end && (p % Pc + 1) % Pt != 0) return;
   s->acc = ftz(s->acc + ftz(s->e + s->o));
   s->e = s->o = 0.0f;
   if (!chunk_end) return;
@@ -281,8 +282,8 @@ static float scalar_dot(bf16_order ord, const vec_src *a, const vec_src *b, int 
   }
 }
 
-static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int K, int Pc, const uint32_t *Bs, int ldbs, int M,
-                               int ncols, float alpha, const float *bias, float *C, int ldc) {
+static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int K, int Pc, int Pt, const uint32_t *Bs, int ldbs,
+                               int M, int ncols, float alpha, const float *bias, float *C, int ldc) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   if (ord >= ORDER_GEMM512) {
     for (int i = 0; i < M; i++)
@@ -302,7 +303,7 @@ static void strip_scalar_order(bf16_order ord, const uint32_t *Ap, int P, int K,
         for (int p = 0; p < P; p++) {
           uint32_t a = Ap[(size_t)i * P + p], b = Bs[(size_t)p * ldbs + j];
           if (ord == ORDER_SEQ) acc = seq_step(acc, a, b);
-          else amx_step(&st, a, b, p, P, Pc);
+          else amx_step(&st, a, b, p, P, Pc, Pt);
         }
       float v = alpha * (ord == ORDER_AMX ? st.sum : acc);
       C[(size_t)i * ldc + j] = bias ? bias[j] + v : v;
@@ -501,7 +502,8 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
           const int p0 = plan->start[t], len = plan->start[t + 1] - p0;
           amx_state st = {0.0f, 0.0f, 0.0f, 0.0f};
           for (int p = p0; p < p0 + len; p++)
-            amx_step(&st, pair_a(A, ra, ka, i, p, K), pair_b(B, ldb, trans_b, Bp, P, j, p, K), p - p0, len, plan->chunk > 0 ? plan->chunk : len);
+            amx_step(&st, pair_a(A, ra, ka, i, p, K), pair_b(B, ldb, trans_b, Bp, P, j, p, K), p - p0, len,
+                     plan->chunk > 0 ? plan->chunk : len, plan->tile[t]);
           v[t] = st.sum;
         }
         sum = join_segments(plan, v, 1);
@@ -529,12 +531,12 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
 void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, bool trans_b, const uint32_t *Bp,
                              const float *bias, float alpha, float *C, int ldc, int M, int N, int K) {
   gm_bf16_amx_plan plan;
-  (void)gm_bf16_amx_plan_for(M, N, K, false, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, bias != NULL, 1, &plan);
+  (void)gm_bf16_amx_plan_for(M, N, K, false, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, bias != NULL, 1, 1, &plan);
   unpacked(A, lda, false, B, ldb, trans_b, Bp, bias, alpha, C, ldc, M, N, K, &plan, false);
 }
 
 // The AMX order's bodies (matmul_isa.h), by what the host has.
-typedef void (*amx_body)(const uint32_t *, int, int, const uint32_t *, int, int, int, float, const float *, float *, int);
+typedef void (*amx_body)(const uint32_t *, int, int, int, const uint32_t *, int, int, int, float, const float *, float *, int);
 
 // One product's operands and choices, shared by its threads (run below).
 typedef struct {
@@ -567,8 +569,8 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
       const int p0 = q->plan->start[t], len = q->plan->start[t + 1] - p0, kt = (t + 1 < np ? 2 * len : q->K - 2 * p0);
       const uint32_t *at = Ap + (size_t)q->M * p0 + (size_t)r0 * len, *bt = strip + (size_t)p0 * STRIP;
       float *st = part + (size_t)t * mr * STRIP;
-      if (q->simd) q->amx(at, len, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
-      else strip_scalar_order(q->ord, at, len, kt, q->Pc, bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
+      if (q->simd) q->amx(at, len, q->Pc, q->plan->tile[t], bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
+      else strip_scalar_order(q->ord, at, len, kt, q->Pc, q->plan->tile[t], bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
     }
     for (int i = 0; i < mr; i++)
       for (int j = 0; j < nc; j++) {
@@ -578,10 +580,11 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
   } else if (q->ord == ORDER_VDP) {
     if (q->simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
     else strip_scalar(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
-  } else if (q->simd && q->ord == ORDER_AMX) q->amx(Ap, P, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  } else if (q->simd && q->ord == ORDER_AMX) q->amx(Ap, P, q->Pc, q->plan->tile[0], strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd && q->ord == ORDER_ROW16) gm_bf16_row16_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
-  else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, q->plan ? q->plan->tile[0] : 16, strip, STRIP, mr, nc, q->alpha, bj, C,
+                          q->ldc);
   if (q->round_c) gm_round_rows(GM_BF16, C, (size_t)q->ldc, mr, nc); // the block is complete: rounded while in cache
 }
 
@@ -601,7 +604,8 @@ static int row_block(const product *q) {
 // pairs Bp [P, N] (packed once). With trans_a, op(A) = A^T is packed straight from A [K, M]; with
 // round_c, each block of C is rounded to bf16 once it is complete.
 static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const uint32_t *Bp, const float *bias,
-                float alpha, float *C, int ldc, int M, int N, int K, int threads, bool round_c, bool slice) {
+                float alpha, float *C, int ldc, int M, int N, int K, int threads, bool round_c, int batch, int plan_threads) {
+  const bool slice = batch > 0; // one slice of a batched product of `batch` slices (0: a 2-D product)
   if (M <= 0 || N <= 0) return;
   if (threads <= 0) threads = omp_get_max_threads();
   int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
@@ -609,7 +613,8 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   bf16_order ord = order_for(M, N, K, trans_a, b_trans, slice);
   // torch's thread count (the chunk and the K split depend on it)
   gm_bf16_amx_plan plan;
-  if (ord == ORDER_AMX) (void)gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, threads, &plan);
+  if (ord == ORDER_AMX) (void)gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, plan_threads > 0 ? plan_threads : threads,
+                                                    slice ? batch : 1, &plan);
   const int np = ord == ORDER_AMX ? plan.n_seg : 1;
   const gm_simd_level isa = gm_cpu_simd();
   const amx_body amx = ord != ORDER_AMX          ? NULL
@@ -694,17 +699,17 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
 
 void gm_matmul_bf16(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                     float *C, int ldc, int M, int N, int K, int threads) {
-  run(A, lda, false, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, false);
+  run(A, lda, false, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, 0, 0);
 }
 
 void gm_matmul_bf16_ta(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float alpha,
                       float *C, int ldc, int M, int N, int K, int threads) {
-  run(A, lda, true, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, false);
+  run(A, lda, true, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, 0, 0);
 }
 
 void gm_matmul_bf16_packed(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C, int ldc,
                            int M, int N, int K, int threads) {
-  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, false, false);
+  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, false, 0, 0);
 }
 
 int gm_matmul_bf16_packed_t_rounded(const float *A, int lda, const uint32_t *Xp, float *C, int ldc, int M, int N, int K,
@@ -715,17 +720,17 @@ int gm_matmul_bf16_packed_t_rounded(const float *A, int lda, const uint32_t *Xp,
   uint32_t *Bt = scratch(GM_SCRATCH_BF16_BALL, gm_bf16_packed_size(K, N) * sizeof(uint32_t), KEEP_MAX_B, &owned);
   if (!Bt) return -1;
   gm_bf16_pack_transposed(Xp, N, K, Bt, threads); // the pairs of X^T [K, N]
-  run(A, lda, false, NULL, 0, false, Bt, NULL, 1.0f, C, ldc, M, N, K, threads, true, false);
+  run(A, lda, false, NULL, 0, false, Bt, NULL, 1.0f, C, ldc, M, N, K, threads, true, 0, 0);
   scratch_done(Bt, owned);
   return 0;
 }
 
 void gm_matmul_bf16_packed_rounded(const float *A, int lda, const uint32_t *Bp, const float *bias, float alpha, float *C,
                                    int ldc, int M, int N, int K, int threads) {
-  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, true, false);
+  run(A, lda, false, NULL, 0, false, Bp, bias, alpha, C, ldc, M, N, K, threads, true, 0, 0);
 }
 
 void gm_matmul_bf16_slice(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b, const float *bias,
-                          float alpha, float *C, int ldc, int M, int N, int K, int threads) {
-  run(A, lda, trans_a, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, true);
+                          float alpha, float *C, int ldc, int M, int N, int K, int threads, int batch, int torch_threads) {
+  run(A, lda, trans_a, B, ldb, trans_b, NULL, bias, alpha, C, ldc, M, N, K, threads, false, batch > 0 ? batch : 1, torch_threads);
 }

@@ -1,7 +1,8 @@
 // AMX-BF16 body of gm_matmul_bf16 under the intel-amx target (order and contract in matmul_bf16.c):
-// one TDPBF16PS per 16 pairs of K (a 32-element K tile), which is the order itself: the hardware
-// keeps the even- and odd-index products of the tile in two f32 chains and adds their sum to the
-// accumulator tile (measured with _tile_dpbf16ps, tools/ref/amx_tdpbf16ps_probe.c).
+// one TDPBF16PS per Pt pairs of K (16: a 32-element K tile; fewer where oneDNN's tiles divide a
+// call, onednn_amx.h), which is the order itself: the hardware keeps the even- and odd-index
+// products of the tile in two f32 chains and adds their sum to the accumulator tile (measured with
+// _tile_dpbf16ps, tools/ref/amx_tdpbf16ps_probe.c).
 //
 // Blocking: rows in groups of 32 (two A tiles), the strip's 32 columns as two B tiles, so four
 // 16x16 f32 accumulator tiles each take one TDPBF16PS per K tile, every A and B tile loaded once
@@ -44,18 +45,20 @@ bool gm_bf16_amx_ready(void) {
 
 // Tiles: 0, 1 accumulators of the first row block (m0 rows x 16 f32, columns 0-15 and 16-31);
 // 2, 3 those of the second row block (m1 rows; unused when m1 = 0); 4, 5 the A tiles of the two
-// row blocks (m0, m1 rows x 16 pairs); 6, 7 the B tiles (16 pairs x 16 columns).
-static void configure(int m0, int m1) {
+// row blocks (m0, m1 rows x pt pairs); 6, 7 the B tiles (pt pairs x 16 columns).
+static void configure(int m0, int m1, int pt) {
   gm_amx_tilecfg c;
   memset(&c, 0, sizeof c);
   c.palette = 1;
   c.rows[0] = c.rows[1] = c.rows[4] = (uint8_t)m0;
-  c.colsb[0] = c.colsb[1] = c.colsb[4] = 64;
+  c.colsb[0] = c.colsb[1] = 64;
+  c.colsb[4] = (uint16_t)(4 * pt);
   if (m1) {
     c.rows[2] = c.rows[3] = c.rows[5] = (uint8_t)m1;
-    c.colsb[2] = c.colsb[3] = c.colsb[5] = 64;
+    c.colsb[2] = c.colsb[3] = 64;
+    c.colsb[5] = (uint16_t)(4 * pt);
   }
-  c.rows[6] = c.rows[7] = 16;
+  c.rows[6] = c.rows[7] = (uint8_t)pt;
   c.colsb[6] = c.colsb[7] = 64;
   gm_amx_load_tilecfg(&c);
 }
@@ -128,9 +131,9 @@ static void load_b_tail(uint32_t btail[16][32], const uint32_t *Bs, int ldbs, in
   for (int q = 0; q < rem; q++) memcpy(btail[q], Bs + (size_t)(full + q) * ldbs, 32 * sizeof(uint32_t));
 }
 
-static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                         const float *bias, float *C, int ldc) {
-  const int rem = P % 16, full = P - rem;
+static void strip_groups(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+                         float alpha, const float *bias, float *C, int ldc) {
+  const int rem = P % Pt, full = P - rem;
   const size_t lda = (size_t)P * 4;
   if (Pc <= 0 || Pc > P) Pc = P;
   // The full K tiles of a misaligned B strip copied once (on the stack when small).
@@ -152,7 +155,7 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, 
     const int mg = M - i0 < 32 ? M - i0 : 32;
     const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
     const bool two = m1 > 0;
-    if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1); cfg0 = m0; cfg1 = m1; }
+    if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1, Pt); cfg0 = m0; cfg1 = m1; }
     const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
     if (i0 == 0) prefetch_rows(C, ldc, 0, mg, ncols);
     int pf = i0 + 32; // the next group's rows of C, a few per K tile
@@ -169,7 +172,7 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, 
       if (two) { _tile_zero(2); _tile_zero(3); }
       int p = c0;
       const int pe = c1 < full ? c1 : full;
-      for (; p < pe; p += 16) {
+      for (; p < pe; p += Pt) {
         K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, two);
         pf = prefetch_some(C, ldc, pf, pf_end, ncols);
       }
@@ -240,15 +243,16 @@ static void load_group(const float *src, int i0, bool two) {
   }
 }
 
-void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                       const float *bias, float *C, int ldc) {
+void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+                       float alpha, const float *bias, float *C, int ldc) {
   const int rem = P % 16, full = P - rem;
   const size_t lda = (size_t)P * 4;
   if (Pc <= 0 || Pc > P) Pc = P;
   // One segment, or A too large for L2 (then it streams from L3 once per strip whatever the order,
-  // and passes along whole rows stream it faster, measured): row groups outermost.
-  if (P <= SEG_PAIRS || (size_t)M * P * 4 > A_L2_BYTES) {
-    strip_groups(Ap, P, Pc, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
+  // and passes along whole rows stream it faster, measured), or tiles narrower than 16 pairs (a
+  // call of K % 32 != 0 elements, at most a few hundred): row groups outermost.
+  if (P <= SEG_PAIRS || (size_t)M * P * 4 > A_L2_BYTES || Pt != 16) {
+    strip_groups(Ap, P, Pc, Pt, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
     return;
   }
   const bool chunks = Pc < P;
@@ -260,7 +264,7 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
   float *acc = gm_matmul_scratch(GM_SCRATCH_AMX_ACC, buf), *sum = chunks ? gm_matmul_scratch(GM_SCRATCH_AMX_SUM, buf) : acc;
   uint32_t *bseg = gm_matmul_scratch(GM_SCRATCH_AMX_BSEG, (size_t)SEG_PAIRS * 32 * sizeof(uint32_t));
   if (!acc || !sum || !bseg) {
-    strip_groups(Ap, P, Pc, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
+    strip_groups(Ap, P, Pc, Pt, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
     return;
   }
   _Alignas(64) uint32_t btail[16][32], atail[32][16];
@@ -280,7 +284,7 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, in
         const int mg = M - i0 < 32 ? M - i0 : 32;
         const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
         const bool two = m1 > 0;
-        if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1); cfg0 = m0; cfg1 = m1; }
+        if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1, 16); cfg0 = m0; cfg1 = m1; }
         const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
         // in the last segment: C's rows of this group (the first) and of the next, a few per K tile
         const bool last = s1 >= c1 && c1 >= P;

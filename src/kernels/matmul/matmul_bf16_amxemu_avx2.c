@@ -1,7 +1,7 @@
 // The intel-amx bf16 order (matmul_bf16.c, ORDER_AMX) with AVX2 arithmetic, for hosts with neither
 // AMX tiles nor the AVX-512 level (a laptop reproducing a Xeon's bits): the bits of the tile kernel,
 // of matmul_bf16_amxemu_avx512.c and of the scalar twin, 32 columns as four 8-lane vectors.
-// Numerics contract, per output (as matmul_bf16_amxemu_avx512.c): within a K tile of 16 pairs the
+// Numerics contract, per output (as matmul_bf16_amxemu_avx512.c): within a K tile of Pt pairs the
 // even elements' products run in one f32 chain E from zero and the odd ones' in O, every product
 // and sum flushed to a signed zero when subnormal (MXCSR's flush-to-zero, set only around
 // chunk_rows); at the tile's end acc = acc + (E + O), flushed; each chunk of Pc pairs' acc joins the
@@ -23,7 +23,7 @@ static inline __m256i lanes_mask(int n) { // lanes [0, n) of 8 set (n may be <= 
 
 // One chunk (pairs [p0, p1) of rows a[0 .. R-1], R <= 2) in the tile order, FTZ set by the caller:
 // the chunk's acc of row r, vector v, to out[V r + v].
-static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int p0, int p1, const uint32_t *Bs, int ldbs, int R,
+static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int p0, int p1, int Pt, const uint32_t *Bs, int ldbs, int R,
                                                  const __m256i m[V], __m256 *out) {
   const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
   __m256 e[2][V], o[2][V], acc[2][V];
@@ -45,7 +45,7 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
         o[r][v] = _mm256_add_ps(o[r][v], _mm256_mul_ps(ahi, bh[v]));
       }
     }
-    if ((p + 1) % 16 != 0 && p + 1 != p1) continue;
+    if ((p + 1 - p0) % Pt != 0 && p + 1 != p1) continue;
     for (int r = 0; r < R; r++)
       for (int v = 0; v < V; v++) {
         acc[r][v] = _mm256_add_ps(acc[r][v], _mm256_add_ps(e[r][v], o[r][v]));
@@ -57,7 +57,7 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
 }
 
 // gm_bf16_strip_amx's arguments and bits (see matmul_isa.h).
-void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
+void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
                                const float *bias, float *C, int ldc) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   __m256i m[V];
@@ -70,7 +70,7 @@ void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, const uint32_t
     for (int x = 0; x < 2 * V; x++) sum[x] = _mm256_setzero_ps();
     for (int p0 = 0; p0 < P; p0 += Pc) { // the chunks' sums in order, plain f32 (the first is the sum)
       _mm_setcsr(csr | MXCSR_FTZ);
-      chunk_rows(Ap + (size_t)i * P, P, p0, P - p0 < Pc ? P : p0 + Pc, Bs, ldbs, R, m, part);
+      chunk_rows(Ap + (size_t)i * P, P, p0, P - p0 < Pc ? P : p0 + Pc, Pt, Bs, ldbs, R, m, part);
       _mm_setcsr(csr);
       for (int x = 0; x < V * R; x++) sum[x] = p0 == 0 ? part[x] : _mm256_add_ps(sum[x], part[x]);
     }

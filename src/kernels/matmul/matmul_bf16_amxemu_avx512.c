@@ -1,8 +1,9 @@
 // The intel-amx bf16 order (matmul_bf16.c, ORDER_AMX) with AVX-512F arithmetic, for hosts that
 // have the AVX-512 level but no usable AMX tiles (a CPU without them, or a VM whose hypervisor
 // leaves XCR0's tile bits off): the bits of the tile kernel and of the scalar twin, 32 columns at
-// once. Numerics contract, per output: within a K tile of 16 pairs, the even elements' products
-// run in one f32 chain E from zero and the odd ones' in another, O; each product and each sum
+// once. Numerics contract, per output: within a K tile of Pt pairs (16 unless oneDNN's tiles
+// divide a call: onednn_amx.h), the even elements' products run in one f32 chain E from zero and
+// the odd ones' in another, O; each product and each sum
 // flushed to a signed zero when subnormal (what TDPBF16PS does); at the tile's end
 // acc = ftz(acc + ftz(E + O)); at the end of a chunk of Pc pairs the chunk's acc joins the sum of
 // the chunks before it (plain f32 add, the first chunk is the sum); then alpha * sum (+ bias).
@@ -23,9 +24,9 @@
 enum { MXCSR_FTZ = 0x8000 };
 
 // One chunk (pairs [p0, p1) of rows a[0 .. R-1], R <= 4) in the tile order, with FTZ set: E and O
-// per tile of 16 pairs (counted from pair 0), acc += E + O at each tile's end; the chunk's acc of
+// per tile of Pt pairs (counted from the chunk's start), acc += E + O at each tile's end; the chunk's acc of
 // row r, columns 0-15 and 16-31, to out[2 r], out[2 r + 1].
-static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int p0, int p1, const uint32_t *Bs, int ldbs,
+static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int p0, int p1, int Pt, const uint32_t *Bs, int ldbs,
                                                  int R, __mmask16 m0, __mmask16 m1, __m512 *out) {
   const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
   __m512 e[4][2], o[4][2], acc[4][2];
@@ -44,7 +45,7 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
         o[r][h] = _mm512_add_ps(o[r][h], _mm512_mul_ps(ahi, bh[h]));
       }
     }
-    if ((p + 1) % 16 != 0 && p + 1 != p1) continue;
+    if ((p + 1 - p0) % Pt != 0 && p + 1 != p1) continue;
     for (int r = 0; r < R; r++)
       for (int h = 0; h < 2; h++) {
         acc[r][h] = _mm512_add_ps(acc[r][h], _mm512_add_ps(e[r][h], o[r][h]));
@@ -56,9 +57,9 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
 }
 
 // A strip of pre-paired B (row stride ldbs, ncols <= 32 columns kept) for M rows of pre-paired A
-// (rows of P pairs), K chunks of Pc pairs (a multiple of 16; 0: one chunk): gm_bf16_strip_amx's
+// (rows of P pairs), K chunks of Pc pairs (a multiple of Pt; 0: one chunk), tiles of Pt pairs: gm_bf16_strip_amx's
 // arguments and bits.
-void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols,
+void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
                                  float alpha, const float *bias, float *C, int ldc) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   const int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
@@ -73,7 +74,7 @@ void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, const uint32
     for (int x = 0; x < 8; x++) sum[x] = _mm512_setzero_ps();
     for (int p0 = 0; p0 < P; p0 += Pc) { // the chunks' sums in order, plain f32 (the first is the sum)
       _mm_setcsr(csr | MXCSR_FTZ);
-      chunk_rows(Ap + (size_t)i * P, P, p0, P - p0 < Pc ? P : p0 + Pc, Bs, ldbs, R, m0, m1, part);
+      chunk_rows(Ap + (size_t)i * P, P, p0, P - p0 < Pc ? P : p0 + Pc, Pt, Bs, ldbs, R, m0, m1, part);
       _mm_setcsr(csr);
       for (int x = 0; x < 2 * R; x++) sum[x] = p0 == 0 ? part[x] : _mm512_add_ps(sum[x], part[x]);
     }

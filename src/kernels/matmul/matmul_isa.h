@@ -145,16 +145,21 @@ float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum
 // chunk); the segments are oneDNN's threads' parts of K, added in order ((S0 + S1) + S2) ...,
 // except that with `tail` the last segment is the K tail's own call (the partial 32-element tile)
 // and joins the segment before it (that part's sum is S + T) instead of being a part of its own.
-// with_sum: a bias (torch's addmm and linear give oneDNN a sum post-op). Returns false where the
-// model does not reach (oneDNN's GEMV path for N = 1, an odd K of a transposed A, dimensions past
-// 2^21): then one chunk, no split.
+// Segment t's tiles hold tile[t] pairs each (16, or fewer where oneDNN's tiles divide its calls:
+// onednn_amx.h, tile and last_tile; the last call then is a tail segment of its own when its tiles
+// differ from the other calls'). with_sum: a bias (torch's addmm and linear give oneDNN a sum
+// post-op); batch: slices of a 3-D product (1 for 2-D). Returns false where the model does not
+// reach (oneDNN's GEMV path for N = 1, an odd K of a transposed A, dimensions past 2^21): then one
+// chunk, no split, tiles of 16 pairs.
 enum { GM_BF16_AMX_MAX_SEGS = 65 };
 typedef struct {
   int chunk, n_seg;
   bool tail;
   int start[GM_BF16_AMX_MAX_SEGS + 1];
+  int tile[GM_BF16_AMX_MAX_SEGS];
 } gm_bf16_amx_plan;
-bool gm_bf16_amx_plan_for(int M, int N, int K, bool trans_a, bool trans_b, bool with_sum, int threads, gm_bf16_amx_plan *out);
+bool gm_bf16_amx_plan_for(int M, int N, int K, bool trans_a, bool trans_b, bool with_sum, int threads, int batch,
+                          gm_bf16_amx_plan *out);
 // matmul_bf16_avx512.c (AVX512-BF16): a strip of pre-paired B for M rows of pre-paired A.
 void gm_bf16_strip_avx512bf16(const uint32_t *Ap, int P, int Pb, const uint32_t *Bs, int ldbs, int M, int ncols,
                               float alpha, const float *bias, float *C, int ldc);// The intel-amx one-row order (one f32 chain over k), same arguments less the block size.
@@ -175,17 +180,18 @@ void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t 
 void gm_bf16_transpose_strip_avx512(const uint32_t *Bp, int K, int N, int t, uint32_t *dst);
 // matmul_bf16_amx.c (AMX-BF16 tiles, the intel-amx order): a strip of pre-paired B (row stride
 // ldbs pairs, 32 columns, ncols of them kept) for M rows of pre-paired A (rows of P pairs); K chunks
-// of Pc pairs (a multiple of 16; 0: one chunk). gm_bf16_amx_ready asks Linux for the tile state
-// once per process (false when refused: then the scalar twin runs).
+// of Pc pairs (a multiple of Pt; 0: one chunk), each in tiles of Pt pairs (1..16) from its start,
+// the last one partial. gm_bf16_amx_ready asks Linux for the tile state once per process (false
+// when refused: then the scalar twin runs).
 bool gm_bf16_amx_ready(void);
-void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                       const float *bias, float *C, int ldc);
+void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+                       float alpha, const float *bias, float *C, int ldc);
 // matmul_bf16_amxemu_avx512.c (AVX-512F): the same order and arguments, without tiles (a host
 // with the AVX-512 level whose AMX tiles are absent or off).
-void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols,
-                                 float alpha, const float *bias, float *C, int ldc);
+void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M,
+                                 int ncols, float alpha, const float *bias, float *C, int ldc);
 // matmul_bf16_amxemu_avx2.c (AVX2): the same order and arguments on the AVX2 level.
-void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                               const float *bias, float *C, int ldc);
+void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+                               float alpha, const float *bias, float *C, int ldc);
 
 #endif

@@ -32,7 +32,7 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 static bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 typedef struct {
-  int64_t M, N, K, nthr;
+  int64_t M, N, K, nthr, batch; // batch: slices of a 3-D product
   bool copy_a;      // A given transposed: copied to a buffer
   bool lda_pow2;    // a plain A with a large power-of-2 row stride
   int64_t nthr_k, nthr_mnb;
@@ -66,8 +66,8 @@ static int64_t chunk_bytes(micro_t *s) {
 
 static float thread_balance(const micro_t *s) {
   int64_t nMc = div_up(s->M, s->m_elems), nNc = div_up(s->N, s->n_elems);
-  float mnb = (((1.0f * ((float)s->M / (float)s->m_elems)) * ((float)s->N / (float)s->n_elems)) /
-               (float)rnd_up(nMc * nNc, s->nthr_mnb)) * (float)s->nthr_mnb;
+  float mnb = ((((float)s->batch * ((float)s->M / (float)s->m_elems)) * ((float)s->N / (float)s->n_elems)) /
+               (float)rnd_up(s->batch * nMc * nNc, s->nthr_mnb)) * (float)s->nthr_mnb;
   float kps = 1.0f;
   if (s->nthr_k > 1) {
     int64_t nKc = div_up(s->K, s->k_elems);
@@ -141,7 +141,7 @@ static void micro_set(micro_t *s, int64_t nthr_k, int64_t n_blk, int64_t n_ch, i
   s->score = micro_score(s);
 }
 
-static void micro_find_best(int64_t M, int64_t N, int64_t K, bool trans_a, int64_t nthr, gm_amx_kconf *out) {
+static void micro_find_best(int64_t M, int64_t N, int64_t K, bool trans_a, int64_t nthr, int64_t batch, gm_amx_kconf *out) {
   int64_t M_blk = min64(M, 64); // the first s * r dividing M (r = 16 .. 13, s = 4 .. 2)
   for (int r = 16, hit = 0; r > 12 && !hit; r--)
     for (int sm = 4; sm > 1 && !hit; sm--)
@@ -149,18 +149,18 @@ static void micro_find_best(int64_t M, int64_t N, int64_t K, bool trans_a, int64
   int64_t N_blk = min64(trans_a ? 64 : 32, N); // B's N block: 32 where the macro heuristic could run
   bool fixed_tail = K % GM_AMX_WEI_K_BLK > 0 && K > GM_AMX_WEI_K_BLK;
   int64_t K_blk = K < GM_AMX_WEI_K_BLK ? rnd_up(K, 2) : (fixed_tail ? GM_AMX_WEI_K_BLK : K);
-  micro_t init = {.M = M, .N = N, .K = K, .nthr = nthr, .copy_a = trans_a,
+  micro_t init = {.M = M, .N = N, .K = K, .nthr = nthr, .batch = batch, .copy_a = trans_a,
                   .lda_pow2 = !trans_a && is_pow2(K) && K >= 8192 / DT, .nthr_k = 1, .nthr_mnb = nthr,
                   .k_blk = K_blk, .bs = max64(K / K_blk, 1), .k_chunk = 1, .m_blk = M_blk, .n_blk = N_blk,
                   .m_chunk = 1, .n_chunk = 1, .m_elems = M_blk, .n_elems = N_blk, .need_buf_a = trans_a};
   init.k_elems = init.k_blk * init.bs;
   micro_t best = init, cur = init;
   int64_t max_k_par = div_up(K, 1024);
-  int64_t max_nthr_k = min64(max64(1, min64(7, nthr / 8)), max_k_par);
+  int64_t max_nthr_k = batch == 1 ? min64(max64(1, min64(7, nthr / 8)), max_k_par) : 1; // no K split of a 3-D product
   for (int64_t nthr_k = 1; nthr_k <= max_nthr_k; nthr_k++) {
     int64_t nthr_bmn = nthr / nthr_k;
     int64_t num_M_blk = div_up(M, M_blk), num_N_blk = div_up(N, N_blk);
-    int64_t npw = num_M_blk * num_N_blk * min64(max_k_par, nthr_k);
+    int64_t npw = batch * num_M_blk * num_N_blk * min64(max_k_par, nthr_k);
     bool lot2 = npw > 16 * nthr, low_par = (double)npw < 1.5 * (double)nthr;
     int64_t min_M_blk = low_par && M_blk > 32 ? div_up(M_blk, 2) : M_blk;
     int64_t min_N_blk = N_blk; // B's layout is given: no smaller N block
@@ -180,7 +180,7 @@ static void micro_find_best(int64_t M, int64_t N, int64_t K, bool trans_a, int64
         for (int64_t n_ch = dN; n_ch >= 1; n_ch--)
           for (int64_t m_ch = dM; m_ch >= 1; m_ch--) {
             micro_set(&cur, nthr_k, n_blk, n_ch, mc[i], m_ch);
-            int64_t work = div_up(M, mc[i] * m_ch) * div_up(N, n_blk * n_ch);
+            int64_t work = batch * div_up(M, mc[i] * m_ch) * div_up(N, n_blk * n_ch);
             if (work < nthr_bmn * 3 && work % nthr_bmn != 0 && max_nthr_k == 1) continue;
             if (cur.score > best.score) best = cur, found = true;
           }
@@ -190,7 +190,7 @@ static void micro_find_best(int64_t M, int64_t N, int64_t K, bool trans_a, int64
     }
   }
   *out = (gm_amx_kconf){(int)best.k_blk, (int)best.k_chunk, (int)best.bs, (int)best.nthr_k, (int)best.m_blk,
-                        (int)(best.lda ? best.lda : K)};
+                        (int)(best.lda ? best.lda : K), false, false};
 }
 
 // oneDNN's balance211: the first item of thread tid when n items are shared by team threads.
@@ -199,17 +199,45 @@ static int64_t balance211_start(int64_t n, int64_t team, int64_t tid) {
   return tid <= t1 ? n1 * tid : t1 * n1 + (tid - t1) * n2;
 }
 
-int gm_onednn_amx_blocking(int M, int N, int K, bool trans_a, bool trans_b, bool with_sum, int nthr,
+// skip_extendable_k's test for one call of r elements: r splits into ceil(r / 32) equal tiles of
+// an even number of elements.
+static bool common_tile(int64_t r) {
+  int64_t n = div_up(r, GM_AMX_WEI_K_BLK);
+  return r % n == 0 && (r / n) % 2 == 0;
+}
+
+// brgemm's K tile for a call of r elements that may not read past K (init_kernel_blocking): the
+// largest even i <= 32 dividing r (2 when none does).
+static int rd_block(int64_t r) {
+  for (int i = GM_AMX_WEI_K_BLK; i > 2; i -= 2)
+    if (r % i == 0) return i;
+  return 2;
+}
+
+// The tiles of the calls (onednn_amx.h: tile, last_tile) for the chosen blocking: under the macro
+// heuristic with K % 32 != 0 and A contiguous, oneDNN skips "extendable K" when every call (k_blk
+// elements, and the last call's K % k_blk) splits into equal even tiles, unless A is copied inside
+// the kernel; the calls then run brgemm's divisor tiles (tools/ref/onednn_amx_blocking.py, tiles).
+static void set_tiles(const gm_amx_kconf *c, int64_t K, gm_amx_blocking *out) {
+  out->tile = out->last_tile = GM_AMX_WEI_K_BLK;
+  if (K % GM_AMX_WEI_K_BLK == 0 || !c->macro || c->fused_copy_a || c->lda != K) return;
+  int64_t step = (int64_t)c->k_blk * c->bs, whole = min64(step, K), tail = step < K ? K % step : 0;
+  if (!common_tile(whole) || (tail && !common_tile(tail))) return; // extendable K: tiles of 32
+  out->tile = rd_block(whole);
+  out->last_tile = tail ? rd_block(tail) : out->tile;
+}
+
+int gm_onednn_amx_blocking(int M, int N, int K, bool trans_a, bool trans_b, bool with_sum, int nthr, int batch,
                            gm_amx_blocking *out) {
   (void)with_sum; // a sum post-op emits no vector code in the AMX kernels: no effect on the choice
-  if (M < 1 || N < 1 || K < 1 || nthr < 1) return -1;
-  if ((int64_t)M * N * K <= 16 * 16 * 16) return GM_AMX_NOT_ONEDNN; // torch keeps it in ATen
-  if (M == 1 || N == 1) return GM_AMX_NOT_AMX;                      // oneDNN's GEMV path
+  if (M < 1 || N < 1 || K < 1 || nthr < 1 || batch < 1) return -1;
+  if ((int64_t)M * N * K * batch <= 16 * 16 * 16) return GM_AMX_NOT_ONEDNN; // torch keeps it in ATen
+  if (M == 1 || N == 1) return GM_AMX_NOT_AMX;                              // oneDNN's GEMV path
   gm_amx_kconf c;
-  int r = trans_a ? 0 : gm_onednn_amx_macro(M, N, K, trans_b, nthr, &c);
+  int r = trans_a ? 0 : gm_onednn_amx_macro(M, N, K, trans_b, nthr, batch, &c);
   if (r < 0) return -1;
   if (r == 0) {
-    micro_find_best(M, N, K, trans_a, nthr, &c);
+    micro_find_best(M, N, K, trans_a, nthr, batch, &c);
     // the AMX kernel declines a "small shape": the bytes of one A block (M_blk rows of LDA) <= 126
     if ((int64_t)DT * c.m_blk * c.lda <= 126) return GM_AMX_NOT_AMX;
     // an odd K over one tile under the micro heuristic: not modelled (K <= 32 is one call anyway)
@@ -219,6 +247,7 @@ int gm_onednn_amx_blocking(int M, int N, int K, bool trans_a, bool trans_b, bool
   }
   int64_t step = (int64_t)c.k_blk * c.bs;
   out->chunk = step >= K ? 0 : (int)step;
+  set_tiles(&c, K, out);
   out->tail = 0;
   if (K > c.k_blk && K % c.k_blk != 0) {
     int64_t last = (div_up(K, step) - 1) * step;

@@ -54,12 +54,12 @@ static float dram_bw(int x) {
 }
 
 typedef struct {
-  int64_t M, N, K, nthr; // the problem (batch 1) and all threads
+  int64_t M, N, K, nthr, batch; // the problem (batch: slices of a 3-D product) and all threads
   bool trans_b;
   int64_t nthr_b, nthr_m, nthr_k, nthr_n, nthr_;
   int64_t m_pt, k_pt, n_pt, b_pt; // per thread
   int64_t m_tmul, n_tmul, k_tmul, m_dec, n_dec;
-  bool horiz, a_nt;
+  bool horiz, a_nt, fused_copy_a;
   int64_t k_blk, k_chunk, m_chunk, n_chunk, m_blk, n_blk;
   float score;
 } macro_t;
@@ -77,7 +77,7 @@ static int candidates(int64_t dim_pt, int64_t dec, int *out) {
 
 static void set_divs(macro_t *s, int64_t b, int64_t m, int64_t k, int64_t n) {
   s->nthr_b = b, s->nthr_m = m, s->nthr_k = k, s->nthr_n = n;
-  s->m_pt = div_up(s->M, m), s->k_pt = div_up(s->K, k), s->n_pt = div_up(s->N, n), s->b_pt = div_up(1, b);
+  s->m_pt = div_up(s->M, m), s->k_pt = div_up(s->K, k), s->n_pt = div_up(s->N, n), s->b_pt = div_up(s->batch, b);
 }
 
 static void set_tmul_and_dec(macro_t *s) {
@@ -93,7 +93,7 @@ static bool divs_ok(const macro_t *s) {
   bool bad_k = s->k_pt < MIN_K_ELEM && s->nthr_k > 1;
   int64_t n_min = s->nthr_k == 1 && s->k_pt < K_WRITE_BOUND ? MIN_N_WRITE_BOUND : MIN_MN_ELEM;
   bool bad_n = rnd_up(s->n_pt, s->n_tmul) < n_min && s->nthr_n > 1;
-  return !(bad_m || bad_k || bad_n || s->nthr_b > 1);
+  return !(bad_m || bad_k || bad_n || s->nthr_b > s->batch);
 }
 
 // The K block whose A (l1_dim = m_dec) or B (n_dec) slice fits the L1 beside the C tiles.
@@ -240,11 +240,15 @@ static bool set_blocking(macro_t *s, search_t *st, bool force_h, bool force_b) {
     s->k_blk = k_blk_h, s->k_chunk = st->best_k_h;
     s->n_blk = min64(st->best_n_h * nd, s->N), s->n_chunk = 1;
     s->m_blk = md, s->m_chunk = div_up(s->m_pt, md);
+    // A copied inside the kernel when K is not a multiple of the tile and A meets three or more
+    // 32-column blocks per call (use_fused_copy_a)
+    s->fused_copy_a = s->K % GM_AMX_WEI_K_BLK != 0 && s->n_blk >= nd * 3 && s->k_blk >= 128;
   } else {
     s->k_blk = k_blk_v, s->k_chunk = st->best_k_v;
     s->n_blk = nd, s->n_chunk = div_up(s->n_pt, nd);
     s->m_blk = min64(st->best_m_v * md, s->M), s->m_chunk = 1;
     s->a_nt = true;
+    s->fused_copy_a = false;
   }
   s->score = scores(s);
   return true;
@@ -307,13 +311,13 @@ static float scores(const macro_t *s) {
   float gemm_cycles = (b_tr_h + s1_cycles) + ((num_strip - 1.0f) * sm_cycles);
   float red = 0.0f;
   if (s->nthr_k != 1) {
-    if (!(mpt * npt * ACC * 2 < L2_THRESHOLD)) return 0.0f;
+    if (!(mpt * npt * ACC * 2 < L2_THRESHOLD && s->batch == 1)) return 0.0f; // (no K split of a 3-D product)
     float rd_bytes = (float)(s->M * rnd_up(s->N, 16) * ACC * (s->nthr_k - 1) / (s->nthr_m * s->nthr_n));
     float rd = a_size + b_size + d_size < L2_THRESHOLD ? rd_bytes / dram_bw(2) : rd_bytes / LLC_BW;
     float wr = (float)(s->M * s->N * DT / (s->nthr_m * s->nthr_n)) / dram_bw(1);
     red = (rd + wr) + 25000.0f;
   }
-  float total_macs = (float)(s->M * s->K * s->N);
+  float total_macs = (float)(s->M * s->K * s->N * s->batch);
   float total_cycles = (gemm_cycles + red) * (float)s->b_pt;
   float peak = (float)(1024 / DT * s->nthr);
   return (total_macs / peak) / total_cycles;
@@ -354,14 +358,15 @@ static int small_dims(int64_t M, int64_t N, int64_t K, bool trans_b, int64_t nth
   return 0;
 }
 
-int gm_onednn_amx_macro(int M, int N, int K, bool trans_b, int nthr, gm_amx_kconf *out) {
-  if (M > MAX_DIM || N > MAX_DIM || K > MAX_DIM || (double)M * N * K > 4.0e18) return -1;
+int gm_onednn_amx_macro(int M, int N, int K, bool trans_b, int nthr, int batch, gm_amx_kconf *out) {
+  if (M > MAX_DIM || N > MAX_DIM || K > MAX_DIM || batch < 1 || batch > MAX_DIM || (double)M * N * K * batch > 4.0e18)
+    return -1;
   int64_t sd_m_blk = 0;
-  if (small_dims(M, N, K, trans_b, nthr, &sd_m_blk)) {
-    *out = (gm_amx_kconf){K, 1, 1, 1, (int)sd_m_blk, K};
+  if (batch == 1 && small_dims(M, N, K, trans_b, nthr, &sd_m_blk)) { // (the shortcuts are for 2-D products)
+    *out = (gm_amx_kconf){K, 1, 1, 1, (int)sd_m_blk, K, true, false};
     return 1;
   }
-  macro_t init = {.M = M, .N = N, .K = K, .nthr = nthr, .trans_b = trans_b, .nthr_b = 1, .nthr_m = 1,
+  macro_t init = {.M = M, .N = N, .K = K, .nthr = nthr, .batch = batch, .trans_b = trans_b, .nthr_b = 1, .nthr_m = 1,
                   .nthr_k = 1, .nthr_n = 1, .nthr_ = nthr, .m_dec = 32, .n_dec = 32, .a_nt = true,
                   .k_blk = K, .k_chunk = 1, .m_chunk = 1, .n_chunk = 1};
   macro_t best = init, cur = init;
@@ -392,6 +397,6 @@ int gm_onednn_amx_macro(int M, int N, int K, bool trans_b, int nthr, gm_amx_kcon
     if (set_blocking(&cur, st, true, true) && better(&cur, &best)) best = cur;
   }
   if (best.score == 0.0f) return 0;
-  *out = (gm_amx_kconf){(int)best.k_blk, (int)best.k_chunk, 1, (int)best.nthr_k, (int)best.m_blk, K};
+  *out = (gm_amx_kconf){(int)best.k_blk, (int)best.k_chunk, 1, (int)best.nthr_k, (int)best.m_blk, K, true, best.fused_copy_a};
   return 1;
 }

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""bf16 goldens of oneDNN's AMX K tiles for a K that is not a multiple of 32 on intel-amx (issue 23),
+for tests/test_bf16_amx_tiles.c.
+
+Under the macro heuristic, when every brgemm call of a product splits into equal even K tiles of at
+most 32 elements, oneDNN skips its "extendable K" and runs the calls in tiles of that width (K 300 in
+one call: ten tiles of 30, where 32-element tiles and a partial one were modelled), unless it copies
+A inside the kernel (tools/ref/onednn_amx_blocking.py, tiles()). The attention's P @ V (torch.bmm of
+batch x heads slices, K = the prompt's length) meets it at most prompt lengths; 3-D products also
+choose their blocking over the whole batch. Each product here is run by torch on 1 thread (out1) and
+2 threads (out2), and where it says so on 4 (out4):
+  bmm     torch.bmm(A [B, M, K], W [B, K, N]), slices 0 and B - 1 stored, every row (rows ROWS(M)
+          where M N > 19200);
+  matmul  torch.matmul(A, W), no bias;     addmm  torch.addmm(bias, A, W);
+  linear  F.linear(A, W.T.contiguous(), bias) (B transposed);
+the 2-D ones store rows ROWS(M), every column. The operands are not stored: rows 0 and 1 of A (of
+each slice) are ones, the rest value(); W's first N // 2 columns hold a cancelling triple (+2^24, 1,
+-2^24 at three K positions from triple(); a column whose positions collide holds values) and the
+rest value(), so the probe rows show where tiles, calls and parts meet, the others the rounding of
+ordinary sums. Must run on an Intel CPU with AMX-BF16, oneDNN not capped. Writes
+tests/golden/targets/intel-amx/bf16_amx_tiles/products.safetensors.
+  /work/venv/bin/python tools/ref/gen_bf16_amx_tiles_goldens.py
+"""
+import json
+import os
+
+import torch
+from safetensors.torch import save_file
+
+from gm_inputs import cpu_model, host_is_intel_amx
+
+OUT = os.path.join("tests", "golden", "targets", "intel-amx", "bf16_amx_tiles")
+# (M, K, N, op, batch); what the model says (1 thread / 2 threads) in the comment
+PRODUCTS = [
+    (300, 300, 64, "bmm", 12),    # P @ V at 300 tokens: one call, tiles of 30
+    (60, 60, 64, "bmm", 12),      # 60 tokens: tiles of 30
+    (150, 150, 64, "bmm", 12),    # tiles of 30
+    (100, 100, 64, "bmm", 12),    # 100 = 4 x 25 (odd): extendable K, tiles of 32 and a partial one
+    (300, 64, 300, "bmm", 12),    # q @ k^T at 300 tokens (K a multiple of 32)
+    (300, 300, 64, "matmul", 1),  # 2-D: tiles of 30
+    (300, 300, 128, "matmul", 1), # A copied in the kernel (three 32-column blocks): tiles of 32
+    (300, 300, 1024, "matmul", 1),  # vertical traversal: tiles of 30
+    (7, 300, 96, "linear", 1),    # B transposed: tiles of 30
+    (7, 150, 768, "addmm", 1),    # A copied in the kernel: tiles of 32
+    (60, 2000, 768, "linear", 1), # 2 threads: calls of 352, a K split, the last call (240) in tiles of 30
+    (300, 300, 128, "bmm", 12, (1, 2, 4)),  # head size 128: on 4 threads the batch keeps tiles of 32 (2-D: 30)
+]
+SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
+
+
+def rows(M):
+    return sorted({0, 1, 2, M // 2, M - 1})
+
+
+def value(n, salt, offset=0):
+    """value(idx, salt) for idx = offset..offset+n-1: u = (idx * 2654435761 + salt * 40503) mod 2^32;
+    +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10), minus when bit 31 of u is set. Exact in bf16."""
+    idx = torch.arange(offset, offset + n, dtype=torch.int64)
+    u = (idx * 2654435761 + salt * 40503) & 0xFFFFFFFF
+    mant = (128 + (u >> 8) % 128).to(torch.float64)
+    e = (7 + (u >> 15) % 10).to(torch.float64)
+    sign = torch.where((u >> 31) & 1 == 1, -1.0, 1.0).to(torch.float64)
+    return (sign * mant * torch.pow(2.0, -e)).to(torch.float32)
+
+
+def triple(j, s, K):
+    """Column j of slice s: u = ((j + 131 s) * 2654435761 + 7 * 40503) mod 2^32; positions
+    u % K, (u >> 11) % K, (u >> 21) % K for +2^24, 1, -2^24; None when two of them coincide."""
+    u = ((j + 131 * s) * 2654435761 + 7 * 40503) & 0xFFFFFFFF
+    p, q, r = u % K, (u >> 11) % K, (u >> 21) % K
+    return None if len({p, q, r}) < 3 else (p, q, r)
+
+
+def operands(M, K, N, s):
+    """A [M, K] and W [K, N] of slice s (f32 holding bf16 values)."""
+    a = value(M * K, SALT_A, s * M * K).view(M, K)
+    a[:2, :] = 1.0
+    w = value(K * N, SALT_W, s * K * N).view(K, N)
+    for j in range(N // 2):
+        t = triple(j, s, K)
+        if t is None:
+            continue
+        w[:, j] = 0.0
+        w[t[0], j], w[t[1], j], w[t[2], j] = 2.0 ** 24, 1.0, -(2.0 ** 24)
+    return a, w
+
+
+def main():
+    if not host_is_intel_amx():
+        print("gen_bf16_amx_tiles_goldens: skipped (needs an Intel CPU with AMX-BF16, oneDNN not capped)")
+        return
+    t = {}
+    for pi, prod in enumerate(PRODUCTS):
+        M, K, N, op, batch = prod[:5]
+        thread_counts = prod[5] if len(prod) > 5 else (1, 2)
+        ops = [operands(M, K, N, s) for s in range(batch)]
+        A = torch.stack([o[0] for o in ops]).bfloat16()
+        W = torch.stack([o[1] for o in ops]).bfloat16()
+        bias = value(N, SALT_BIAS).bfloat16()
+        for threads in thread_counts:
+            torch.set_num_threads(threads)
+            if op == "bmm":
+                y = torch.bmm(A, W)
+                keep = list(range(M)) if M * N <= 19200 else rows(M)
+                t[f"p{pi}.out{threads}"] = torch.stack([y[0][keep], y[batch - 1][keep]]).contiguous()
+                continue
+            a, w = A[0], W[0]
+            if op == "matmul": y = torch.matmul(a, w)
+            elif op == "addmm": y = torch.addmm(bias, a, w)
+            else: y = torch.nn.functional.linear(a, w.T.contiguous(), bias)
+            t[f"p{pi}.out{threads}"] = y[rows(M)].contiguous()
+        print(f"  p{pi} {op} {M}x{K}x{N} batch {batch}: 1 vs 2 threads "
+              f"{'same' if torch.equal(t[f'p{pi}.out1'], t[f'p{pi}.out2']) else 'differ'}")
+    os.makedirs(OUT, exist_ok=True)
+    meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(),
+            "rows": "bmm: slices 0 and batch - 1, every row where M N <= 19200; else (and 2-D) sorted({0, 1, 2, M // 2, M - 1})",
+            "operands": "A = value((s*M + i)*K + k, 1) with rows 0 and 1 ones, W = value((s*K + k)*N + n, 2) with "
+                        "columns n < N // 2 replaced by triple(n, s, K) where it exists, bias = value(n, 3) (the docstring's)",
+            "settings": "native oneDNN (no ONEDNN_MAX_CPU_ISA / ATEN_CPU_CAPABILITY caps: brg_matmul avx10_1_512_amx); "
+                        "torch.set_num_threads(t) for out<t>; ops as the docstring says",
+            "onednn": "v3.13.3 (ONEDNN_VERBOSE)"}
+    save_file(t, os.path.join(OUT, "products.safetensors"), metadata=meta)
+    print(f"gen_bf16_amx_tiles_goldens: {len(PRODUCTS)} products -> {OUT}/products.safetensors ({meta['cpu']})")
+
+
+if __name__ == "__main__":
+    main()
