@@ -3,7 +3,8 @@
 // products.safetensors (tools/ref/gen_bf16_amx_tiles_goldens.py: the real torch 2.15 on an Intel
 // Xeon with AMX, 1 and 2 threads; operands from the generator's value() and triple() formulas,
 // rebuilt here). For every golden product (the attention's P @ V and q @ k^T as torch.bmm of 12
-// slices at 60 to 300 tokens, 2-D matmul / addmm / linear whose calls run tiles of 30 or of 32):
+// slices at 60 to 300 tokens, 2-D matmul / addmm / linear whose calls run tiles of 30 or of 32,
+// and a linear's dW over an odd number of rows, A transposed, gm_matmul_bf16_ta):
 //   - gm_matmul_bf16 (2-D) and gm_matmul_bf16_slice (each stored slice, batch 12, torch's thread
 //     count passed) give torch's bits rounded to bf16, bit for bit, on this host's body, under
 //     GPTMEG_SIMD=avx2 (the AVX2 emulation) and under GPTMEG_SIMD=scalar (the scalar twin);
@@ -25,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OP_BMM, OP_MATMUL, OP_ADDMM, OP_LINEAR };
+enum { OP_BMM, OP_MATMUL, OP_ADDMM, OP_LINEAR, OP_MMTA };
 typedef struct {
   int M, K, N, op, batch;
   int tile[3], last_tile[3]; // the model's K tiles (elements) on 1, 2 (and 4) threads: every call but the last, the last
@@ -44,6 +45,8 @@ static const product PRODUCTS[] = {
     // head size 128 on 4 threads: the 3-D blocking keeps tiles of 32 where a 2-D product of the
     // same shape runs tiles of 30 (held below: the slice computed as 2-D misses outputs)
     {300, 300, 128, OP_BMM, 12, {32, 32, 32}, {32, 32, 32}, 4},
+    // an odd K with A transposed (a linear's dW over an odd number of rows): the even K's order
+    {371, 1127, 221, OP_MMTA, 1, {32, 32}, {32, 32}, 2},   {768, 301, 256, OP_MMTA, 1, {32, 32}, {32, 32}, 2},
 };
 
 // value(idx, salt) of the generator for idx = off .. off + n - 1 (bf16-exact).
@@ -134,8 +137,9 @@ int main(void) {
     const bool bias_op = p->op == OP_ADDMM || p->op == OP_LINEAR;
     float *A = malloc(sizeof(float) * (size_t)M * K), *W = malloc(sizeof(float) * (size_t)K * N);
     float *Wt = malloc(sizeof(float) * (size_t)K * N), *C = malloc(sizeof(float) * (size_t)M * N), *bias = malloc(sizeof(float) * N);
+    float *At = malloc(sizeof(float) * (size_t)M * K);
     int *r = malloc(sizeof(int) * (size_t)M);
-    if (!A || !W || !Wt || !C || !bias || !r) {
+    if (!A || !W || !Wt || !At || !C || !bias || !r) {
       CHECK(0, "out of memory");
       return test_done("test_bf16_amx_tiles");
     }
@@ -145,7 +149,7 @@ int main(void) {
     for (int th = 1; th <= p->max_threads; th += th == 2 ? 2 : 1) {
       const int ti = th == 4 ? 2 : th - 1;
       gm_amx_blocking b;
-      int rc = gm_onednn_amx_blocking(M, N, K, false, p->op == OP_LINEAR, bias_op, th, p->batch, &b);
+      int rc = gm_onednn_amx_blocking(M, N, K, p->op == OP_MMTA, p->op == OP_LINEAR, bias_op, th, p->batch, &b);
       CHECK(rc == 0 && b.tile == p->tile[ti] && b.last_tile == p->last_tile[ti],
             "p%zu %dx%dx%d batch %d t%d: the model gives tiles %d / %d (rc %d), the table %d / %d", q, M, K, N, p->batch, th,
             b.tile, b.last_tile, rc, p->tile[ti], p->last_tile[ti]);
@@ -165,6 +169,8 @@ int main(void) {
         operands(p, s, A, W);
         for (int k = 0; k < K; k++)
           for (int j = 0; j < N; j++) Wt[(size_t)j * K + k] = W[(size_t)k * N + j];
+        for (int i = 0; i < M; i++) // A^T [K, M], as a dW's x^T
+          for (int k = 0; k < K; k++) At[(size_t)k * M + i] = A[(size_t)i * K + k];
         const float *gs = g + (size_t)sl * nr * N;
         for (int cap = 0; cap < 3; cap++) {
           static const char *caps[3] = {NULL, "avx2", "scalar"};
@@ -172,6 +178,7 @@ int main(void) {
           memset(C, 0, sizeof(float) * (size_t)M * N);
           if (p->op == OP_BMM) gm_matmul_bf16_slice(A, K, false, W, N, false, NULL, 1.0f, C, N, M, N, K, 1, p->batch, th);
           else if (p->op == OP_LINEAR) gm_matmul_bf16(A, K, Wt, K, true, bias, 1.0f, C, N, M, N, K, th);
+          else if (p->op == OP_MMTA) gm_matmul_bf16_ta(At, M, W, N, false, NULL, 1.0f, C, N, M, N, K, th);
           else gm_matmul_bf16(A, K, W, N, false, p->op == OP_ADDMM ? bias : NULL, 1.0f, C, N, M, N, K, th);
           if (cap) test_set_simd(NULL);
           int bad = 0;
@@ -197,7 +204,7 @@ int main(void) {
       }
       free(g);
     }
-    free(A); free(W); free(Wt); free(C); free(bias); free(r);
+    free(A); free(W); free(Wt); free(At); free(C); free(bias); free(r);
   }
   CHECK(narrow >= 8, "only %d products x threads test narrower tiles", narrow);
   CHECK(batch_checked && batch_one > 0, "the batch's blocking is not tested (a slice blocked as 2-D gives torch's bits)");

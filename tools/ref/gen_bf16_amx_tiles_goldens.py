@@ -13,6 +13,7 @@ choose their blocking over the whole batch. Each product here is run by torch on
           where M N > 19200);
   matmul  torch.matmul(A, W), no bias;     addmm  torch.addmm(bias, A, W);
   linear  F.linear(A, W.T.contiguous(), bias) (B transposed);
+  mmta    torch.mm(A.t().contiguous().t(), W) (A transposed in memory, a linear's dW; no bias);
 the 2-D ones store rows ROWS(M), every column. The operands are not stored: rows 0 and 1 of A (of
 each slice) are ones, the rest value(); W's first N // 2 columns hold a cancelling triple (+2^24, 1,
 -2^24 at three K positions from triple(); a column whose positions collide holds values) and the
@@ -44,6 +45,8 @@ PRODUCTS = [
     (7, 150, 768, "addmm", 1),    # A copied in the kernel: tiles of 32
     (60, 2000, 768, "linear", 1), # 2 threads: calls of 352, a K split, the last call (240) in tiles of 30
     (300, 300, 128, "bmm", 12, (1, 2, 4)),  # head size 128: on 4 threads the batch keeps tiles of 32 (2-D: 30)
+    (371, 1127, 221, "mmta", 1),  # an odd K with A transposed (a dW of 1127 rows): chunks of 576, the partial tile's call
+    (768, 301, 256, "mmta", 1),   # the same at 301 rows
 ]
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
 
@@ -107,6 +110,7 @@ def main():
             a, w = A[0], W[0]
             if op == "matmul": y = torch.matmul(a, w)
             elif op == "addmm": y = torch.addmm(bias, a, w)
+            elif op == "mmta": y = torch.mm(a.t().contiguous().t(), w)
             else: y = torch.nn.functional.linear(a, w.T.contiguous(), bias)
             t[f"p{pi}.out{threads}"] = y[rows(M)].contiguous()
         print(f"  p{pi} {op} {M}x{K}x{N} batch {batch}: 1 vs 2 threads "

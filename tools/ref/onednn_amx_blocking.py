@@ -136,7 +136,10 @@ shortcut, and no K split (a split scores 0); the micro heuristic's batch terms l
 with --triples on the attention's shapes (M, K in 33..500, N 64, 12 slices, 1 and 2 threads: 220 of
 220 shapes) and on head size 128 at 4 and 8 threads, where the batch keeps 32-element tiles that a
 2-D product of the same shape does not.
-Not modelled: a K > 32 not a multiple of 2 under the micro heuristic.
+An odd K > 32 with A transposed (the micro heuristic, A copied with its K padded to whole pairs):
+the even K's order, validated with --triples --ops mmta (M 64, 371, 768 x K 33, 77, 301, 333, 1127,
+2049 x N 221, 768, 2304 on 1, 2 and 4 threads: 162 of 162 shapes).
+Not modelled: a K > 32 not a multiple of 2 under the micro heuristic with A as stored.
 """
 import numpy as np
 

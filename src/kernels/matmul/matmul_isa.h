@@ -149,7 +149,7 @@ float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum
 // onednn_amx.h, tile and last_tile; the last call then is a tail segment of its own when its tiles
 // differ from the other calls'). with_sum: a bias (torch's addmm and linear give oneDNN a sum
 // post-op); batch: slices of a 3-D product (1 for 2-D). Returns false where the model does not
-// reach (oneDNN's GEMV path for N = 1, an odd K of a transposed A, dimensions past 2^21): then one
+// reach (oneDNN's GEMV path for N = 1, dimensions past 2^21): then one
 // chunk, no split, tiles of 16 pairs.
 enum { GM_BF16_AMX_MAX_SEGS = 65 };
 typedef struct {

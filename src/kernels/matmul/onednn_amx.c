@@ -240,8 +240,11 @@ int gm_onednn_amx_blocking(int M, int N, int K, bool trans_a, bool trans_b, bool
     micro_find_best(M, N, K, trans_a, nthr, batch, &c);
     // the AMX kernel declines a "small shape": the bytes of one A block (M_blk rows of LDA) <= 126
     if ((int64_t)DT * c.m_blk * c.lda <= 126) return GM_AMX_NOT_AMX;
-    // an odd K over one tile under the micro heuristic: not modelled (K <= 32 is one call anyway)
-    if (K % 2 != 0 && K > GM_AMX_WEI_K_BLK) return -1;
+    // an odd K over one tile with A as stored under the micro heuristic (every macro blocking
+    // scored 0): not modelled (K <= 32 is one call anyway). With A transposed (copied, its K
+    // padded to whole pairs) the order is the even K's: calls of k_blk * bs, the last partial
+    // tile's call its own (validated: probe_bf16_amx_blocks.py --triples --ops mmta, K 33-2049).
+    if (K % 2 != 0 && K > GM_AMX_WEI_K_BLK && !trans_a) return -1;
   } else if ((int64_t)DT * c.m_blk * c.lda <= 126) {
     return GM_AMX_NOT_AMX;
   }

@@ -48,8 +48,8 @@ typedef struct {
 //   GM_AMX_NOT_AMX (-3): oneDNN runs it without AMX (brg_matmul:avx512_core_bf16): M == 1 or N == 1
 //       (its GEMV path), or the "small shape" AMX declines (2 bytes * M_blk * LDA <= 126 for the AMX
 //       blocking it would use, e.g. M 2 K 31, M 3 K 16 with N large enough to pass the 4096 bound);
-//   -1 when not modelled (an odd K > 32 where the micro heuristic decides, always so for trans_a; more
-//       parts than GM_AMX_MAX_PARTS; a dimension over 2^21).
+//   -1 when not modelled (an odd K > 32 where the micro heuristic decides for A as stored; more parts
+//       than GM_AMX_MAX_PARTS; a dimension over 2^21).
 // In the negative cases *out is not the order torch uses. An odd K under the macro heuristic (the
 // lm_head's dX, K 50257) is modelled and validated.
 enum { GM_AMX_NOT_ONEDNN = -2, GM_AMX_NOT_AMX = -3 };
