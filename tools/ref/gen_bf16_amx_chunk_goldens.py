@@ -56,10 +56,10 @@ def rows(M):
     return sorted({0, min(1, M - 1), M // 2, M - 1})
 
 
-def value(n, salt, shift):
-    """value(idx, salt) for idx = 0..n-1: u = (idx * 2654435761 + salt * 40503) mod 2^32;
+def value(n, salt, shift, offset=0):
+    """value(idx, salt) for idx = offset..offset+n-1: u = (idx * 2654435761 + salt * 40503) mod 2^32;
     +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10 + shift), minus when bit 31 of u is set. Exact in bf16."""
-    idx = torch.arange(n, dtype=torch.int64)
+    idx = torch.arange(offset, offset + n, dtype=torch.int64)
     u = (idx * 2654435761 + salt * 40503) & 0xFFFFFFFF
     mant = (128 + (u >> 8) % 128).to(torch.float64)
     e = (7 + (u >> 15) % 10 + shift).to(torch.float64)

@@ -18,7 +18,8 @@ the 2-D ones store rows ROWS(M), every column. The operands are not stored: rows
 each slice) are ones, the rest value(); W's first N // 2 columns hold a cancelling triple (+2^24, 1,
 -2^24 at three K positions from triple(); a column whose positions collide holds values) and the
 rest value(), so the probe rows show where tiles, calls and parts meet, the others the rounding of
-ordinary sums. Must run on an Intel CPU with AMX-BF16, oneDNN not capped. Writes
+ordinary sums (value() is gen_bf16_amx_chunk_goldens.py's, from index offset s M K and s K N for slice s).
+Must run on an Intel CPU with AMX-BF16, oneDNN not capped. Writes
 tests/golden/targets/intel-amx/bf16_amx_tiles/products.safetensors.
   /work/venv/bin/python tools/ref/gen_bf16_amx_tiles_goldens.py
 """
@@ -28,6 +29,7 @@ import os
 import torch
 from safetensors.torch import save_file
 
+from gen_bf16_amx_chunk_goldens import value  # noqa: E402  (the same value(idx, salt) formula, with an offset)
 from gm_inputs import cpu_model, host_is_intel_amx
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "bf16_amx_tiles")
@@ -55,17 +57,6 @@ def rows(M):
     return sorted({0, 1, 2, M // 2, M - 1})
 
 
-def value(n, salt, offset=0):
-    """value(idx, salt) for idx = offset..offset+n-1: u = (idx * 2654435761 + salt * 40503) mod 2^32;
-    +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10), minus when bit 31 of u is set. Exact in bf16."""
-    idx = torch.arange(offset, offset + n, dtype=torch.int64)
-    u = (idx * 2654435761 + salt * 40503) & 0xFFFFFFFF
-    mant = (128 + (u >> 8) % 128).to(torch.float64)
-    e = (7 + (u >> 15) % 10).to(torch.float64)
-    sign = torch.where((u >> 31) & 1 == 1, -1.0, 1.0).to(torch.float64)
-    return (sign * mant * torch.pow(2.0, -e)).to(torch.float32)
-
-
 def triple(j, s, K):
     """Column j of slice s: u = ((j + 131 s) * 2654435761 + 7 * 40503) mod 2^32; positions
     u % K, (u >> 11) % K, (u >> 21) % K for +2^24, 1, -2^24; None when two of them coincide."""
@@ -76,9 +67,9 @@ def triple(j, s, K):
 
 def operands(M, K, N, s):
     """A [M, K] and W [K, N] of slice s (f32 holding bf16 values)."""
-    a = value(M * K, SALT_A, s * M * K).view(M, K)
+    a = value(M * K, SALT_A, 0, s * M * K).view(M, K)
     a[:2, :] = 1.0
-    w = value(K * N, SALT_W, s * K * N).view(K, N)
+    w = value(K * N, SALT_W, 0, s * K * N).view(K, N)
     for j in range(N // 2):
         t = triple(j, s, K)
         if t is None:
@@ -99,7 +90,7 @@ def main():
         ops = [operands(M, K, N, s) for s in range(batch)]
         A = torch.stack([o[0] for o in ops]).bfloat16()
         W = torch.stack([o[1] for o in ops]).bfloat16()
-        bias = value(N, SALT_BIAS).bfloat16()
+        bias = value(N, SALT_BIAS, 0).bfloat16()
         for threads in thread_counts:
             torch.set_num_threads(threads)
             if op == "bmm":

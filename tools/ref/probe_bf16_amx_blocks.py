@@ -214,6 +214,17 @@ def order_check(M, K, N, op, th, triples, samples, seed=0):
     return bad_t, bad_s
 
 
+def each_shape(args):
+    """(threads, M, K, N, op) for every combination of the arguments, torch's thread count set."""
+    for th in args.threads:
+        torch.set_num_threads(th)
+        for M in args.m:
+            for K in args.k:
+                for N in args.n:
+                    for op in args.ops:
+                        yield th, M, K, N, op
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--m", type=int, nargs="+", default=[7, 130])
@@ -247,37 +258,26 @@ def main():
         return 0
     if args.triples:
         total = 0
-        for th in args.threads:
-            torch.set_num_threads(th)
-            for M in args.m:
-                for K in args.k:
-                    for N in args.n:
-                        for op in args.ops:
-                            bt, bs = order_check(M, K, N, op, th, args.triples, args.samples)
-                            if bt is None:
-                                print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: not AMX (not modelled here)")
-                                continue
-                            total += bt + bs
-                            mop = "matmul" if op == "bmm" else op
-                            b = BATCH[0] if op == "bmm" else 1
-                            print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: tiles {model.tiles(M, N, K, mop, th, b)} "
-                                  f"triples {args.triples - bt}/{args.triples}"
-                                  + (f" random {args.samples - bs}/{args.samples}" if args.samples else ""), flush=True)
+        for th, M, K, N, op in each_shape(args):
+            bt, bs = order_check(M, K, N, op, th, args.triples, args.samples)
+            if bt is None:
+                print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: not AMX (not modelled here)")
+                continue
+            total += bt + bs
+            mop, b = ("matmul", BATCH[0]) if op == "bmm" else (op, 1)
+            print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: tiles {model.tiles(M, N, K, mop, th, b)} "
+                  f"triples {args.triples - bt}/{args.triples}"
+                  + (f" random {args.samples - bs}/{args.samples}" if args.samples else ""), flush=True)
         print("all as modelled" if total == 0 else f"{total} differ")
         return 1 if total else 0
-    for th in args.threads:
-        torch.set_num_threads(th)
-        for M in args.m:
-            for K in args.k:
-                for N in args.n:
-                    for op in args.ops:
-                        s, differ, mixed = starts(M, K, N, op)
-                        print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: block starts {s}"
-                              + (" (rows differ)" if differ else "")
-                              + (f" (by column: {mixed})" if mixed else ""), flush=True)
-                        if mixed and args.cols:
-                            for b in mixed:
-                                print(f"    start {b}: columns {mixed_cols(M, K, N, op, b)}", flush=True)
+    for th, M, K, N, op in each_shape(args):
+        s, differ, mixed = starts(M, K, N, op)
+        print(f"t{th} M {M:4d} K {K:5d} N {N:5d} {op:6s}: block starts {s}"
+              + (" (rows differ)" if differ else "")
+              + (f" (by column: {mixed})" if mixed else ""), flush=True)
+        if mixed and args.cols:
+            for b in mixed:
+                print(f"    start {b}: columns {mixed_cols(M, K, N, op, b)}", flush=True)
 
 
 if __name__ == "__main__":
