@@ -3,9 +3,10 @@
 // cancel into the subnormal range (flushed) and chunk sums cancel into it too (not flushed: the
 // chunks' join is plain f32), signed zeros, odd column counts, row counts off the 4-row grid, K
 // tails and chunks of 16, 32, 48 pairs or one chunk, in tiles of 16 pairs and of fewer (oneDNN's
-// divisor tiles for a K that is not a multiple of 32: 15, 11, 1 pairs, one chunk or chunks of 30). Bodies: gm_bf16_strip_amxemu_avx512 and
-// gm_bf16_strip_amxemu_avx2 (AVX-512F / AVX2 with MXCSR's flush-to-zero, for hosts without AMX
-// tiles) where the CPU has the level, and gm_bf16_strip_amx (the tiles) where Linux grants them;
+// divisor tiles for a K that is not a multiple of 32: 15, 11, 1 pairs, one chunk or chunks of 30).
+// Bodies: gm_bf16_strip_amxemu_avx512 and gm_bf16_strip_amxemu_avx2 (AVX-512F / AVX2 with MXCSR's
+// flush-to-zero, for hosts without AMX tiles) where the CPU has the level, and gm_bf16_strip_amx
+// (the tiles) where Linux grants them;
 // then gm_matmul_bf16 under the intel-amx target on the same operands against GPTMEG_SIMD=scalar
 // (the library's scalar twin), at the host's level and capped at avx2, 1 and 2 threads, A as
 // stored and transposed. The MXCSR of the caller is the same after each call.

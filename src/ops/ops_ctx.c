@@ -52,8 +52,8 @@ void gm_op_round(const gm_op_ctx *c, float *x, size_t n) { gm_round_copy(c->dtyp
 void gm_op_matmul(const gm_op_ctx *c, const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias,
                   float alpha, float *Cm, int ldc, int M, int N, int K) {
   if (c->dtype == GM_F16) gm_matmul_f16_torch(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
-  else if (c->dtype == GM_BF16 && c->bmm_slice) gm_matmul_bf16_slice(A, lda, false, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads,
-                                                                     c->bmm_batch, c->bmm_threads);
+  else if (c->dtype == GM_BF16 && c->bmm_slice)
+    gm_matmul_bf16_slice(A, lda, false, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads, c->bmm_batch, c->bmm_threads);
   else if (c->dtype == GM_BF16) gm_matmul_bf16(A, lda, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads);
   else // as torch computes it on c->threads threads (no op(A) copy: it cannot fail)
     (void)gm_matmul_f32_torch_mt(A, lda, false, B, ldb, trans_b, bias, alpha, Cm, ldc, M, N, K, c->threads, c->threads);

@@ -580,7 +580,8 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
   } else if (q->ord == ORDER_VDP) {
     if (q->simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
     else strip_scalar(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
-  } else if (q->simd && q->ord == ORDER_AMX) q->amx(Ap, P, q->Pc, q->plan->tile[0], strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+  } else if (q->simd && q->ord == ORDER_AMX)
+    q->amx(Ap, P, q->Pc, q->plan->tile[0], strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd && q->ord == ORDER_ROW16) gm_bf16_row16_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, q->plan ? q->plan->tile[0] : 16, strip, STRIP, mr, nc, q->alpha, bj, C,
@@ -613,8 +614,9 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   bf16_order ord = order_for(M, N, K, trans_a, b_trans, slice);
   // torch's thread count (the chunk and the K split depend on it)
   gm_bf16_amx_plan plan;
-  if (ord == ORDER_AMX) (void)gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, plan_threads > 0 ? plan_threads : threads,
-                                                    slice ? batch : 1, &plan);
+  if (ord == ORDER_AMX)
+    (void)gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, plan_threads > 0 ? plan_threads : threads,
+                               slice ? batch : 1, &plan);
   const int np = ord == ORDER_AMX ? plan.n_seg : 1;
   const gm_simd_level isa = gm_cpu_simd();
   const amx_body amx = ord != ORDER_AMX          ? NULL

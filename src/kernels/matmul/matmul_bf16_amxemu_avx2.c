@@ -23,8 +23,8 @@ static inline __m256i lanes_mask(int n) { // lanes [0, n) of 8 set (n may be <= 
 
 // One chunk (pairs [p0, p1) of rows a[0 .. R-1], R <= 2) in the tile order, FTZ set by the caller:
 // the chunk's acc of row r, vector v, to out[V r + v].
-static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int p0, int p1, int Pt, const uint32_t *Bs, int ldbs, int R,
-                                                 const __m256i m[V], __m256 *out) {
+static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int p0, int p1, int Pt, const uint32_t *Bs,
+                                                 int ldbs, int R, const __m256i m[V], __m256 *out) {
   const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
   __m256 e[2][V], o[2][V], acc[2][V];
   for (int r = 0; r < 2; r++)
@@ -57,8 +57,8 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
 }
 
 // gm_bf16_strip_amx's arguments and bits (see matmul_isa.h).
-void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols, float alpha,
-                               const float *bias, float *C, int ldc) {
+void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+                               float alpha, const float *bias, float *C, int ldc) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   __m256i m[V];
   for (int v = 0; v < V; v++) m[v] = lanes_mask(ncols - 8 * v);
