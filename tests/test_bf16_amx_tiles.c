@@ -11,11 +11,19 @@
 //   - where the model's tiles are narrower than 32 elements (one call), the order with 32-element
 //     tiles and a partial one misses at least one stored output, so the tile width is what the
 //     golden tests;
-//   - the blocking model says so: gm_onednn_amx_blocking gives the tile widths listed here.
+//   - the blocking model says so: gm_onednn_amx_blocking gives the tile widths listed here;
+//   - attention layers (the generator's ATTENTION: hf, bf16, 4 heads or 1 head of 128, 300 tokens,
+//     4 threads, through gm_op_attention_fwd / _bwd) give torch's output rows and every row of
+//     dqkv (FNV-1a 32 of its f32 bits): with 4 heads P @ V and dS @ k are 3-D products whose
+//     batch keeps tiles of 32 (the attention handing the kernels a batch of 1 misses rows of dqkv);
+//     with one head the 4 threads' blocking runs tiles of 30 (these operands do not tell it from
+//     one thread's 32: the thread count's plumbing is held end to end, check_fidelity.py).
 #include "harness.h"
 
 #include "gptmeg/core.h"
 #include "gptmeg/kernels.h"
+#include "gptmeg/model.h"
+#include "gptmeg/ops.h"
 #include "gptmeg/safetensors.h"
 #include "gptmeg/target.h"
 #include "kernels/matmul/onednn_amx.h"
@@ -120,6 +128,66 @@ static float tiles32(const float *A, const float *W, int i, int j, int K, int N)
   return acc;
 }
 
+// gen_attention_bwd_goldens.py's gen_values: a 64-bit LCG, 24-bit uniform in [-2, 2), rounded.
+static void gen_values(uint64_t seed, float *x, size_t n, gm_dtype dt) {
+  uint64_t s = seed;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = gm_round_f32(dt, (float)(s >> 40) * (4.0f / 16777216.0f) - 2.0f);
+  }
+}
+
+static uint32_t fnv_row(const float *x, int n) {
+  uint32_t h = 0x811C9DC5u;
+  const unsigned char *p = (const unsigned char *)x;
+  for (size_t i = 0; i < (size_t)n * sizeof(float); i++) h = (h ^ p[i]) * 0x01000193u;
+  return h;
+}
+
+// The generator's ATTENTION case a<ai>: hf, bf16, B 1, NH heads of 128, T 300, layer 0, 4 threads.
+static void check_attention(const gm_safetensors *st, int ai, int NH) {
+  enum { B = 1, HD = 128, T = 300, LAYER = 0, THREADS = 4 };
+  const int C = NH * HD;
+  gm_profile p;
+  if (gm_profile_get("hf", GM_BF16, &p)) {
+    CHECK(0, "no hf profile: %s", gm_errmsg());
+    return;
+  }
+  gm_op_ctx c;
+  gm_op_ctx_init(&c, &p, THREADS, NULL, NULL);
+  const size_t N = (size_t)B * T, S = (size_t)B * NH * T * T;
+  float *qkv = malloc(N * 3 * C * sizeof(float)), *dout = malloc(N * C * sizeof(float));
+  float *out = malloc(N * C * sizeof(float)), *scores = malloc(S * sizeof(float)), *probs = malloc(S * sizeof(float));
+  float *dsc = malloc(S * sizeof(float)), *dqkv = malloc(N * 3 * C * sizeof(float));
+  float *kc = malloc(N * C * sizeof(float)), *vc = malloc(N * C * sizeof(float));
+  char name_out[32], name_fnv[32];
+  snprintf(name_out, sizeof name_out, "a%d.out", ai);
+  snprintf(name_fnv, sizeof name_fnv, "a%d.dqkv_fnv", ai);
+  const gm_st_tensor *to = gm_st_find(st, name_out), *th = gm_st_find(st, name_fnv);
+  int r[5], nr = 0;
+  for (int i = 0, cand[5] = {0, 1, 2, T / 2, T - 1}; i < 5; i++) r[nr++] = cand[i];
+  CHECK(to && th && to->numel == (uint64_t)nr * C && th->numel == 2 * N, "a%d: the golden's tensors are missing or misshaped", ai);
+  float *gout = to ? malloc(to->numel * sizeof(float)) : NULL, *gh = th ? malloc(th->numel * sizeof(float)) : NULL;
+  if (qkv && dout && out && scores && probs && dsc && dqkv && kc && vc && gout && gh && th->numel == 2 * N) {
+    const uint64_t seed = (uint64_t)(((B * 131 + NH) * 131 + HD) * 131 + T);
+    gen_values(seed, qkv, N * 3 * C, GM_BF16);
+    gen_values(seed + 7, dout, N * C, GM_BF16);
+    gm_op_attn a = {B, T, 0, C, NH, LAYER, true, false, false, kc, vc, T};
+    int rc = gm_op_attention_fwd(&c, &a, out, scores, probs, qkv);
+    if (!rc) rc = gm_op_attention_bwd(&c, &a, dqkv, dsc, dout, qkv, probs, scores);
+    CHECK(rc == 0, "a%d: the attention failed: %s", ai, gm_errmsg());
+    gm_st_read_f32(to, gout);
+    int bad_out = 0, bad_rows = 0;
+    for (int a_ = 0; a_ < nr; a_++)
+      for (int j = 0; j < C; j++) bad_out += out[(size_t)r[a_] * C + j] != gout[(size_t)a_ * C + j];
+    gm_st_read_f32(th, gh); // each row's hash as its high and low 16 bits
+    for (size_t i = 0; i < N; i++) bad_rows += fnv_row(dqkv + i * 3 * C, 3 * C) != ((uint32_t)gh[2 * i] << 16 | (uint32_t)gh[2 * i + 1]);
+    CHECK(bad_out == 0, "a%d: %d of %d stored outputs differ from torch's", ai, bad_out, nr * C);
+    CHECK(bad_rows == 0, "a%d: %d of %zu rows of dqkv differ from torch's", ai, bad_rows, N);
+  }
+  free(qkv), free(dout), free(out), free(scores), free(probs), free(dsc), free(dqkv), free(kc), free(vc), free(gout), free(gh);
+}
+
 int main(void) {
   char buf[1024];
   const char *file = test_golden_for(GM_TT_INTEL_AMX, "bf16_amx_tiles/products.safetensors", buf, sizeof buf);
@@ -208,6 +276,8 @@ int main(void) {
   }
   CHECK(narrow >= 8, "only %d products x threads test narrower tiles", narrow);
   CHECK(batch_checked && batch_one > 0, "the batch's blocking is not tested (a slice blocked as 2-D gives torch's bits)");
+  check_attention(&st, 0, 4);
+  check_attention(&st, 1, 1);
   gm_st_close(&st);
   return test_done("test_bf16_amx_tiles");
 }

@@ -78,10 +78,11 @@ class Fixed(torch.nn.Module):
         return self.t
 
 
-def attention_grad(profile, dtype, B, NH, hd, T, layer, threads):
+def attention_grad(profile, dtype, B, NH, hd, T, layer, threads, with_out=False):
     """dqkv of GPT2Attention.forward as GPT2LMHeadModel runs it by default (use_cache: a
     DynamicCache, so k and v reach the attention function as the cache's contiguous copies; the
-    4-D mask create_causal_mask builds), c_attn's output a leaf, c_proj the identity."""
+    4-D mask create_causal_mask builds), c_attn's output a leaf, c_proj the identity. with_out:
+    (dqkv, the forward's output [B, T, C])."""
     torch.set_num_threads(threads)
     C = NH * hd
     cfg = GPT2Config(n_embd=C, n_head=NH, n_layer=3, n_positions=max(64, T),
@@ -108,7 +109,7 @@ def attention_grad(profile, dtype, B, NH, hd, T, layer, threads):
     finally:
         modeling_gpt2.eager_attention_forward = gm_profiles.ORIGINAL_EAGER
     o.backward(dout)
-    return qkv.grad
+    return (qkv.grad, o.detach()) if with_out else qkv.grad
 
 
 def cases():

@@ -18,7 +18,8 @@ the 2-D ones store rows ROWS(M), every column. The operands are not stored: rows
 each slice) are ones, the rest value(); W's first N // 2 columns hold a cancelling triple (+2^24, 1,
 -2^24 at three K positions from triple(); a column whose positions collide holds values) and the
 rest value(), so the probe rows show where tiles, calls and parts meet, the others the rounding of
-ordinary sums (value() is gen_bf16_amx_chunk_goldens.py's, from index offset s M K and s K N for slice s).
+ordinary sums. Then one attention layer (ATTENTION below: the forward's output and the backward's
+dqkv, through transformers' GPT2Attention) where the batch decides the tiles (value() is gen_bf16_amx_chunk_goldens.py's, from index offset s M K and s K N for slice s).
 Must run on an Intel CPU with AMX-BF16, oneDNN not capped. Writes
 tests/golden/targets/intel-amx/bf16_amx_tiles/products.safetensors.
   /work/venv/bin/python tools/ref/gen_bf16_amx_tiles_goldens.py
@@ -29,8 +30,10 @@ import os
 import torch
 from safetensors.torch import save_file
 
+from gen_attention_bwd_goldens import attention_grad, fnv_rows  # noqa: E402
 from gen_bf16_amx_chunk_goldens import value  # noqa: E402  (the same value(idx, salt) formula, with an offset)
 from gm_inputs import cpu_model, host_is_intel_amx
+import gm_profiles  # noqa: E402
 
 OUT = os.path.join("tests", "golden", "targets", "intel-amx", "bf16_amx_tiles")
 # (M, K, N, op, batch); what the model says (1 thread / 2 threads) in the comment
@@ -51,6 +54,16 @@ PRODUCTS = [
     (768, 301, 256, "mmta", 1),   # the same at 301 rows
 ]
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
+# One attention layer (gen_attention_bwd_goldens.py's attention_grad: GPT2Attention as GPT2LMHeadModel
+# runs it, its gen_values inputs): (profile, dtype, B, NH, hd, T, layer, threads). Head size 128
+# with B x NH = 4 slices on 4 threads: the forward's P @ V and the backward's dS @ k are 3-D
+# products whose batch keeps tiles of 32 (a 2-D product of their shape runs tiles of 30), so the
+# attention must hand the kernels its batch and torch's thread count. Stored: a<i>.out, rows
+# ROWS(T) of the output [B T, C]; a<i>.dqkv_fnv, FNV-1a 32 of every row of dqkv [B T, 3 C], as [B T, 2]
+# f32: its high and low 16 bits.
+# One head of 128 (one slice) on 4 threads runs tiles of 30 where one thread's blocking gives 32
+# (these operands happen not to tell the two apart).
+ATTENTION = [("hf", "bf16", 1, 4, 128, 300, 0, 4), ("hf", "bf16", 1, 1, 128, 300, 0, 4)]
 
 
 def rows(M):
@@ -106,8 +119,14 @@ def main():
             t[f"p{pi}.out{threads}"] = y[rows(M)].contiguous()
         print(f"  p{pi} {op} {M}x{K}x{N} batch {batch}: 1 vs 2 threads "
               f"{'same' if torch.equal(t[f'p{pi}.out1'], t[f'p{pi}.out2']) else 'differ'}")
+    for ai, (profile, dname, B, NH, hd, T, layer, threads) in enumerate(ATTENTION):
+        dqkv, o = attention_grad(profile, gm_profiles.DTYPES[dname], B, NH, hd, T, layer, threads, with_out=True)
+        t[f"a{ai}.out"] = o.reshape(B * T, -1)[rows(B * T)].contiguous()
+        hs = fnv_rows(dqkv.reshape(B * T, -1))  # (gptmeg reads F32 / F16 / BF16 tensors: the halves, exact in f32)
+        t[f"a{ai}.dqkv_fnv"] = torch.tensor([[h >> 16, h & 0xFFFF] for h in hs], dtype=torch.float32)
+        print(f"  a{ai} attention {profile} {dname} B {B} NH {NH} hd {hd} T {T} on {threads} threads")
     os.makedirs(OUT, exist_ok=True)
-    meta = {"torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(),
+    meta = {"attention": json.dumps(ATTENTION), "torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(),
             "rows": "bmm: slices 0 and batch - 1, every row where M N <= 19200; else (and 2-D) sorted({0, 1, 2, M // 2, M - 1})",
             "operands": "A = value((s*M + i)*K + k, 1) with rows 0 and 1 ones, W = value((s*K + k)*N + n, 2) with "
                         "columns n < N // 2 replaced by triple(n, s, K) where it exists, bias = value(n, 3) (the docstring's)",
