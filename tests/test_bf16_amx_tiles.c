@@ -55,6 +55,9 @@ static const product PRODUCTS[] = {
     {300, 300, 128, OP_BMM, 12, {32, 32, 32}, {32, 32, 32}, 4},
     // an odd K with A transposed (a linear's dW over an odd number of rows): the even K's order
     {371, 1127, 221, OP_MMTA, 1, {32, 32}, {32, 32}, 2},   {768, 301, 256, OP_MMTA, 1, {32, 32}, {32, 32}, 2},
+    // one column: oneDNN's GEMV path (no AMX blocking: tiles 0 in this table)
+    {249, 623, 1, OP_MATMUL, 1, {0, 0}, {0, 0}, 2},        {300, 1000, 1, OP_LINEAR, 1, {0, 0}, {0, 0}, 2},
+    {300, 1000, 1, OP_MMTA, 1, {0, 0}, {0, 0}, 2},
 };
 
 // value(idx, salt) of the generator for idx = off .. off + n - 1 (bf16-exact).
@@ -66,17 +69,35 @@ static void fill(float *x, size_t n, uint32_t salt, size_t off) {
   }
 }
 
+// The generator's triple(j, s, K): three distinct K positions (0 when two coincide).
+static bool triple(int j, int s, int K, int q[3]) {
+  uint32_t u = (uint32_t)(j + 131 * s) * 2654435761u + 7u * 40503u;
+  q[0] = (int)(u % (uint32_t)K), q[1] = (int)((u >> 11) % (uint32_t)K), q[2] = (int)((u >> 21) % (uint32_t)K);
+  return q[0] != q[1] && q[0] != q[2] && q[1] != q[2];
+}
+
 // The generator's operands of slice s: A [M, K] (rows 0, 1 ones), W [K, N] (columns j < N / 2 a
-// cancelling triple where its three positions differ).
+// cancelling triple where its three positions differ); one column: A's rows from 2 the triples, W ones.
 static void operands(const product *p, int s, float *A, float *W) {
   const int M = p->M, K = p->K, N = p->N;
   fill(A, (size_t)M * K, 1, (size_t)s * M * K);
   for (int k = 0; k < 2 * K; k++) A[k] = 1.0f;
+  if (N == 1) {
+    for (int i = 2; i < M; i++) {
+      int q[3];
+      if (!triple(i, s, K, q)) continue;
+      for (int k = 0; k < K; k++) A[(size_t)i * K + k] = 0.0f;
+      A[(size_t)i * K + q[0]] = 16777216.0f;
+      A[(size_t)i * K + q[1]] = 1.0f;
+      A[(size_t)i * K + q[2]] = -16777216.0f;
+    }
+    for (int k = 0; k < K; k++) W[k] = 1.0f;
+    return;
+  }
   fill(W, (size_t)K * N, 2, (size_t)s * K * N);
   for (int j = 0; j < N / 2; j++) {
-    uint32_t u = (uint32_t)(j + 131 * s) * 2654435761u + 7u * 40503u;
-    int q[3] = {(int)(u % (uint32_t)K), (int)((u >> 11) % (uint32_t)K), (int)((u >> 21) % (uint32_t)K)};
-    if (q[0] == q[1] || q[0] == q[2] || q[1] == q[2]) continue;
+    int q[3];
+    if (!triple(j, s, K, q)) continue;
     for (int k = 0; k < K; k++) W[(size_t)k * N + j] = 0.0f;
     W[(size_t)q[0] * N + j] = 16777216.0f;
     W[(size_t)q[1] * N + j] = 1.0f;
@@ -91,9 +112,10 @@ static float bf16r(float x) {
   return f;
 }
 
-// The rows a golden holds: every row, or the generator's rows(M) (nr of them in r).
+// The rows a golden holds: every row (bmm up to 19200 outputs, one column), or the generator's
+// rows(M) (nr of them in r).
 static int stored_rows(const product *p, int *r) {
-  if (p->op == OP_BMM && p->M * p->N <= 19200) {
+  if ((p->op == OP_BMM && p->M * p->N <= 19200) || p->N == 1) {
     for (int i = 0; i < p->M; i++) r[i] = i;
     return p->M;
   }
@@ -218,7 +240,8 @@ int main(void) {
       const int ti = th == 4 ? 2 : th - 1;
       gm_amx_blocking b;
       int rc = gm_onednn_amx_blocking(M, N, K, p->op == OP_MMTA, p->op == OP_LINEAR, bias_op, th, p->batch, &b);
-      CHECK(rc == 0 && b.tile == p->tile[ti] && b.last_tile == p->last_tile[ti],
+      if (p->tile[ti] == 0) CHECK(rc == GM_AMX_NOT_AMX, "p%zu %dx%dx%d: the model gives %d, not oneDNN's GEMV path", q, M, K, N, rc);
+      else CHECK(rc == 0 && b.tile == p->tile[ti] && b.last_tile == p->last_tile[ti],
             "p%zu %dx%dx%d batch %d t%d: the model gives tiles %d / %d (rc %d), the table %d / %d", q, M, K, N, p->batch, th,
             b.tile, b.last_tile, rc, p->tile[ti], p->last_tile[ti]);
       char name[64];

@@ -14,7 +14,7 @@ choose their blocking over the whole batch. Each product here is run by torch on
   matmul  torch.matmul(A, W), no bias;     addmm  torch.addmm(bias, A, W);
   linear  F.linear(A, W.T.contiguous(), bias) (B transposed);
   mmta    torch.mm(A.t().contiguous().t(), W) (A transposed in memory, a linear's dW; no bias);
-the 2-D ones store rows ROWS(M), every column. The operands are not stored: rows 0 and 1 of A (of
+the 2-D ones store rows ROWS(M), every column (every row of one column). The operands are not stored: rows 0 and 1 of A (of
 each slice) are ones, the rest value(); W's first N // 2 columns hold a cancelling triple (+2^24, 1,
 -2^24 at three K positions from triple(); a column whose positions collide holds values) and the
 rest value(), so the probe rows show where tiles, calls and parts meet, the others the rounding of
@@ -52,6 +52,9 @@ PRODUCTS = [
     (300, 300, 128, "bmm", 12, (1, 2, 4)),  # head size 128: on 4 threads the batch keeps tiles of 32 (2-D: 30)
     (371, 1127, 221, "mmta", 1),  # an odd K with A transposed (a dW of 1127 rows): chunks of 576, the partial tile's call
     (768, 301, 256, "mmta", 1),   # the same at 301 rows
+    # one column: oneDNN's GEMV path (not AMX): the one-row B^T kernel's 16 lanes per row, one f32
+    # chain over k with A transposed (operands: A's rows from 2 on hold the triples, W is ones)
+    (249, 623, 1, "matmul", 1), (300, 1000, 1, "linear", 1), (300, 1000, 1, "mmta", 1),
 ]
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
 # One attention layer (gen_attention_bwd_goldens.py's attention_grad: GPT2Attention as GPT2LMHeadModel
@@ -79,9 +82,17 @@ def triple(j, s, K):
 
 
 def operands(M, K, N, s):
-    """A [M, K] and W [K, N] of slice s (f32 holding bf16 values)."""
+    """A [M, K] and W [K, N] of slice s (f32 holding bf16 values). One column (N = 1): A's rows
+    i >= 2 hold triple(i, s, K) where it exists (values where it does not), W is ones."""
     a = value(M * K, SALT_A, 0, s * M * K).view(M, K)
     a[:2, :] = 1.0
+    if N == 1:
+        for i in range(2, M):
+            t = triple(i, s, K)
+            if t is not None:
+                a[i, :] = 0.0
+                a[i, t[0]], a[i, t[1]], a[i, t[2]] = 2.0 ** 24, 1.0, -(2.0 ** 24)
+        return a, torch.ones(K, 1)
     w = value(K * N, SALT_W, 0, s * K * N).view(K, N)
     for j in range(N // 2):
         t = triple(j, s, K)
@@ -116,7 +127,7 @@ def main():
             elif op == "addmm": y = torch.addmm(bias, a, w)
             elif op == "mmta": y = torch.mm(a.t().contiguous().t(), w)
             else: y = torch.nn.functional.linear(a, w.T.contiguous(), bias)
-            t[f"p{pi}.out{threads}"] = y[rows(M)].contiguous()
+            t[f"p{pi}.out{threads}"] = (y if N == 1 else y[rows(M)]).contiguous()  # one column: every row
         print(f"  p{pi} {op} {M}x{K}x{N} batch {batch}: 1 vs 2 threads "
               f"{'same' if torch.equal(t[f'p{pi}.out1'], t[f'p{pi}.out2']) else 'differ'}")
     for ai, (profile, dname, B, NH, hd, T, layer, threads) in enumerate(ATTENTION):

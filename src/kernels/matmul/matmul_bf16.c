@@ -133,6 +133,10 @@ static bf16_order order_for(int M, int N, int K, bool trans_a, bool trans_b, boo
   // two orders for A as stored, one f32 chain over k for a transposed A (tools/ref probes, 100%);
   // not for one slice of a batched product (the attention's bmm: torch checks the whole batch)
   if ((long)M * N * K <= 4096 && !slice) return trans_a ? ORDER_SEQ : trans_b ? ORDER_ATEN_DOT : ORDER_ATEN_NT;
+  // one column (oneDNN's GEMV path, not AMX): each row against it as the one-row B^T kernel sums a
+  // row, whatever B's layout; with A transposed one f32 chain over k (cancelling-triple probes,
+  // every row, K 64-1300, 1 and 2 threads, 2026-12-06)
+  if (N == 1 && M != 1) return trans_a ? ORDER_SEQ : ORDER_ROW16;
   if (M != 1) return ORDER_AMX;
   if (!trans_b) return ORDER_SEQ;
   return (long)N * K > 4096 || slice ? ORDER_ROW16 : ORDER_ATEN_DOT; // a slice: the batch passed 16^3
