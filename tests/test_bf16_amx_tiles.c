@@ -55,9 +55,13 @@ static const product PRODUCTS[] = {
     {300, 300, 128, OP_BMM, 12, {32, 32, 32}, {32, 32, 32}, 4},
     // an odd K with A transposed (a linear's dW over an odd number of rows): the even K's order
     {371, 1127, 221, OP_MMTA, 1, {32, 32}, {32, 32}, 2},   {768, 301, 256, OP_MMTA, 1, {32, 32}, {32, 32}, 2},
-    // one column: oneDNN's GEMV path (no AMX blocking: tiles 0 in this table)
+    // one column: oneDNN's GEMV path (no AMX blocking: tiles 0 in this table, the model's
+    // GM_AMX_NOT_AMX)
     {249, 623, 1, OP_MATMUL, 1, {0, 0}, {0, 0}, 2},        {300, 1000, 1, OP_LINEAR, 1, {0, 0}, {0, 0}, 2},
     {300, 1000, 1, OP_MMTA, 1, {0, 0}, {0, 0}, 2},
+    // tiny K: AMX declines the shape, oneDNN's AVX512_CORE_BF16 brgemm (one VDPBF16PS chain)
+    {2, 31, 256, OP_MATMUL, 1, {0, 0}, {0, 0}, 2},         {4, 15, 512, OP_ADDMM, 1, {0, 0}, {0, 0}, 2},
+    {3, 20, 256, OP_LINEAR, 1, {0, 0}, {0, 0}, 2},
 };
 
 // value(idx, salt) of the generator for idx = off .. off + n - 1 (bf16-exact).
@@ -121,7 +125,7 @@ static int stored_rows(const product *p, int *r) {
   }
   int c[5] = {0, 1, 2, p->M / 2, p->M - 1}, n = 0;
   for (int i = 0; i < 5; i++) {
-    bool dup = false;
+    bool dup = c[i] >= p->M; // (rows past M: none)
     for (int j = 0; j < n; j++) dup |= r[j] == c[i];
     if (!dup) r[n++] = c[i];
   }
@@ -240,7 +244,7 @@ int main(void) {
       const int ti = th == 4 ? 2 : th - 1;
       gm_amx_blocking b;
       int rc = gm_onednn_amx_blocking(M, N, K, p->op == OP_MMTA, p->op == OP_LINEAR, bias_op, th, p->batch, &b);
-      if (p->tile[ti] == 0) CHECK(rc == GM_AMX_NOT_AMX, "p%zu %dx%dx%d: the model gives %d, not oneDNN's GEMV path", q, M, K, N, rc);
+      if (p->tile[ti] == 0) CHECK(rc == GM_AMX_NOT_AMX, "p%zu %dx%dx%d: the model gives %d, not a shape AMX declines", q, M, K, N, rc);
       else CHECK(rc == 0 && b.tile == p->tile[ti] && b.last_tile == p->last_tile[ti],
             "p%zu %dx%dx%d batch %d t%d: the model gives tiles %d / %d (rc %d), the table %d / %d", q, M, K, N, p->batch, th,
             b.tile, b.last_tile, rc, p->tile[ti], p->last_tile[ti]);

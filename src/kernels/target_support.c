@@ -107,9 +107,9 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "the blocking of batched (3-D) products follow a model of its blocking heuristics (validated against "
            "torch on every shape and thread count tried: GPT-2 124M's logits and gradients bit-identical on 1 to 8 "
            "threads, its logits from 32 to 500 tokens; products of at most 16^3 multiply-adds in ATen's orders); "
-           "one column (oneDNN's GEMV path) as its one-row kernels; not derived: tiny K (oneDNN's AVX512_CORE_BF16 "
-           "brgemm: 60 random products there bit-identical, its order not found), an odd K over 32 with A as stored "
-           "where oneDNN's micro heuristic decides";
+           "one column (oneDNN's GEMV path) as its one-row kernels, and the tiny-K shapes AMX declines as oneDNN's "
+           "AVX512_CORE_BF16 brgemm (one VDPBF16PS chain); not reproduced: an odd K over 32 with A as stored where "
+           "oneDNN's micro heuristic decides";
   if ((t == GM_TT_INTEL_AVX512 || t == GM_TT_AVX2) && op == GM_KOP_MATMUL && dt == GM_BF16)
     return "torch's 2-thread K split for some shapes (e.g. M 2, K 3072 addmm) and subnormal bf16 inputs (the packed "
            "path reads them as zero) are not reproduced";

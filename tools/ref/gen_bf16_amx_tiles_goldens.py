@@ -55,6 +55,9 @@ PRODUCTS = [
     # one column: oneDNN's GEMV path (not AMX): the one-row B^T kernel's 16 lanes per row, one f32
     # chain over k with A transposed (operands: A's rows from 2 on hold the triples, W is ones)
     (249, 623, 1, "matmul", 1), (300, 1000, 1, "linear", 1), (300, 1000, 1, "mmta", 1),
+    # tiny K: AMX declines the shape (2 M_blk K <= 126 bytes), oneDNN's AVX512_CORE_BF16 brgemm runs
+    # it, one VDPBF16PS chain over the pairs
+    (2, 31, 256, "matmul", 1), (4, 15, 512, "addmm", 1), (3, 20, 256, "linear", 1),
 ]
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
 # One attention layer (gen_attention_bwd_goldens.py's attention_grad: GPT2Attention as GPT2LMHeadModel
@@ -70,7 +73,7 @@ ATTENTION = [("hf", "bf16", 1, 4, 128, 300, 0, 4), ("hf", "bf16", 1, 1, 128, 300
 
 
 def rows(M):
-    return sorted({0, 1, 2, M // 2, M - 1})
+    return sorted({r for r in (0, 1, 2, M // 2, M - 1) if r < M})
 
 
 def triple(j, s, K):
@@ -138,7 +141,8 @@ def main():
         print(f"  a{ai} attention {profile} {dname} B {B} NH {NH} hd {hd} T {T} on {threads} threads")
     os.makedirs(OUT, exist_ok=True)
     meta = {"attention": json.dumps(ATTENTION), "torch": torch.__version__, "products": json.dumps(PRODUCTS), "cpu": cpu_model(),
-            "rows": "bmm: slices 0 and batch - 1, every row where M N <= 19200; else (and 2-D) sorted({0, 1, 2, M // 2, M - 1})",
+            "rows": "bmm: slices 0 and batch - 1, every row where M N <= 19200; one column: every row; else (and 2-D) "
+                    "sorted({0, 1, 2, M // 2, M - 1}) below M",
             "operands": "A = value((s*M + i)*K + k, 1) with rows 0 and 1 ones, W = value((s*K + k)*N + n, 2) with "
                         "columns n < N // 2 replaced by triple(n, s, K) where it exists, bias = value(n, 3) (the docstring's)",
             "settings": "native oneDNN (no ONEDNN_MAX_CPU_ISA / ATEN_CPU_CAPABILITY caps: brg_matmul avx10_1_512_amx); "

@@ -489,6 +489,7 @@ static void unpacked(const float *A, int lda, bool trans_a, const float *B, int 
                      float alpha, float *C, int ldc, int M, int N, int K, const gm_bf16_amx_plan *plan, bool slice) {
   int P = (K + 1) / 2, Pb = block_pairs(P);
   bf16_order ord = order_for(M, N, K, trans_a, Bp ? Bp[strips_size(K, N)] != 0 : trans_b, slice);
+  if (ord == ORDER_AMX && (!plan || plan->not_amx)) ord = ORDER_VDP; // a shape AMX declines (run: no plan then)
   const size_t ra = trans_a ? 1 : (size_t)lda, ka = trans_a ? (size_t)lda : 1; // op(A)[i][k] = A[i * ra + k * ka]
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
@@ -621,6 +622,9 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   if (ord == ORDER_AMX)
     (void)gm_bf16_amx_plan_for(M, N, K, trans_a, b_trans, bias != NULL, plan_threads > 0 ? plan_threads : threads,
                                slice ? batch : 1, &plan);
+  // a small shape AMX declines (tiny K): oneDNN's AVX512_CORE_BF16 brgemm, one VDPBF16PS chain over
+  // the pairs, odd element first (cancelling triples: 45,568 of 45,568 columns, M 2-4, K 6-63)
+  if (ord == ORDER_AMX && plan.not_amx) ord = ORDER_VDP;
   const int np = ord == ORDER_AMX ? plan.n_seg : 1;
   const gm_simd_level isa = gm_cpu_simd();
   const amx_body amx = ord != ORDER_AMX          ? NULL

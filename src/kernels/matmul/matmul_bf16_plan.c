@@ -11,10 +11,15 @@ bool gm_bf16_amx_plan_for(int M, int N, int K, bool trans_a, bool trans_b, bool 
   out->chunk = 0;
   out->n_seg = 1;
   out->tail = false;
+  out->not_amx = false;
   out->start[0] = 0;
   out->start[1] = P;
   for (int t = 0; t < GM_BF16_AMX_MAX_SEGS; t++) out->tile[t] = 16;
-  if (gm_onednn_amx_blocking(M, N, K, trans_a, trans_b, with_sum, threads > 0 ? threads : 1, batch, &b) != 0) return false;
+  const int rc = gm_onednn_amx_blocking(M, N, K, trans_a, trans_b, with_sum, threads > 0 ? threads : 1, batch, &b);
+  if (rc != 0) {
+    out->not_amx = rc == GM_AMX_NOT_AMX;
+    return false;
+  }
   out->chunk = b.chunk / 2; // a multiple of 32 elements (or of the tile): whole pairs
   for (int t = 1; t < b.n_parts; t++) out->start[t] = b.part_start[t] / 2;
   out->n_seg = b.n_parts;

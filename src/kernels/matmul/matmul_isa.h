@@ -152,9 +152,11 @@ float gm_dot_f32arith_tail(const float *x, const float *y, int K, float main_sum
 // reach (oneDNN's GEMV path for N = 1, dimensions past 2^21): then one
 // chunk, no split, tiles of 16 pairs.
 enum { GM_BF16_AMX_MAX_SEGS = 65 };
+// not_amx: oneDNN declines AMX for this shape (the small shapes of onednn_amx.h, GM_AMX_NOT_AMX)
+// and its AVX512_CORE_BF16 brgemm runs it: one VDPBF16PS chain per output (matmul_bf16.c, ORDER_VDP).
 typedef struct {
   int chunk, n_seg;
-  bool tail;
+  bool tail, not_amx;
   int start[GM_BF16_AMX_MAX_SEGS + 1];
   int tile[GM_BF16_AMX_MAX_SEGS];
 } gm_bf16_amx_plan;
