@@ -62,6 +62,9 @@ static const product PRODUCTS[] = {
     // tiny K: AMX declines the shape, oneDNN's AVX512_CORE_BF16 brgemm (one VDPBF16PS chain)
     {2, 31, 256, OP_MATMUL, 1, {0, 0}, {0, 0}, 2},         {4, 15, 512, OP_ADDMM, 1, {0, 0}, {0, 0}, 2},
     {3, 20, 256, OP_LINEAR, 1, {0, 0}, {0, 0}, 2},
+    // one slice of 128 on 4 threads: tiles of 30 where 1 and 2 threads give 32 (the slice runs on
+    // one thread: its blocking must take torch's thread count)
+    {300, 300, 128, OP_BMM, 1, {32, 32, 30}, {32, 32, 30}, 4},
 };
 
 // value(idx, salt) of the generator for idx = off .. off + n - 1 (bf16-exact).

@@ -58,6 +58,9 @@ PRODUCTS = [
     # tiny K: AMX declines the shape (2 M_blk K <= 126 bytes), oneDNN's AVX512_CORE_BF16 brgemm runs
     # it, one VDPBF16PS chain over the pairs
     (2, 31, 256, "matmul", 1), (4, 15, 512, "addmm", 1), (3, 20, 256, "linear", 1),
+    # one slice of 128 on 4 threads: tiles of 30 (1 and 2 threads: 32), so a slice must be blocked
+    # for torch's thread count, not the one it runs on
+    (300, 300, 128, "bmm", 1, (1, 2, 4)),
 ]
 SALT_A, SALT_W, SALT_BIAS = 1, 2, 3
 # One attention layer (gen_attention_bwd_goldens.py's attention_grad: GPT2Attention as GPT2LMHeadModel
