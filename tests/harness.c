@@ -178,9 +178,11 @@ int32_t *test_model_tokens(const char *dir, int T, int *B) {
   return ids;
 }
 
-void test_amx_fill(float *x, size_t n, uint32_t salt) {
+void test_amx_fill(float *x, size_t n, uint32_t salt) { test_amx_fill_from(x, n, salt, 0); }
+
+void test_amx_fill_from(float *x, size_t n, uint32_t salt, size_t off) {
   for (size_t i = 0; i < n; i++) {
-    uint32_t u = (uint32_t)i * 2654435761u + salt * 40503u;
+    uint32_t u = (uint32_t)(i + off) * 2654435761u + salt * 40503u;
     float v = ldexpf((float)(128 + (u >> 8) % 128), -(int)(7 + (u >> 15) % 10));
     x[i] = (u >> 31) ? -v : v;
   }
@@ -234,3 +236,18 @@ int test_open_f32_golden(int target, const char *rel, void *st, char *file, size
 
 const test_path TEST_PATHS[TEST_N_PATHS] = {
     {"1 thread", NULL, 1}, {"2 threads", NULL, 2}, {"avx2", "avx2", 2}, {"scalar", "scalar", 1}};
+
+void test_lcg_values(uint64_t seed, float *x, size_t n, gm_dtype dt) {
+  uint64_t s = seed;
+  for (size_t i = 0; i < n; i++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x[i] = gm_round_f32(dt, (float)(s >> 40) * (4.0f / 16777216.0f) - 2.0f);
+  }
+}
+
+uint32_t test_fnv_row(const float *x, int n) {
+  uint32_t h = 0x811C9DC5u;
+  const unsigned char *p = (const unsigned char *)x;
+  for (size_t i = 0; i < (size_t)n * sizeof(float); i++) h = (h ^ p[i]) * 0x01000193u;
+  return h;
+}

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "gptmeg/core.h"
+
 extern int test_failures;
 extern int test_checks;
 
@@ -49,6 +51,13 @@ int32_t *test_model_tokens(const char *dir, int T, int *B);
 // u = idx * 2654435761 + salt * 40503 (mod 2^32), x[idx] = +-(128 + (u >> 8) % 128) * 2^-(7 + (u >> 15) % 10),
 // minus when bit 31 of u is set; exact in bf16.
 void test_amx_fill(float *x, size_t n, uint32_t salt);
+// The same values for idx = off .. off + n - 1 (gen_bf16_amx_tiles_goldens.py's slices).
+void test_amx_fill_from(float *x, size_t n, uint32_t salt, size_t off);
+// gen_attention_bwd_goldens.py's gen_values: s = s * 6364136223846793005 + 1442695040888963407
+// (mod 2^64) from s = seed, x = 4 (s >> 40) / 2^24 - 2, rounded to dt.
+void test_lcg_values(uint64_t seed, float *x, size_t n, gm_dtype dt);
+// FNV-1a 32 of n floats' bytes (the attention goldens' row hashes).
+uint32_t test_fnv_row(const float *x, int n);
 // Those goldens' sampled rows (the generators' rows(M)): {0, 1, M / 2, M - 1} sorted and distinct,
 // 1 read as 0 when M = 1; into r[4], returning how many.
 int test_amx_rows(int M, int *r);

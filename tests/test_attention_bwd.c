@@ -20,21 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-// The generator of gen_attention_bwd_goldens.py (gen_values).
-static void gen_values(uint64_t seed, float *x, size_t n, gm_dtype dt) {
-  uint64_t s = seed;
-  for (size_t i = 0; i < n; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x[i] = gm_round_f32(dt, (float)(s >> 40) * (4.0f / 16777216.0f) - 2.0f);
-  }
-}
 
-static uint32_t fnv_row(const float *x, int n) {
-  uint32_t h = 0x811C9DC5u;
-  const unsigned char *p = (const unsigned char *)x;
-  for (size_t i = 0; i < (size_t)n * sizeof(float); i++) h = (h ^ p[i]) * 0x01000193u;
-  return h;
-}
 
 typedef struct {
   char profile[32], dtype[8], threads[4];
@@ -58,13 +44,13 @@ static int run_case(const golden_case *g, int threads, uint32_t *h) {
   int rc = -1;
   if (qkv && dout && out && scores && probs && dsc && dqkv && kc && vc) {
     uint64_t seed = (uint64_t)(((B * 131 + g->NH) * 131 + g->hd) * 131 + T);
-    gen_values(seed, qkv, N * 3 * C, dt);
-    gen_values(seed + 7, dout, N * C, dt);
+    test_lcg_values(seed, qkv, N * 3 * C, dt);
+    test_lcg_values(seed + 7, dout, N * C, dt);
     gm_op_attn a = {B, T, 0, C, g->NH, g->layer, true, g->layer == 2, false, kc, vc, T};
     rc = gm_op_attention_fwd(&c, &a, out, scores, probs, qkv);
     if (!rc) rc = gm_op_attention_bwd(&c, &a, dqkv, dsc, dout, qkv, probs, scores);
     if (!rc)
-      for (size_t r = 0; r < N; r++) h[r] = fnv_row(dqkv + r * 3 * C, 3 * C);
+      for (size_t r = 0; r < N; r++) h[r] = test_fnv_row(dqkv + r * 3 * C, 3 * C);
   }
   free(qkv), free(dout), free(out), free(scores), free(probs), free(dsc), free(dqkv), free(kc), free(vc);
   return rc;

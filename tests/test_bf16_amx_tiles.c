@@ -67,14 +67,6 @@ static const product PRODUCTS[] = {
     {300, 300, 128, OP_BMM, 1, {32, 32, 30}, {32, 32, 30}, 4},
 };
 
-// value(idx, salt) of the generator for idx = off .. off + n - 1 (bf16-exact).
-static void fill(float *x, size_t n, uint32_t salt, size_t off) {
-  for (size_t i = 0; i < n; i++) {
-    uint32_t u = (uint32_t)(i + off) * 2654435761u + salt * 40503u;
-    float v = ldexpf((float)(128 + (u >> 8) % 128), -(int)(7 + (u >> 15) % 10));
-    x[i] = (u >> 31) ? -v : v;
-  }
-}
 
 // The generator's triple(j, s, K): three distinct K positions (0 when two coincide).
 static bool triple(int j, int s, int K, int q[3]) {
@@ -87,7 +79,7 @@ static bool triple(int j, int s, int K, int q[3]) {
 // cancelling triple where its three positions differ); one column: A's rows from 2 the triples, W ones.
 static void operands(const product *p, int s, float *A, float *W) {
   const int M = p->M, K = p->K, N = p->N;
-  fill(A, (size_t)M * K, 1, (size_t)s * M * K);
+  test_amx_fill_from(A, (size_t)M * K, 1, (size_t)s * M * K);
   for (int k = 0; k < 2 * K; k++) A[k] = 1.0f;
   if (N == 1) {
     for (int i = 2; i < M; i++) {
@@ -101,7 +93,7 @@ static void operands(const product *p, int s, float *A, float *W) {
     for (int k = 0; k < K; k++) W[k] = 1.0f;
     return;
   }
-  fill(W, (size_t)K * N, 2, (size_t)s * K * N);
+  test_amx_fill_from(W, (size_t)K * N, 2, (size_t)s * K * N);
   for (int j = 0; j < N / 2; j++) {
     int q[3];
     if (!triple(j, s, K, q)) continue;
@@ -157,21 +149,7 @@ static float tiles32(const float *A, const float *W, int i, int j, int K, int N)
   return acc;
 }
 
-// gen_attention_bwd_goldens.py's gen_values: a 64-bit LCG, 24-bit uniform in [-2, 2), rounded.
-static void gen_values(uint64_t seed, float *x, size_t n, gm_dtype dt) {
-  uint64_t s = seed;
-  for (size_t i = 0; i < n; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    x[i] = gm_round_f32(dt, (float)(s >> 40) * (4.0f / 16777216.0f) - 2.0f);
-  }
-}
 
-static uint32_t fnv_row(const float *x, int n) {
-  uint32_t h = 0x811C9DC5u;
-  const unsigned char *p = (const unsigned char *)x;
-  for (size_t i = 0; i < (size_t)n * sizeof(float); i++) h = (h ^ p[i]) * 0x01000193u;
-  return h;
-}
 
 // The generator's ATTENTION case a<ai>: hf, bf16, B 1, NH heads of 128, T 300, layer 0, 4 threads.
 static void check_attention(const gm_safetensors *st, int ai, int NH) {
@@ -199,8 +177,8 @@ static void check_attention(const gm_safetensors *st, int ai, int NH) {
   float *gout = to ? malloc(to->numel * sizeof(float)) : NULL, *gh = th ? malloc(th->numel * sizeof(float)) : NULL;
   if (qkv && dout && out && scores && probs && dsc && dqkv && kc && vc && gout && gh && th->numel == 2 * N) {
     const uint64_t seed = (uint64_t)(((B * 131 + NH) * 131 + HD) * 131 + T);
-    gen_values(seed, qkv, N * 3 * C, GM_BF16);
-    gen_values(seed + 7, dout, N * C, GM_BF16);
+    test_lcg_values(seed, qkv, N * 3 * C, GM_BF16);
+    test_lcg_values(seed + 7, dout, N * C, GM_BF16);
     gm_op_attn a = {B, T, 0, C, NH, LAYER, true, false, false, kc, vc, T};
     int rc = gm_op_attention_fwd(&c, &a, out, scores, probs, qkv);
     if (!rc) rc = gm_op_attention_bwd(&c, &a, dqkv, dsc, dout, qkv, probs, scores);
@@ -210,7 +188,8 @@ static void check_attention(const gm_safetensors *st, int ai, int NH) {
     for (int a_ = 0; a_ < nr; a_++)
       for (int j = 0; j < C; j++) bad_out += out[(size_t)r[a_] * C + j] != gout[(size_t)a_ * C + j];
     gm_st_read_f32(th, gh); // each row's hash as its high and low 16 bits
-    for (size_t i = 0; i < N; i++) bad_rows += fnv_row(dqkv + i * 3 * C, 3 * C) != ((uint32_t)gh[2 * i] << 16 | (uint32_t)gh[2 * i + 1]);
+    for (size_t i = 0; i < N; i++)
+      bad_rows += test_fnv_row(dqkv + i * 3 * C, 3 * C) != ((uint32_t)gh[2 * i] << 16 | (uint32_t)gh[2 * i + 1]);
     CHECK(bad_out == 0, "a%d: %d of %d stored outputs differ from torch's", ai, bad_out, nr * C);
     CHECK(bad_rows == 0, "a%d: %d of %zu rows of dqkv differ from torch's", ai, bad_rows, N);
   }
@@ -240,7 +219,7 @@ int main(void) {
       CHECK(0, "out of memory");
       return test_done("test_bf16_amx_tiles");
     }
-    fill(bias, (size_t)N, 3, 0);
+    test_amx_fill(bias, (size_t)N, 3);
     const int nr = stored_rows(p, r);
     const int n_slices = p->op == OP_BMM ? 2 : 1;
     for (int th = 1; th <= p->max_threads; th += th == 2 ? 2 : 1) {
