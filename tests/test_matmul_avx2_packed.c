@@ -60,9 +60,11 @@ static const product PRODUCTS[] = {
     {false, 40, 768, 256, false, false, 2}, {false, 100, 1024, 256, true, false, 2}, {false, 5, 1024, 256, false, false, 2},
     {false, 100, 768, 320, true, false, 2}, {false, 48, 256, 768, false, false, 2}, {false, 128, 256, 256, true, false, 2},
     {false, 64, 512, 128, false, false, 2}, {true, 100, 384, 65, true, false, 2}, {true, 128, 256, 100, true, false, 2},
-    {true, 40, 768, 256, false, false, 2}, {true, 100, 1024, 192, true, false, 2},
+    {true, 40, 768, 256, false, false, 2}, {true, 100, 1024, 192, true, false, 2},    {false, 50, 768, 768, false, false, 4}, {true, 61, 768, 768, true, false, 6}, {false, 101, 768, 768, true, false, 8},
+    {false, 97, 300, 300, true, false, 12}, {false, 61, 3072, 768, false, false, 3}, {true, 68, 768, 512, true, false, 4},
+    {true, 100, 768, 3080, true, false, 4},
 };
-enum { MA = 128, KA = 3072, NB = 768, FIRST = 16, LAST = 8 };
+enum { MA = 128, KA = 3072, NB = 3080, FIRST = 16, LAST = 8 };
 
 int main(void) {
   char buf[1024];

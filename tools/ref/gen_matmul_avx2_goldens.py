@@ -30,7 +30,7 @@ from safetensors.torch import save_file
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
-MA, KA, NB = 128, 3072, 768
+MA, KA, NB = 128, 3072, 3080
 # (op, M, K, N[, torch threads]): addmm(bias, A, B) with B as stored, linear = F.linear(A, B^T
 # contiguous, bias), mm_ta below; one thread unless given
 PRODUCTS = [
@@ -92,6 +92,15 @@ PRODUCTS = [
     ("linear", 100, 384, 65, 2), ("linear", 128, 256, 100, 2),
     # 2 threads, B^T: the K halves on the same edges as B as stored
     ("linear", 40, 768, 256, 2), ("linear", 100, 1024, 192, 2),
+    # t >= 3 threads, K and N >= 256 (avx2_many_threads): 49..16 t rows in p parts of ceil(M / p),
+    # each in its own 1-thread order, p the smallest divisor of t >= 2 (to 96 rows) or >= 3 (above);
+    # above 16 t rows the big-product kernels, also for 49..71 rows (which one thread runs on the
+    # 4..6-row kernels)
+    ("addmm", 50, 768, 768, 4), ("linear", 61, 768, 768, 6), ("addmm", 101, 768, 768, 8), ("addmm", 97, 300, 300, 12),
+    ("addmm", 61, 3072, 768, 3), ("linear", 68, 768, 512, 4),
+    # B^T on 4 threads above 16 t rows from N 3072 (avx2_column_parts): the columns in 4 parts at
+    # floor(N i / 4), each with its own leftover panels (770 = 32 x 24 + 2)
+    ("linear", 100, 768, 3080, 4),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

@@ -1317,6 +1317,32 @@ static int avx2_khalves(const float *A, int lda, const float *B, int ldb, bool t
   return 0;
 }
 
+// MKL's AVX2 sgemm on t >= 3 threads, rows from 49 up to 16 t (measured 2026-12-07 under the avx2
+// caps against torch's own 1-thread products of row blocks; M 2..263 on 3..16 threads at 768 x 768,
+// GPT-2's (K, N) on 4 threads, and (K, N) of 256..3072 with B as stored and B^T on 3, 4, 6 and 8):
+// the rows in p parts of ceil(M / p) (the last the rest), each part in its own 1-thread order (the
+// 4..6-row kernels), p the smallest divisor of t that is at least 2 up to 96 rows, at least 3 above.
+// Above 16 t rows MKL runs the big-product kernels, which 49..71 rows do not on one thread (3
+// threads from 49 rows, 4 from 65). Returns p (1: neither), or -1 for the big-product kernels.
+// Only where K and N are at least 256 (N 64 and K 64, the attention's per-head products, run other
+// orders) with B as stored or B^T, op(A) = A and alpha 1; at most 48 rows stay in the 1-thread order.
+static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int t) {
+  if (t < 3 || trans_a || alpha != 1.0f || K < 256 || N < 256 || M <= 48) return 1;
+  if (M > 16 * t) return M < 72 ? -1 : 1;
+  int p = M <= 96 ? 2 : 3;
+  while (t % p) p++;
+  return p;
+}
+
+// MKL's AVX2 sgemm against B^T on 4 and 8 threads above 16 t rows (the big-product kernels): the
+// columns in t parts at floor(N i / t), each with its own leftover panels (measured 2026-12-07 on the
+// lm_head's 768 x 50257 and on N 768, 3072 and 5000, M 72..300; N 1000 runs another split, 3 and 6
+// threads others again, not modelled). Where every part's panels fall as the whole product's (N 768)
+// it changes no bit; applied from N = 3072.
+static bool avx2_column_parts(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t) {
+  return (t == 4 || t == 8) && trans_b && !trans_a && alpha == 1.0f && K >= 256 && N >= 3072 && M > 16 * t && M >= 72;
+}
+
 int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
                            const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
                            int torch_threads) {
@@ -1324,6 +1350,25 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (threads <= 0) threads = omp_get_max_threads();
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
+  const int many = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_many_threads(M, N, K, trans_a, alpha, torch_threads) : 1;
+  if (many > 1) { // the row parts, each as one thread runs it alone
+    const int rows = (M + many - 1) / many;
+    for (int r0 = 0; r0 < M; r0 += rows) {
+      const int rc = gm_matmul_f32_torch_mt(A + (size_t)r0 * lda, lda, false, B, ldb, trans_b, bias, 1.0f,
+                                            C + (size_t)r0 * ldc, ldc, M - r0 < rows ? M - r0 : rows, N, K, threads, 1);
+      if (rc) return rc;
+    }
+    return 0;
+  }
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && avx2_column_parts(M, N, K, trans_a, trans_b, alpha, torch_threads)) {
+    for (int i = 0; i < torch_threads; i++) { // the columns in t parts, each as one thread runs it alone
+      const int c0 = (int)((int64_t)N * i / torch_threads), c1 = (int)((int64_t)N * (i + 1) / torch_threads);
+      const int rc = gm_matmul_f32_torch_mt(A, lda, false, B + (size_t)c0 * ldb, ldb, true, bias ? bias + c0 : NULL, 1.0f,
+                                            C + c0, ldc, M, c1 - c0, K, threads, 1);
+      if (rc) return rc;
+    }
+    return 0;
+  }
   int kp = alpha != 1.0f ? 1 : gm_f32_torch_kparts(mkl, M, N, K, trans_b, torch_threads);
   const int kg = trans_a || alpha != 1.0f || kp > 1 ? 0 : kgroups_uncut(mkl, M, N, K, trans_b, torch_threads);
   int groups = 1;
@@ -1350,6 +1395,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (t2 == AVX2_T2_KHALVES && (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG))
     return avx2_khalves(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads);
   if (t2 == AVX2_T2_SMALL && o.blocks == GM_F32_BLOCKS_AVX2_BIG) o.blocks = GM_F32_BLOCKS_AVX2_256;
+  if (many < 0 && o.blocks == GM_F32_BLOCKS_AVX2_256) o.blocks = GM_F32_BLOCKS_AVX2_BIG; // avx2_many_threads
   if (t2 == AVX2_T2_COLS && (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)) {
     o.blocks = GM_F32_BLOCKS_AVX2_BIG;
     ns = N / 2;
