@@ -17,6 +17,9 @@
 //     threads with B as stored the K cut in two (K >= 256, N < 1002);
 //   - a last row alone (M % 6 = 1 on the 4..6-row kernels: the 2-row kernel), and the big-product
 //     kernels' row groups of four (M % 4 of 1, 2, 3: a group of two, a row alone) at the last panels.
+//   - torch on 3 to 12 threads: 49..16t rows in row parts, each in its 1-thread order; the
+//     big-product kernels above 16t rows (61 rows on 3 threads); B^T on 4 threads from N 3072 in
+//     four column parts (avx2_many_threads, avx2_column_parts).
 #include "harness.h"
 
 #include "gptmeg/kernels.h"

@@ -71,8 +71,10 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "big-product kernels' pair columns with K 257..383 (e.g. 128x300x128's last 8 columns), the 4..6-row kernels' "
            "leftover columns at large N (e.g. 55x768x767 B^T), "
            "2-thread orders outside the measured splits (K and N multiples of 64 at the grids' points, e.g. odd "
-           "shapes and N <= 352 above 128 rows) and A transposed on 2 threads, 3 or more threads from about 50 "
-           "tokens (the 1-thread order runs), "
+           "shapes and N <= 352 above 128 rows) and A transposed on 2 threads; on 3 or more threads the per-head "
+           "attention products (K or N of 64), B^T column splits other than 4 and 8 threads from N 3072, "
+           "B as stored on 6 threads above 96 rows where the column parts show (e.g. 150x768x3072) and 16 "
+           "threads from about 200 tokens (1-thread order, or the row parts, runs), "
            "and the scaling of reorder_and_upcast_attn's f32 baddbmm between 2048 and about 32768 "
            "multiply-adds per head are not reproduced (1 thread: GPT-2 124M's f32 logits bit-identical at 27 token "
            "counts from 2 to 96 (not 3), at 122, 128, 150, 256 and 300, on 2 threads at T 7, 13, 19, 25, 29, 32, 64, 128 and 300; 256- and 384-wide 65-character models on 2 threads at T 8 to 128, its gradients at B 1 T 77 and 100, B 2 T 64, B 4 T 128 and 256 and on 2 threads at B 2 T 64)";
