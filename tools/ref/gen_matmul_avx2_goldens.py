@@ -98,9 +98,13 @@ PRODUCTS = [
     # 4..6-row kernels)
     ("addmm", 50, 768, 768, 4), ("linear", 61, 768, 768, 6), ("addmm", 101, 768, 768, 8), ("addmm", 97, 300, 300, 12),
     ("addmm", 61, 3072, 768, 3), ("linear", 68, 768, 512, 4),
-    # B^T on 4 threads above 16 t rows from N 3072 (avx2_column_parts): the columns in 4 parts at
-    # floor(N i / 4), each with its own leftover panels (770 = 32 x 24 + 2)
+    # above 16 t rows from N 3072 (avx2_column_parts): the columns in t parts of ceil((N - 1) / t),
+    # the last the rest, each with its own leftover panels (770 = 32 x 24 + 2)
     ("linear", 100, 768, 3080, 4),
+    # ... on 3, 5 and 6 threads, B as stored too
+    ("addmm", 100, 768, 3080, 6), ("linear", 100, 768, 3080, 5), ("addmm", 72, 768, 3080, 3),
+    # N not a multiple of t: parts of ceil((N - 1) / t), i.e. ceil(N / t) but where N % t is 1
+    ("linear", 100, 768, 3078, 4), ("linear", 100, 768, 3079, 5), ("linear", 100, 768, 3077, 4),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

@@ -1334,13 +1334,18 @@ static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int
   return p;
 }
 
-// MKL's AVX2 sgemm against B^T on 4 and 8 threads above 16 t rows (the big-product kernels): the
-// columns in t parts at floor(N i / t), each with its own leftover panels (measured 2026-12-07 on the
-// lm_head's 768 x 50257 and on N 768, 3072 and 5000, M 72..300; N 1000 runs another split, 3 and 6
-// threads others again, not modelled). Where every part's panels fall as the whole product's (N 768)
-// it changes no bit; applied from N = 3072.
-static bool avx2_column_parts(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t) {
-  return (t == 4 || t == 8) && trans_b && !trans_a && alpha == 1.0f && K >= 256 && N >= 3072 && M > 16 * t && M >= 72;
+// MKL's AVX2 sgemm on t >= 3 threads above 16 t rows (the big-product kernels), N from 3072: the
+// columns in parts of ceil((N - 1) / t) (ceil(N / t) unless N % t is 1, then floor), the last the
+// rest, each with its own leftover panels. Measured 2026-12-07 (M 72..300, K 768 and 3072, B as
+// stored and B^T) on 3 and 6 threads at N 3072..12000 and the lm_head's 50257, on 4 and 8 at N 3072,
+// 3078, 3079, 3080, 5000, 5001, 6006 and 50257, on 5 from N 2304; on 12 and 16 threads only the
+// lm_head (N 3080 and 5000 cut otherwise there, not modelled). Returns the part's width, 0 for none
+// (other thread counts, narrower N: one thread's order).
+static int avx2_column_parts(int M, int N, int K, bool trans_a, float alpha, int t) {
+  if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M < 72 || N < 2304) return 0;
+  const bool measured = t == 5 || ((t == 3 || t == 4 || t == 6 || t == 8) && N >= 3072) ||
+                        ((t == 12 || t == 16) && N >= 50000);
+  return measured ? (N + t - 2) / t : 0;
 }
 
 int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
@@ -1360,11 +1365,14 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
     }
     return 0;
   }
-  if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && avx2_column_parts(M, N, K, trans_a, trans_b, alpha, torch_threads)) {
-    for (int i = 0; i < torch_threads; i++) { // the columns in t parts, each as one thread runs it alone
-      const int c0 = (int)((int64_t)N * i / torch_threads), c1 = (int)((int64_t)N * (i + 1) / torch_threads);
-      const int rc = gm_matmul_f32_torch_mt(A, lda, false, B + (size_t)c0 * ldb, ldb, true, bias ? bias + c0 : NULL, 1.0f,
-                                            C + c0, ldc, M, c1 - c0, K, threads, 1);
+  const int cols = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_column_parts(M, N, K, trans_a, alpha, torch_threads) : 0;
+  if (cols) { // the columns in t parts, each as one thread runs it alone
+    for (int i = 0; i < torch_threads; i++) {
+      const int c0 = i * cols < N ? i * cols : N, c1 = i == torch_threads - 1 || (i + 1) * cols > N ? N : (i + 1) * cols;
+      if (c1 <= c0) continue;
+      const float *Bc = trans_b ? B + (size_t)c0 * ldb : B + c0;
+      const int rc = gm_matmul_f32_torch_mt(A, lda, false, Bc, ldb, trans_b, bias ? bias + c0 : NULL, 1.0f, C + c0, ldc, M,
+                                            c1 - c0, K, threads, 1);
       if (rc) return rc;
     }
     return 0;
