@@ -67,7 +67,7 @@ static const product PRODUCTS[] = {
     {false, 97, 300, 300, true, false, 12}, {false, 61, 3072, 768, false, false, 3}, {true, 68, 768, 512, true, false, 4},
     {true, 100, 768, 3080, true, false, 4}, {false, 100, 768, 3080, true, false, 6}, {true, 100, 768, 3080, true, false, 5},
     {false, 72, 768, 3080, true, false, 3}, {true, 100, 768, 3078, true, false, 4}, {true, 100, 768, 3079, true, false, 5},
-    {true, 100, 768, 3077, true, false, 4},
+    {true, 100, 768, 3077, true, false, 4}, {true, 60, 768, 3077, true, false, 3},
 };
 enum { MA = 128, KA = 3072, NB = 3080, FIRST = 16, LAST = 8 };
 

@@ -105,6 +105,7 @@ PRODUCTS = [
     ("addmm", 100, 768, 3080, 6), ("linear", 100, 768, 3080, 5), ("addmm", 72, 768, 3080, 3),
     # N not a multiple of t: parts of ceil((N - 1) / t), i.e. ceil(N / t) but where N % t is 1
     ("linear", 100, 768, 3078, 4), ("linear", 100, 768, 3079, 5), ("linear", 100, 768, 3077, 4),
+    ("linear", 60, 768, 3077, 3),  # B^T from 56 rows (the big-product kernels on one thread)
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

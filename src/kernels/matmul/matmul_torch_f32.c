@@ -1339,10 +1339,13 @@ static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int
 // rest, each with its own leftover panels. Measured 2026-12-07 (M 72..300, K 768 and 3072, B as
 // stored and B^T) on 3 and 6 threads at N 3072..12000 and the lm_head's 50257, on 4 and 8 at N 3072,
 // 3078, 3079, 3080, 5000, 5001, 6006 and 50257, on 5 from N 2304; on 12 and 16 threads only the
-// lm_head (N 3080 and 5000 cut otherwise there, not modelled). Returns the part's width, 0 for none
-// (other thread counts, narrower N: one thread's order).
-static int avx2_column_parts(int M, int N, int K, bool trans_a, float alpha, int t) {
-  if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M < 72 || N < 2304) return 0;
+// lm_head (N 3080 and 5000 cut otherwise there, not modelled). From 56 rows against B^T (where one
+// thread runs the big-product kernels), 72 with B as stored; up to 384 rows (above it the parts
+// fall on whole panels of 24, or rows are cut too: 400 and 512 rows give the 1-thread bits, 450
+// neither; not modelled). Returns the part's width, 0 for none (other thread counts, narrower N,
+// more rows: one thread's order).
+static int avx2_column_parts(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t) {
+  if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M < (trans_b ? 56 : 72) || M > 384 || N < 2304) return 0;
   const bool measured = t == 5 || ((t == 3 || t == 4 || t == 6 || t == 8) && N >= 3072) ||
                         ((t == 12 || t == 16) && N >= 50000);
   return measured ? (N + t - 2) / t : 0;
@@ -1365,7 +1368,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
     }
     return 0;
   }
-  const int cols = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_column_parts(M, N, K, trans_a, alpha, torch_threads) : 0;
+  const int cols = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_column_parts(M, N, K, trans_a, trans_b, alpha, torch_threads) : 0;
   if (cols) { // the columns in t parts, each as one thread runs it alone
     for (int i = 0; i < torch_threads; i++) {
       const int c0 = i * cols < N ? i * cols : N, c1 = i == torch_threads - 1 || (i + 1) * cols > N ? N : (i + 1) * cols;
