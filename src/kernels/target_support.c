@@ -71,13 +71,13 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "big-product kernels' pair columns with K 257..383 (e.g. 128x300x128's last 8 columns), the 4..6-row kernels' "
            "leftover columns at large N (e.g. 55x768x767 B^T), "
            "2-thread orders outside the measured splits (K and N multiples of 64 at the grids' points, e.g. odd "
-           "shapes and N <= 352 above 128 rows) and A transposed on 2 threads; on 3 or more threads the per-head "
-           "attention products (K or N of 64), B^T column splits other than 4 and 8 threads from N 3072, "
-           "B as stored on 6 threads above 96 rows where the column parts show (e.g. 150x768x3072) and 16 "
-           "threads from about 200 tokens (1-thread order, or the row parts, runs), "
+           "shapes and N <= 352 above 128 rows) and A transposed on 2 threads; on 3 or more threads the column "
+           "cuts above 16 t rows below N 3072, above 384 rows, and on 7, 9..11, 13..15 threads (12 and 16: all "
+           "but the lm_head), K or N below 256 as 2-D products, A transposed, and the batched P @ V on more "
+           "threads than heads (16 threads, 12 heads, T 200) (the 1-thread order, or the row parts, runs), "
            "and the scaling of reorder_and_upcast_attn's f32 baddbmm between 2048 and about 32768 "
            "multiply-adds per head are not reproduced (1 thread: GPT-2 124M's f32 logits bit-identical at 27 token "
-           "counts from 2 to 96 (not 3), at 122, 128, 150, 256 and 300, on 2 threads at T 7, 13, 19, 25, 29, 32, 64, 128 and 300; 256- and 384-wide 65-character models on 2 threads at T 8 to 128, its gradients at B 1 T 77 and 100, B 2 T 64, B 4 T 128 and 256 and on 2 threads at B 2 T 64)";
+           "counts from 2 to 96 (not 3), at 122, 128, 150, 256 and 300, on 2 threads at T 7, 13, 19, 25, 29, 32, 64, 128 and 300; 256- and 384-wide 65-character models on 2 threads at T 8 to 128, its gradients at B 1 T 77 and 100, B 2 T 64, B 4 T 128 and 256 and on 2 threads at B 2 T 64; its logits on 3, 4, 5, 6, 8 and 12 threads at every T measured from 1 to 512 and on 16 at T 300)";
   if (op == GM_KOP_MATMUL && dt == GM_F32)
     return "the B^T kernel for N <= 3 below K = 24 M beyond a 3-token prefill's 3x3x64 q @ k^T, the K split's "
            "region beyond GPT-2's shapes (e.g. 47x1691x382 and 323x1981x316 on 2 threads), on 4 or more threads "
