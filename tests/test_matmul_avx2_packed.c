@@ -19,7 +19,7 @@
 //     kernels' row groups of four (M % 4 of 1, 2, 3: a group of two, a row alone) at the last panels.
 //   - torch on 3 to 12 threads: 49..16t rows in row parts, each in its 1-thread order; the
 //     big-product kernels above 16t rows (61 rows on 3 threads); from N 3072 the columns in t parts
-//     of ceil((N - 1) / t) on 3 to 6 threads (avx2_many_threads, avx2_column_parts).
+//     of ceil((N - 1) / t), and grids of row and column blocks (avx2_many_threads, avx2_big_grid).
 #include "harness.h"
 
 #include "gptmeg/kernels.h"
@@ -68,6 +68,8 @@ static const product PRODUCTS[] = {
     {true, 100, 768, 3080, true, false, 4}, {false, 100, 768, 3080, true, false, 6}, {true, 100, 768, 3080, true, false, 5},
     {false, 72, 768, 3080, true, false, 3}, {true, 100, 768, 3078, true, false, 4}, {true, 100, 768, 3079, true, false, 5},
     {true, 100, 768, 3077, true, false, 4}, {true, 60, 768, 3077, true, false, 3},
+    {false, 100, 256, 1001, true, false, 4}, {false, 100, 256, 1001, true, false, 6}, {true, 100, 256, 900, true, false, 3},
+    {false, 100, 256, 2001, true, false, 6}, {false, 100, 256, 768, true, false, 6},
 };
 enum { MA = 128, KA = 3072, NB = 3080, FIRST = 16, LAST = 8 };
 

@@ -106,6 +106,13 @@ PRODUCTS = [
     # N not a multiple of t: parts of ceil((N - 1) / t), i.e. ceil(N / t) but where N % t is 1
     ("linear", 100, 768, 3078, 4), ("linear", 100, 768, 3079, 5), ("linear", 100, 768, 3077, 4),
     ("linear", 60, 768, 3077, 3),  # B^T from 56 rows (the big-product kernels on one thread)
+    # grids of tm x tn blocks above 16 t rows (avx2_big_grid): 2 x 2 on 4 threads (N 770..1537),
+    # 3 x 2 on 6 (rows 33 + 33 + 34: M % 3 = 1 lengthens the last), 3 x 1 on 3 (N 900: thirds of
+    # 300 columns are not above 384)
+    ("addmm", 100, 256, 1001, 4), ("addmm", 100, 256, 1001, 6), ("linear", 100, 256, 900, 3),
+    # 6 threads, N 2001: 3 x 2 (tn among t and the powers of two; thirds would be 2 x 3); N 768 on 6
+    # threads: torch's 1-thread bits (1 x 6 would put pair columns at each block's end)
+    ("addmm", 100, 256, 2001, 6), ("addmm", 100, 256, 768, 6),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

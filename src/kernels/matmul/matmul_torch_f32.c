@@ -1334,21 +1334,55 @@ static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int
   return p;
 }
 
-// MKL's AVX2 sgemm on t >= 3 threads above 16 t rows (the big-product kernels), N from 3072: the
-// columns in parts of ceil((N - 1) / t) (ceil(N / t) unless N % t is 1, then floor), the last the
-// rest, each with its own leftover panels. Measured 2026-12-07 (M 72..300, K 768 and 3072, B as
-// stored and B^T) on 3 and 6 threads at N 3072..12000 and the lm_head's 50257, on 4 and 8 at N 3072,
-// 3078, 3079, 3080, 5000, 5001, 6006 and 50257, on 5 from N 2304; on 12 and 16 threads only the
-// lm_head (N 3080 and 5000 cut otherwise there, not modelled). From 56 rows against B^T (where one
-// thread runs the big-product kernels), 72 with B as stored; up to 384 rows (above it the parts
-// fall on whole panels of 24, or rows are cut too: 400 and 512 rows give the 1-thread bits, 450
-// neither; not modelled). Returns the part's width, 0 for none (other thread counts, narrower N,
-// more rows: one thread's order).
-static int avx2_column_parts(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t) {
-  if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M < (trans_b ? 56 : 72) || M > 384 || N < 2304) return 0;
-  const bool measured = t == 5 || ((t == 3 || t == 4 || t == 6 || t == 8) && N >= 3072) ||
-                        ((t == 12 || t == 16) && N >= 50000);
-  return measured ? (N + t - 2) / t : 0;
+// MKL's AVX2 sgemm on t >= 3 threads above 16 t rows (the big-product kernels): a grid of tm x tn
+// blocks, each on the big-product kernels with its own leftover panels and row groups of four.
+// tn = t up to N 767; from 770 the largest tn among t and the powers of two dividing t whose
+// columns per block, ceil((N - 1) / tn), exceed 384 (1 if none): 4 threads run 1 x 4 to N 767,
+// 2 x 2 for N 770..1537, 1 x 4 from 1538; 8: 4 x 2 from about 800, 2 x 4 from 1540, 1 x 8 from
+// 3075; 6: 3 x 2 from about 800, 1 x 6 from 2306. Columns in blocks of ceil((N - 1) / tn), the last
+// the rest; rows in tm balanced blocks (the first M % tm one longer), but where M % tm is 1 the
+// last one longer. Measured 2026-12-07 under the avx2 caps by rebuilding torch's t-thread products
+// from its own 1-thread products of the blocks (rows padded above by a multiple of four for the
+// big-product kernels): 4 threads at N 256..2128 every 72 (M 200, K 256), 8, 6 and 3 at N
+// 259..3235 every 96, 165 products of M 150..350 on 3..8 threads (every miss a block narrower than
+// 72 columns), odd and even M on 4, 6, 8 and 12; N 3072..50257 (M 72..300, K 768 and 3072); and
+// gptmeg against torch on 280 products (M 80..333, N 300..5000, K 256 and 768, B as stored and
+// B^T, 3..6 and 8 threads): all equal but N 300 at 333 rows (up to N 768 only to 256 rows). Only
+// up to 384 rows (beyond: the lm_head at 385 rows on 4, 5 and 8 threads, 512 on 3, 5, 6 and 8 cut
+// otherwise), from 56 rows against B^T and 72 with B as stored, K >= 256, blocks of at least 72
+// columns, on 3..6 and 8 threads (12 and 16: the lm_head only, N >= 50000; other N cut otherwise
+// there). Returns false where not modelled (one thread's order then runs).
+typedef struct {
+  int tm, tn;
+} avx2_grid;
+static bool avx2_big_grid(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t, avx2_grid *g) {
+  if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M < (trans_b ? 56 : 72) || M > 384) return false;
+  if (!((t >= 3 && t <= 6) || t == 8 || ((t == 12 || t == 16) && N >= 50000))) return false;
+  if (N <= 769 && M > 256) return false; // 333 x 256 x 300 on 3 and 4 threads: another cut
+  // N 768 and 769 (torch's 1-thread bits on 6 threads at 100 and 150 rows, where 1 x 6 would show)
+  if (N == 768 || N == 769) return false;
+  int tn = t;
+  if (N > 769) {
+    tn = 1;
+    for (int d = 2; d <= t; d++)
+      if (t % d == 0 && (d == t || (d & (d - 1)) == 0) && (N + d - 2) / d > 384) tn = d;
+  }
+  if ((N + tn - 2) / tn < 72 || N - (tn - 1) * ((N + tn - 2) / tn) < 1) return false;
+  g->tm = t / tn;
+  g->tn = tn;
+  return true;
+}
+
+// Block i's rows [r0, r1) of M rows in tm blocks (avx2_big_grid).
+static void avx2_grid_rows(int M, int tm, int i, int *r0, int *r1) {
+  const int q = M / tm, r = M % tm;
+  if (r == 1) {
+    *r0 = i * q;
+    *r1 = i == tm - 1 ? M : *r0 + q;
+  } else {
+    *r0 = i * q + (i < r ? i : r);
+    *r1 = *r0 + q + (i < r);
+  }
 }
 
 int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
@@ -1368,15 +1402,19 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
     }
     return 0;
   }
-  const int cols = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_column_parts(M, N, K, trans_a, trans_b, alpha, torch_threads) : 0;
-  if (cols) { // the columns in t parts, each as one thread runs it alone
-    for (int i = 0; i < torch_threads; i++) {
-      const int c0 = i * cols < N ? i * cols : N, c1 = i == torch_threads - 1 || (i + 1) * cols > N ? N : (i + 1) * cols;
-      if (c1 <= c0) continue;
-      const float *Bc = trans_b ? B + (size_t)c0 * ldb : B + c0;
-      const int rc = gm_matmul_f32_torch_mt(A, lda, false, Bc, ldb, trans_b, bias ? bias + c0 : NULL, 1.0f, C + c0, ldc, M,
-                                            c1 - c0, K, threads, 1);
-      if (rc) return rc;
+  avx2_grid g;
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && avx2_big_grid(M, N, K, trans_a, trans_b, alpha, torch_threads, &g)) {
+    const f32_order big = {GM_F32_BLOCKS_AVX2_BIG, 1.0f, 1.0f};
+    const int w = (N + g.tn - 2) / g.tn;
+    for (int i = 0; i < g.tm; i++) {
+      int r0, r1;
+      avx2_grid_rows(M, g.tm, i, &r0, &r1);
+      for (int j = 0; j < g.tn; j++) { // each block on the big-product kernels
+        const int c0 = j * w, c1 = j == g.tn - 1 ? N : c0 + w;
+        const float *Bc = trans_b ? B + (size_t)c0 * ldb : B + c0;
+        matmul_order(A + (size_t)r0 * lda, lda, Bc, ldb, trans_b, bias ? bias + c0 : NULL, 1.0f, C + (size_t)r0 * ldc + c0,
+                     ldc, r1 - r0, c1 - c0, K, threads, big);
+      }
     }
     return 0;
   }
