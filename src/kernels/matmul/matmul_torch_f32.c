@@ -1367,7 +1367,8 @@ static bool avx2_big_grid(int M, int N, int K, bool trans_a, bool trans_b, float
     for (int d = 2; d <= t; d++)
       if (t % d == 0 && (d == t || (d & (d - 1)) == 0) && (N + d - 2) / d > 384) tn = d;
   }
-  if ((N + tn - 2) / tn < 72 || N - (tn - 1) * ((N + tn - 2) / tn) < 1) return false;
+  const int w = (N + tn - 2) / tn;
+  if (w < 72 || N - (tn - 1) * w < 72) return false; // every block (the last too) at least 72 columns
   g->tm = t / tn;
   g->tn = tn;
   return true;
