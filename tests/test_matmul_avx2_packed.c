@@ -19,7 +19,8 @@
 //     kernels' row groups of four (M % 4 of 1, 2, 3: a group of two, a row alone) at the last panels.
 //   - torch on 3 to 12 threads: 49..16t rows in row parts, each in its 1-thread order; the
 //     big-product kernels above 16t rows (61 rows on 3 threads); from N 3072 the columns in t parts
-//     of ceil((N - 1) / t), and grids of row and column blocks (avx2_many_threads, avx2_big_grid).
+//     of ceil((N - 1) / t), and grids of row and column blocks (avx2_many_threads, avx2_big_grid);
+//     K in t parts for few columns against a long K (avx2_kcut).
 #include "harness.h"
 
 #include "gptmeg/kernels.h"
@@ -70,6 +71,8 @@ static const product PRODUCTS[] = {
     {true, 100, 768, 3077, true, false, 4}, {true, 60, 768, 3077, true, false, 3},
     {false, 100, 256, 1001, true, false, 4}, {false, 100, 256, 1001, true, false, 6}, {true, 100, 256, 900, true, false, 3},
     {false, 100, 256, 2001, true, false, 6}, {false, 100, 256, 768, true, false, 6},
+    {false, 100, 2001, 97, true, false, 4}, {false, 100, 1537, 336, true, false, 3}, {false, 72, 3072, 336, true, false, 6},
+    {false, 100, 3072, 144, true, false, 8},
 };
 enum { MA = 128, KA = 3072, NB = 3080, FIRST = 16, LAST = 8 };
 

@@ -113,6 +113,10 @@ PRODUCTS = [
     # 6 threads, N 2001: 3 x 2 (tn among t and the powers of two; thirds would be 2 x 3); N 768 on 6
     # threads: torch's 1-thread bits (1 x 6 would put pair columns at each block's end)
     ("addmm", 100, 256, 2001, 6), ("addmm", 100, 256, 768, 6),
+    # B as stored, K >= 1536 against N up to 368 (avx2_kcut): K in t balanced parts (on 4 threads
+    # 501 + 500 + 500 + 500), C = (bias + part 0) + ((part 1 + part 2) + part 3); on 6 and 8 threads
+    # from K 3072 also where fewer rows would run the row parts
+    ("addmm", 100, 2001, 97, 4), ("addmm", 100, 1537, 336, 3), ("addmm", 72, 3072, 336, 6), ("addmm", 100, 3072, 144, 8),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

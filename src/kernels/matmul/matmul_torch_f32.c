@@ -1386,6 +1386,54 @@ static void avx2_grid_rows(int M, int tm, int i, int *r0, int *r1) {
   }
 }
 
+// MKL's AVX2 sgemm on t threads, few columns against a long K (B as stored): K in t balanced parts
+// (the first K % t one longer), each in the order one thread gives that slice alone, summed as
+// C = (bias + part 0) + ((part 1 + part 2) + ... + part t-1). Measured 2026-12-07 under the avx2
+// caps (torch's product rebuilt from its own 1-thread products of the K slices) on grids of M 72,
+// 100, 150, 176, 200, 256, 300, N 96..368 and K 1536, 2048, 3072 (4 threads also K 1280), with
+// gptmeg against torch on off-grid shapes; not at N 383 or 384, nor at 384 rows. Applied where
+// measured: 3 and 4 threads from K 1536 at 72..300 rows (N 128..368; 96.. on 4); 6 and 8 threads from
+// K 3072 at 72..300 rows (N 128..368), from K 1536 at 100 (6 threads, N 256..368) and 150 rows (8
+// threads, N 128..368) up to 300, where fewer rows run the row parts (avx2_many_threads). Not
+// mapped: K 1024..1280 (cut on 4 threads at N 256 up to 150 rows, N 352 up to 128), fewer rows
+// (K halves at 16..40 rows, K 1024), other thread counts. Returns the parts, 0 for none.
+static int avx2_kcut(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t) {
+  if (trans_a || trans_b || alpha != 1.0f || K < 1536 || N > 368 || M > 300 || M < 72) return 0;
+  if (N < (t == 4 ? 96 : 128)) return 0;
+  if (t == 3 || t == 4) return t;
+  if (t != 6 && t != 8) return 0;
+  if (K >= 3072) return t;
+  if (t == 6) return M >= 100 && N >= 256 ? t : 0;
+  return M >= 150 ? t : 0;
+}
+
+// avx2_kcut's order over P parts. 0, or -1 without memory.
+static int avx2_kcut_run(const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc, int M, int N,
+                         int K, int threads, int P) {
+  float *T = malloc(sizeof(float) * (size_t)M * N * 2);
+  if (!T) return -1;
+  float *U = T + (size_t)M * N;
+  int k0 = 0;
+  for (int i = 0; i < P; i++) {
+    const int len = K / P + (i < K % P);
+    float *dst = i == 0 ? C : i == 1 ? T : U;
+    const int ldd = i == 0 ? ldc : N;
+    const int rc = gm_matmul_f32_torch_mt(A + k0, lda, false, B + (size_t)k0 * ldb, ldb, false, i == 0 ? bias : NULL, 1.0f,
+                                          dst, ldd, M, N, len, threads, 1);
+    if (rc) {
+      free(T);
+      return rc;
+    }
+    if (i >= 2) // the parts after the first, in order
+      for (size_t e = 0; e < (size_t)M * N; e++) T[e] += U[e];
+    k0 += len;
+  }
+  for (int r = 0; r < M; r++)
+    for (int j = 0; j < N; j++) C[(size_t)r * ldc + j] += T[(size_t)r * N + j];
+  free(T);
+  return 0;
+}
+
 int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
                            const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
                            int torch_threads) {
@@ -1393,6 +1441,8 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (threads <= 0) threads = omp_get_max_threads();
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
+  const int kc = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_kcut(M, N, K, trans_a, trans_b, alpha, torch_threads) : 0;
+  if (kc > 1) return avx2_kcut_run(A, lda, B, ldb, bias, C, ldc, M, N, K, threads, kc);
   const int many = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_many_threads(M, N, K, trans_a, alpha, torch_threads) : 1;
   if (many > 1) { // the row parts, each as one thread runs it alone
     const int rows = (M + many - 1) / many;
