@@ -72,7 +72,7 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "leftover columns at large N (e.g. 55x768x767 B^T), "
            "2-thread orders outside the measured splits (K and N multiples of 64 at the grids' points, e.g. odd "
            "shapes and N <= 352 above 128 rows) and A transposed on 2 threads; on 3 or more threads above 384 "
-           "rows, MKL's K cut for small N against large K (e.g. 150x1024x256), grid blocks narrower than 72 "
+           "rows, MKL's K cut for few columns at K 1024..1280 or at fewer rows than mapped (e.g. 150x1024x256), grid blocks narrower than 72 "
            "columns, K or N below 256 as 2-D products, 7, 9..11 and 13..15 threads above 16 t rows (12 and 16: "
            "all but the lm_head), A transposed, and the batched P @ V on more threads than heads (16 threads, "
            "12 heads, T 200) (the 1-thread order, or the row parts, runs), "
