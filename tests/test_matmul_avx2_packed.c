@@ -73,6 +73,7 @@ static const product PRODUCTS[] = {
     {false, 100, 256, 2001, true, false, 6}, {false, 100, 256, 768, true, false, 6},
     {false, 100, 2001, 97, true, false, 4}, {false, 100, 1537, 336, true, false, 3}, {false, 72, 3072, 336, true, false, 6},
     {false, 100, 3072, 144, true, false, 8},
+    {false, 80, 830, 300, true, false, 1}, {false, 128, 300, 128, true, false, 1}, {true, 80, 875, 300, true, false, 1},
 };
 enum { MA = 128, KA = 3072, NB = 3080, FIRST = 16, LAST = 8 };
 

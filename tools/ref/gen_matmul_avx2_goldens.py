@@ -117,6 +117,9 @@ PRODUCTS = [
     # 501 + 500 + 500 + 500), C = (bias + part 0) + ((part 1 + part 2) + part 3); on 6 and 8 threads
     # from K 3072 also where fewer rows would run the row parts
     ("addmm", 100, 2001, 97, 4), ("addmm", 100, 1537, 336, 3), ("addmm", 72, 3072, 336, 6), ("addmm", 100, 3072, 144, 8),
+    # one thread, the big-product kernels' pair panels: chains over whole groups of four, a block's
+    # last len % 4 products FMA'd onto the sum (830 = 4 x 192 + 62; 300 = 150 + 150; 875: 107)
+    ("addmm", 80, 830, 300), ("addmm", 128, 300, 128), ("linear", 80, 875, 300),
 ]
 CAPS = {"ONEDNN_MAX_CPU_ISA": "AVX2", "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"}
 

@@ -293,7 +293,9 @@ static avx2_kernel avx2_kernel_for(gm_f32_blocks blocks, int M, int N, int i, in
 // One output under MKL's Intel AVX2 kernels: per K block (GM_F32_BLOCKS_AVX2_256, _96, _BIG) one FMA chain
 // from zero (AVX2_CHAIN), or two chains, over even and odd k of the block (from its start), added,
 // the odd block's last product then onto their sum: with FMA (AVX2_PAIRS_FMA), or as R(a*b) added
-// (AVX2_PAIRS_MUL). C = bias, then C + R(alpha * block) block by block (no bias: the first block).
+// (AVX2_PAIRS_MUL). The big-product kernels' pair panels run the chains over whole groups of four
+// and FMA the block's last len % 4 products onto the sum one by one (the same where len % 4 < 2;
+// found 2026-12-07 on 80 x K x 300, K 769..1001: the last block's length % 4 of 2 or 3 differed). C = bias, then C + R(alpha * block) block by block (no bias: the first block).
 static float avx2_output(const float *a, const float *b, size_t stride, const float *bias, float alpha, avx2_kernel kn,
                          int K, gm_f32_blocks blocks) {
   float c = 0.0f;
@@ -305,7 +307,9 @@ static float avx2_output(const float *a, const float *b, size_t stride, const fl
     else {
       float e = 0.0f, o = 0.0f;
       int k = k0;
-      for (; k + 1 < k1; k += 2)
+      // the big-product kernels' pair panels take the block in whole groups of four (two pairs)
+      const int kp = blocks == GM_F32_BLOCKS_AVX2_BIG && kn == AVX2_PAIRS_FMA ? k1 - (k1 - k0) % 4 : k1;
+      for (; k + 1 < kp; k += 2)
         if (kn == AVX2_PAIRS_FMA) {
           e = fmaf(a[k], b[k * stride], e);
           o = fmaf(a[k + 1], b[(k + 1) * stride], o);
@@ -314,7 +318,8 @@ static float avx2_output(const float *a, const float *b, size_t stride, const fl
           o += a[k + 1] * b[(k + 1) * stride];
         }
       acc = e + o;
-      if (k < k1) acc = kn == AVX2_PAIRS_FMA ? fmaf(a[k], b[k * stride], acc) : acc + a[k] * b[k * stride];
+      for (; k < k1; k++) // the rest (an odd block's last product; up to three in groups of four), in order
+        acc = kn == AVX2_PAIRS_FMA ? fmaf(a[k], b[k * stride], acc) : acc + a[k] * b[k * stride];
     }
     acc = alpha * acc;
     c = k0 > 0 ? c + acc : bias ? *bias + acc : acc;
