@@ -240,8 +240,7 @@ typedef enum { AVX2_CHAIN, AVX2_PAIRS_FMA, AVX2_PAIRS_MUL } avx2_kernel;
 // 16 (when r >= 16), then one of 8, 4, 2 and 1 as they fit: the panels of 24 and 16 and the last 1
 // run one FMA chain per K block, the panels of 8, 4 and 2 the even/odd pairs. The number of pair
 // columns, which end before an odd N's last column (measured on N 56..767). Their K blocks: of 192
-// from K 384 (the packed path), else the 4..6-row kernels' (with those, two blocks and pair
-// columns, K 257..383, are not reproduced: e.g. 128 x 300 x 128's last 8 columns, 55% identical).
+// from K 384 (the packed path), else the 4..6-row kernels' (the pairs' groups of four: avx2_output).
 static int avx2_packed_pairs(int N) {
   int r = N % 24;
   if (r >= 16) r -= 16;
