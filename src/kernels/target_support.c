@@ -68,7 +68,7 @@ static const unsigned PARTIAL[GM_TT_N][GM_KOP_N] = {
 static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype dt) {
   if (t == GM_TT_AVX2 && op == GM_KOP_MATMUL && dt == GM_F32)
     return "a 3-token prefill's 3x3x64 q @ k^T (37% of the logits), N of 1 and 2, the "
-           "the 4..6-row kernels' "
+           "4..6-row kernels' "
            "leftover columns at large N (e.g. 55x768x767 B^T), "
            "2-thread orders outside the measured splits (K and N multiples of 64 at the grids' points, e.g. odd "
            "shapes and N <= 352 above 128 rows) and A transposed on 2 threads; on 3 or more threads above 384 "
