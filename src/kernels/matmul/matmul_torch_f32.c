@@ -294,7 +294,8 @@ static avx2_kernel avx2_kernel_for(gm_f32_blocks blocks, int M, int N, int i, in
 // the odd block's last product then onto their sum: with FMA (AVX2_PAIRS_FMA), or as R(a*b) added
 // (AVX2_PAIRS_MUL). The big-product kernels' pair panels run the chains over whole groups of four
 // and FMA the block's last len % 4 products onto the sum one by one (the same where len % 4 < 2;
-// found 2026-12-07 on 80 x K x 300, K 769..1001: the last block's length % 4 of 2 or 3 differed). C = bias, then C + R(alpha * block) block by block (no bias: the first block).
+// found 2026-12-07 on 80 x K x 300, K 769..1001: the last block's length % 4 of 2 or 3 differed).
+// C = bias, then C + R(alpha * block) block by block (no bias: the first block).
 static float avx2_output(const float *a, const float *b, size_t stride, const float *bias, float alpha, avx2_kernel kn,
                          int K, gm_f32_blocks blocks) {
   float c = 0.0f;
@@ -1279,7 +1280,7 @@ static int blocked_rows(const float *A, int lda, bool trans_a, const float *B, i
 // too, any alpha). With B as stored, K and N multiples of 64, alpha 1 (measured 2026-12-06 on
 // grids at M 16..256, N 32..4096, K 256..4096, and GPT-2-shaped products 256 to 768 wide at T
 // 2..128), for N <= 352 from K = 768: the columns in halves on the big-product kernels
-// with 2 to 7 rows (N >= 128), K in halves (avx2_khalves) with 8 to 64 rows, or 65 to 128 from
+// with 2 to 7 rows (N >= 128), K in halves (avx2_kparts) with 8 to 64 rows, or 65 to 128 from
 // K = 1024, else the columns in halves up to 128 rows. Otherwise, from 33 rows: the columns in
 // halves for 192 <= N <= 1280 (N <= 256 only up to 128 rows), and above 1280 up to K = 1024.
 // B^T: the K halves on the same edges (measured at 40 x 768 x 256 and 128 x 1024 x 256, and 50
@@ -1304,17 +1305,24 @@ static int avx2_two_threads(int M, int N, int K, bool trans_a, bool trans_b, flo
   return N <= 1280 || K <= 1024 ? AVX2_T2_COLS : 0;
 }
 
-// K in halves, the first ceil(K / 2) long, each on the big-product kernels: C = R(part 0 onto the
-// bias, as its own product) + part 1 from zero. 0, or -1 without memory.
-static int avx2_khalves(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float *C,
-                        int ldc, int M, int N, int K, int threads) {
+// K in P balanced parts (part_start: the first K % P one longer), each on the big-product kernels:
+// C = R(part 0 onto the bias, as its own product) + ((part 1 + part 2) + ... + part P-1), the later
+// parts from zero. MKL's AVX2 K halves on 2 threads (avx2_two_threads) and its K cut on more
+// (avx2_kcut). 0, or -1 without memory.
+static int avx2_kparts(const float *A, int lda, const float *B, int ldb, bool trans_b, const float *bias, float *C, int ldc,
+                       int M, int N, int K, int threads, int P) {
   const f32_order h = {GM_F32_BLOCKS_AVX2_BIG, 1.0f, 1.0f};
-  const int k0 = (K + 1) / 2;
-  float *T = malloc(sizeof(float) * (size_t)M * N);
+  float *T = malloc(sizeof(float) * (size_t)M * N * (P > 2 ? 2 : 1));
   if (!T) return -1;
-  const float *B1 = trans_b ? B + k0 : B + (size_t)k0 * ldb;
-  matmul_order(A, lda, B, ldb, trans_b, bias, 1.0f, C, ldc, M, N, k0, threads, h);
-  matmul_order(A + k0, lda, B1, ldb, trans_b, NULL, 1.0f, T, N, M, N, K - k0, threads, h);
+  float *U = T + (size_t)M * N; // part p > 1, before it joins T
+  for (int p = 0; p < P; p++) {
+    const int k0 = part_start(K, P, p), k1 = part_start(K, P, p + 1);
+    const float *Bp = trans_b ? B + k0 : B + (size_t)k0 * ldb;
+    matmul_order(A + k0, lda, Bp, ldb, trans_b, p == 0 ? bias : NULL, 1.0f, p == 0 ? C : p == 1 ? T : U, p == 0 ? ldc : N, M,
+                 N, k1 - k0, threads, h);
+    if (p > 1)
+      for (size_t e = 0; e < (size_t)M * N; e++) T[e] += U[e];
+  }
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) C[(size_t)i * ldc + j] += T[(size_t)i * N + j];
   free(T);
@@ -1357,7 +1365,7 @@ static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int
 // columns, on 3..6 and 8 threads (12 and 16: the lm_head only, N >= 50000; other N cut otherwise
 // there). Returns false where not modelled (one thread's order then runs).
 typedef struct {
-  int tm, tn;
+  int tm, tn, w; // w: the columns of every block but the last
 } avx2_grid;
 static bool avx2_big_grid(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t, avx2_grid *g) {
   if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M < (trans_b ? 56 : 72) || M > 384) return false;
@@ -1375,6 +1383,7 @@ static bool avx2_big_grid(int M, int N, int K, bool trans_a, bool trans_b, float
   if (w < 72 || N - (tn - 1) * w < 72) return false; // every block (the last too) at least 72 columns
   g->tm = t / tn;
   g->tn = tn;
+  g->w = w;
   return true;
 }
 
@@ -1391,8 +1400,9 @@ static void avx2_grid_rows(int M, int tm, int i, int *r0, int *r1) {
 }
 
 // MKL's AVX2 sgemm on t threads, few columns against a long K (B as stored): K in t balanced parts
-// (the first K % t one longer), each in the order one thread gives that slice alone, summed as
-// C = (bias + part 0) + ((part 1 + part 2) + ... + part t-1). Measured 2026-12-07 under the avx2
+// (the first K % t one longer), each in the order one thread gives that slice alone (here, with at
+// least 72 rows and columns, the big-product kernels), summed as C = (bias + part 0) + ((part 1 +
+// part 2) + ... + part t-1) (avx2_kparts). Measured 2026-12-07 under the avx2
 // caps (torch's product rebuilt from its own 1-thread products of the K slices) on grids of M 72,
 // 100, 150, 176, 200, 256, 300, N 96..368 and K 1536, 2048, 3072 (4 threads also K 1280), with
 // gptmeg against torch on off-grid shapes; not at N 383 or 384, nor at 384 rows. Applied where
@@ -1411,33 +1421,6 @@ static int avx2_kcut(int M, int N, int K, bool trans_a, bool trans_b, float alph
   return M >= 150 ? t : 0;
 }
 
-// avx2_kcut's order over P parts. 0, or -1 without memory.
-static int avx2_kcut_run(const float *A, int lda, const float *B, int ldb, const float *bias, float *C, int ldc, int M, int N,
-                         int K, int threads, int P) {
-  float *T = malloc(sizeof(float) * (size_t)M * N * 2);
-  if (!T) return -1;
-  float *U = T + (size_t)M * N;
-  int k0 = 0;
-  for (int i = 0; i < P; i++) {
-    const int len = K / P + (i < K % P);
-    float *dst = i == 0 ? C : i == 1 ? T : U;
-    const int ldd = i == 0 ? ldc : N;
-    const int rc = gm_matmul_f32_torch_mt(A + k0, lda, false, B + (size_t)k0 * ldb, ldb, false, i == 0 ? bias : NULL, 1.0f,
-                                          dst, ldd, M, N, len, threads, 1);
-    if (rc) {
-      free(T);
-      return rc;
-    }
-    if (i >= 2) // the parts after the first, in order
-      for (size_t e = 0; e < (size_t)M * N; e++) T[e] += U[e];
-    k0 += len;
-  }
-  for (int r = 0; r < M; r++)
-    for (int j = 0; j < N; j++) C[(size_t)r * ldc + j] += T[(size_t)r * N + j];
-  free(T);
-  return 0;
-}
-
 int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
                            const float *bias, float alpha, float *C, int ldc, int M, int N, int K, int threads,
                            int torch_threads) {
@@ -1446,7 +1429,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
   const int kc = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_kcut(M, N, K, trans_a, trans_b, alpha, torch_threads) : 0;
-  if (kc > 1) return avx2_kcut_run(A, lda, B, ldb, bias, C, ldc, M, N, K, threads, kc);
+  if (kc > 1) return avx2_kparts(A, lda, B, ldb, false, bias, C, ldc, M, N, K, threads, kc);
   const int many = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_many_threads(M, N, K, trans_a, alpha, torch_threads) : 1;
   if (many > 1) { // the row parts, each as one thread runs it alone
     const int rows = (M + many - 1) / many;
@@ -1460,12 +1443,11 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   avx2_grid g;
   if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && avx2_big_grid(M, N, K, trans_a, trans_b, alpha, torch_threads, &g)) {
     const f32_order big = {GM_F32_BLOCKS_AVX2_BIG, 1.0f, 1.0f};
-    const int w = (N + g.tn - 2) / g.tn;
     for (int i = 0; i < g.tm; i++) {
       int r0, r1;
       avx2_grid_rows(M, g.tm, i, &r0, &r1);
       for (int j = 0; j < g.tn; j++) { // each block on the big-product kernels
-        const int c0 = j * w, c1 = j == g.tn - 1 ? N : c0 + w;
+        const int c0 = j * g.w, c1 = j == g.tn - 1 ? N : c0 + g.w;
         const float *Bc = trans_b ? B + (size_t)c0 * ldb : B + c0;
         matmul_order(A + (size_t)r0 * lda, lda, Bc, ldb, trans_b, bias ? bias + c0 : NULL, 1.0f, C + (size_t)r0 * ldc + c0,
                      ldc, r1 - r0, c1 - c0, K, threads, big);
@@ -1497,7 +1479,7 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   const int t2 = mkl == GM_MKL_SGEMM_INTEL_AVX2 && torch_threads == 2 ? avx2_two_threads(M, N, K, trans_a, trans_b, alpha)
                                                                       : 0;
   if (t2 == AVX2_T2_KHALVES && (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG))
-    return avx2_khalves(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads);
+    return avx2_kparts(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, 2);
   if (t2 == AVX2_T2_SMALL && o.blocks == GM_F32_BLOCKS_AVX2_BIG) o.blocks = GM_F32_BLOCKS_AVX2_256;
   if (many < 0 && o.blocks == GM_F32_BLOCKS_AVX2_256) o.blocks = GM_F32_BLOCKS_AVX2_BIG; // avx2_many_threads
   if (t2 == AVX2_T2_COLS && (o.blocks == GM_F32_BLOCKS_AVX2_256 || o.blocks == GM_F32_BLOCKS_AVX2_BIG)) {
