@@ -8,18 +8,9 @@
 //       -lcjson -lpcre2-8 -lm -o build-h/probe_f32_mt   (one line)
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
+#include "probe_io.h"
 #include <stdio.h>
 #include <stdlib.h>
-static float *rd(const char *d, const char *n, size_t cnt) {
-  char p[512];
-  snprintf(p, sizeof p, "%s/%s", d, n);
-  FILE *f = fopen(p, "rb");
-  if (!f) { perror(p); exit(1); }
-  float *x = malloc(cnt * 4);
-  if (!x || fread(x, 4, cnt, f) != cnt) { fprintf(stderr, "short %s\n", p); exit(1); }
-  fclose(f);
-  return x;
-}
 int main(int argc, char **argv) {
   if (argc != 9) { fprintf(stderr, "usage: probe_f32_mt DIR M K N trans bias torch_threads TARGET\n"); return 2; }
   const char *d = argv[1];
@@ -28,14 +19,10 @@ int main(int argc, char **argv) {
   gm_torch_target t;
   if (gm_torch_target_parse(argv[8], &t)) { fprintf(stderr, "unknown target %s\n", argv[8]); return 2; }
   gm_torch_target_set(t);
-  float *a = rd(d, "a.bin", (size_t)M * K), *b = rd(d, "b.bin", (size_t)K * N), *bias = hb ? rd(d, "bias.bin", N) : NULL;
+  float *a = probe_read_floats(d, "a.bin", (size_t)M * K), *b = probe_read_floats(d, "b.bin", (size_t)K * N), *bias = hb ? probe_read_floats(d, "bias.bin", N) : NULL;
   float *c = malloc((size_t)M * N * 4);
   if (!c || gm_matmul_f32_torch_mt(a, K, false, b, tr ? K : N, tr, bias, 1.0f, c, N, M, N, K, 2, tt)) return 1;
-  char p[512];
-  snprintf(p, sizeof p, "%s/gm_c.bin", d);
-  FILE *f = fopen(p, "wb");
-  if (!f || fwrite(c, 4, (size_t)M * N, f) != (size_t)M * N) return 1;
-  fclose(f);
+  probe_write_floats(d, "gm_c.bin", c, (size_t)M * N);
   free(a); free(b); free(bias); free(c);
   return 0;
 }

@@ -15,29 +15,13 @@
 //   gcc -O2 -ffp-contract=off -Iinclude -fopenmp tools/ref/probe_f32_orders.c build-mine/libgptmeg.a -lsleef
 //       -lmpfr -lgmp -lcjson -lpcre2-8 -lz -lm -ldl -o build-mine/probe_f32_orders
 #include "gptmeg/kernels.h"
+#include "probe_io.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static float *read_floats(const char *dir, const char *name, size_t count) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    perror(path);
-    exit(1);
-  }
-  float *x = malloc(count * sizeof(float));
-  if (!x || fread(x, sizeof(float), count, f) != count) {
-    fprintf(stderr, "%s: short or out of memory\n", path);
-    exit(1);
-  }
-  fclose(f);
-  return x;
-}
 
 // The candidates' blocks: gptmeg's own schedules.
 static const gm_f32_blocks KINDS[3] = {GM_F32_BLOCKS_INTEL_384, GM_F32_BLOCKS_INTEL_HALVES, GM_F32_BLOCKS_INTEL_SPLIT};
@@ -63,8 +47,8 @@ int main(int argc, char **argv) {
   }
   const char *dir = argv[1];
   const int M = atoi(argv[2]), K = atoi(argv[3]), N = atoi(argv[4]), pmax = atoi(argv[5]);
-  float *A = read_floats(dir, "a.bin", (size_t)M * K), *Bt = read_floats(dir, "bt.bin", (size_t)N * K);
-  float *bias = read_floats(dir, "bias.bin", (size_t)N), *T = read_floats(dir, "torch.bin", (size_t)M * N);
+  float *A = probe_read_floats(dir, "a.bin", (size_t)M * K), *Bt = probe_read_floats(dir, "bt.bin", (size_t)N * K);
+  float *bias = probe_read_floats(dir, "bias.bin", (size_t)N), *T = probe_read_floats(dir, "torch.bin", (size_t)M * N);
   const char names[3] = {'P', 'H', 'S'};
   for (int p = 1; p <= pmax; p++)
     for (int kind = 0; kind < 3; kind++) {

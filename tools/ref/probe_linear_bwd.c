@@ -7,28 +7,19 @@
 //       -lcjson -lpcre2-8 -lm -o build-h/probe_linear_bwd   (one line)
 #include "gptmeg/model.h"
 #include "gptmeg/ops.h"
+#include "probe_io.h"
 #include <stdio.h>
 #include <stdlib.h>
-static float *rd(const char *d, const char *n, size_t cnt) {
-  char p[512]; snprintf(p, sizeof p, "%s/%s", d, n);
-  FILE *f = fopen(p, "rb"); if (!f) { perror(p); exit(1); }
-  float *x = malloc(cnt * 4); if (fread(x, 4, cnt, f) != cnt) { fprintf(stderr, "short %s\n", p); exit(1); }
-  fclose(f); return x;
-}
-static void wr(const char *d, const char *n, const float *x, size_t cnt) {
-  char p[512]; snprintf(p, sizeof p, "%s/%s", d, n);
-  FILE *f = fopen(p, "wb"); fwrite(x, 4, cnt, f); fclose(f);
-}
 int main(int argc, char **argv) {
   const char *d = argv[1]; int N = atoi(argv[2]), C = atoi(argv[3]), OC = atoi(argv[4]), tr = atoi(argv[5]), th = atoi(argv[6]);
   const char *dtn = argc > 7 ? argv[7] : "f32";
   gm_dtype dt = dtn[1] == '3' ? GM_F32 : dtn[0] == 'b' ? GM_BF16 : GM_F16;
   gm_profile p; gm_profile_get("hf", dt, &p);
   gm_op_ctx c; gm_op_ctx_init(&c, &p, th, NULL, NULL);
-  float *dout = rd(d, "dout.bin", (size_t)N * OC), *inp = rd(d, "inp.bin", (size_t)N * C), *w = rd(d, "w.bin", (size_t)C * OC);
+  float *dout = probe_read_floats(d, "dout.bin", (size_t)N * OC), *inp = probe_read_floats(d, "inp.bin", (size_t)N * C), *w = probe_read_floats(d, "w.bin", (size_t)C * OC);
   float *dx = malloc((size_t)N * C * 4), *dw = malloc((size_t)C * OC * 4), *db = malloc((size_t)OC * 4);
   gm_op_weight W = {w, tr != 0, NULL, NULL};
   if (gm_op_linear_bwd(&c, dx, dw, tr ? NULL : db, dout, inp, &W, N, C, OC)) { fprintf(stderr, "%s\n", gm_errmsg()); return 1; }
-  wr(d, "gm_dx.bin", dx, (size_t)N * C); wr(d, "gm_dw.bin", dw, (size_t)C * OC); if (!tr) wr(d, "gm_db.bin", db, OC);
+  probe_write_floats(d, "gm_dx.bin", dx, (size_t)N * C); probe_write_floats(d, "gm_dw.bin", dw, (size_t)C * OC); if (!tr) probe_write_floats(d, "gm_db.bin", db, OC);
   return 0;
 }

@@ -10,27 +10,11 @@
 //       -lcjson -lpcre2-8 -lz -lm -ldl -o build/probe_lowp_products   (one line)
 #include "gptmeg/kernels.h"
 #include "gptmeg/target.h"
+#include "probe_io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static float *rd(const char *d, const char *n, size_t cnt) {
-  char p[512];
-  snprintf(p, sizeof p, "%s/%s", d, n);
-  FILE *f = fopen(p, "rb");
-  if (!f) {
-    perror(p);
-    exit(1);
-  }
-  float *x = malloc(cnt * 4);
-  if (!x || fread(x, 4, cnt, f) != cnt) {
-    fprintf(stderr, "probe_lowp_products: %s is short\n", p);
-    exit(1);
-  }
-  fclose(f);
-  return x;
-}
 
 int main(int argc, char **argv) {
   if (argc != 12) {
@@ -51,7 +35,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   gm_torch_target_set(t);
-  float *a = rd(d, "a.bin", (size_t)M * K), *b = rd(d, "b.bin", (size_t)K * N), *bias = hb ? rd(d, "bias.bin", N) : NULL;
+  float *a = probe_read_floats(d, "a.bin", (size_t)M * K), *b = probe_read_floats(d, "b.bin", (size_t)K * N), *bias = hb ? probe_read_floats(d, "bias.bin", N) : NULL;
   float *c = malloc((size_t)M * N * 4);
   if (!c) return 1;
   const int lda = ta ? M : K, ldb = tb ? K : N;
@@ -60,11 +44,7 @@ int main(int argc, char **argv) {
   else if (batch > 0) gm_matmul_bf16_slice(a, lda, ta, b, ldb, tb, bias, 1.0f, c, N, M, N, K, 1, batch, th);
   else if (ta) gm_matmul_bf16_ta(a, lda, b, ldb, tb, bias, 1.0f, c, N, M, N, K, th);
   else gm_matmul_bf16(a, lda, b, ldb, tb, bias, 1.0f, c, N, M, N, K, th);
-  char p[512];
-  snprintf(p, sizeof p, "%s/gm_c.bin", d);
-  FILE *f = fopen(p, "wb");
-  if (!f || fwrite(c, 4, (size_t)M * N, f) != (size_t)M * N) return 1;
-  fclose(f);
+  probe_write_floats(d, "gm_c.bin", c, (size_t)M * N);
   free(a);
   free(b);
   free(bias);
