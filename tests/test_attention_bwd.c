@@ -20,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-
 typedef struct {
   char profile[32], dtype[8], threads[4];
   int B, NH, hd, T, layer;

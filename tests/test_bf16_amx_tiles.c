@@ -67,7 +67,6 @@ static const product PRODUCTS[] = {
     {300, 300, 128, OP_BMM, 1, {32, 32, 30}, {32, 32, 30}, 4},
 };
 
-
 // The generator's triple(j, s, K): three distinct K positions (0 when two coincide).
 static bool triple(int j, int s, int K, int q[3]) {
   uint32_t u = (uint32_t)(j + 131 * s) * 2654435761u + 7u * 40503u;
@@ -148,8 +147,6 @@ static float tiles32(const float *A, const float *W, int i, int j, int K, int N)
   }
   return acc;
 }
-
-
 
 // The generator's ATTENTION case a<ai>: hf, bf16, B 1, NH heads of 128, T 300, layer 0, 4 threads.
 static void check_attention(const gm_safetensors *st, int ai, int NH) {

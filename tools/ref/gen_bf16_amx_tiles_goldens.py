@@ -14,12 +14,14 @@ choose their blocking over the whole batch. Each product here is run by torch on
   matmul  torch.matmul(A, W), no bias;     addmm  torch.addmm(bias, A, W);
   linear  F.linear(A, W.T.contiguous(), bias) (B transposed);
   mmta    torch.mm(A.t().contiguous().t(), W) (A transposed in memory, a linear's dW; no bias);
-the 2-D ones store rows ROWS(M), every column (every row of one column). The operands are not stored: rows 0 and 1 of A (of
-each slice) are ones, the rest value(); W's first N // 2 columns hold a cancelling triple (+2^24, 1,
--2^24 at three K positions from triple(); a column whose positions collide holds values) and the
-rest value(), so the probe rows show where tiles, calls and parts meet, the others the rounding of
-ordinary sums. Then one attention layer (ATTENTION below: the forward's output and the backward's
-dqkv, through transformers' GPT2Attention) where the batch decides the tiles (value() is gen_bf16_amx_chunk_goldens.py's, from index offset s M K and s K N for slice s).
+the 2-D ones store rows ROWS(M), every column (every row of one column). The operands are not
+stored: rows 0 and 1 of A (of each slice) are ones, the rest value(); W's first N // 2 columns hold
+a cancelling triple (+2^24, 1, -2^24 at three K positions from triple(); a column whose positions
+collide holds values) and the rest value(), so the probe rows show where tiles, calls and parts
+meet, the others the rounding of ordinary sums (value() is gen_bf16_amx_chunk_goldens.py's, from
+index offset s M K and s K N for slice s). Then attention layers (ATTENTION below: the forward's
+output and the backward's dqkv, through transformers' GPT2Attention) where the batch decides the
+tiles.
 Must run on an Intel CPU with AMX-BF16, oneDNN not capped. Writes
 tests/golden/targets/intel-amx/bf16_amx_tiles/products.safetensors.
   /work/venv/bin/python tools/ref/gen_bf16_amx_tiles_goldens.py
