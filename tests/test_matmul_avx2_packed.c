@@ -73,9 +73,15 @@ static const product PRODUCTS[] = {
     {false, 100, 256, 2001, true, false, 6}, {false, 100, 256, 768, true, false, 6},
     {false, 100, 2001, 97, true, false, 4}, {false, 100, 1537, 336, true, false, 3}, {false, 72, 3072, 336, true, false, 6},
     {false, 100, 3072, 144, true, false, 8},
+    {false, 150, 1024, 256, true, false, 6}, {false, 175, 1024, 257, true, false, 4}, {false, 175, 1024, 258, true, false, 4},
+    {false, 100, 1140, 128, true, false, 3}, {false, 132, 2048, 128, true, false, 8}, {false, 300, 2048, 256, true, false, 12},
+    {false, 378, 1520, 72, true, false, 4}, {false, 379, 1520, 72, true, false, 4}, {false, 90, 2000, 378, true, false, 5},
+    {false, 150, 768, 200, true, false, 6}, {true, 150, 512, 300, true, false, 8}, {false, 235, 768, 223, true, false, 3},
+    {true, 202, 768, 200, true, false, 4}, {false, 85, 512, 248, true, false, 6}, {false, 64, 256, 256, false, false, 3},
+    {false, 60, 1024, 200, false, false, 3},
     {false, 80, 830, 300, true, false, 1}, {false, 128, 300, 128, true, false, 1}, {true, 80, 875, 300, true, false, 1},
 };
-enum { MA = 128, KA = 3072, NB = 3080, FIRST = 16, LAST = 8 };
+enum { MA = 384, KA = 3072, NB = 3080, FIRST = 16, LAST = 8 };
 
 int main(void) {
   char buf[1024];

@@ -30,7 +30,7 @@ from safetensors.torch import save_file
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gm_inputs import cpu_model, formula_a, formula_b  # noqa: E402
 
-MA, KA, NB = 128, 3072, 3080
+MA, KA, NB = 384, 3072, 3080
 # (op, M, K, N[, torch threads]): addmm(bias, A, B) with B as stored, linear = F.linear(A, B^T
 # contiguous, bias), mm_ta below; one thread unless given
 PRODUCTS = [
@@ -117,6 +117,19 @@ PRODUCTS = [
     # 501 + 500 + 500 + 500), C = (bias + part 0) + ((part 1 + part 2) + part 3); on 6 and 8 threads
     # from K 3072 also where fewer rows would run the row parts
     ("addmm", 100, 2001, 97, 4), ("addmm", 100, 1537, 336, 3), ("addmm", 72, 3072, 336, 6), ("addmm", 100, 3072, 144, 8),
+    # ... wherever K >= 3 M + N + 242 (M and N 72..378), with every part at least 378 deep (K >= 378 t)
+    # or more rows than the row parts take (M > 16 t; with N <= 128, M > 128): on 6 threads at 150
+    # rows, K 1024; the edge on 4 threads (K - 3 M - N = 242 cut, 241 not); 1140 >= 378 x 3 at 100 rows
+    # and 128 columns; 132 rows and 128 columns on 8; 12 threads; 378 rows cut, 379 not; N 378 on 5
+    ("addmm", 150, 1024, 256, 6), ("addmm", 175, 1024, 257, 4), ("addmm", 175, 1024, 258, 4), ("addmm", 100, 1140, 128, 3),
+    ("addmm", 132, 2048, 128, 8), ("addmm", 300, 2048, 256, 12), ("addmm", 378, 1520, 72, 4), ("addmm", 379, 1520, 72, 4),
+    ("addmm", 90, 2000, 378, 5),
+    # up to N 767 the columns split only where M < N, in blocks of any width (1 x 6 in blocks of 34,
+    # 1 x 8 of 38 against B^T); from M = N the rows (235 x 223 on 3 threads: one thread's bits here)
+    ("addmm", 150, 768, 200, 6), ("linear", 150, 512, 300, 8), ("addmm", 235, 768, 223, 3),
+    # ... the rows in blocks of ceil((M - 1) / t), the last the rest (51, 51, 51, 49); the row parts
+    # from N 160 (halves on 6 threads at 85 rows); the grid and the K cut from 49 rows
+    ("linear", 202, 768, 200, 4), ("addmm", 85, 512, 248, 6), ("addmm", 64, 256, 256, 3), ("addmm", 60, 1024, 200, 3),
     # one thread, the big-product kernels' pair panels: chains over whole groups of four, a block's
     # last len % 4 products FMA'd onto the sum (830 = 4 x 192 + 62; 300 = 150 + 150; 875: 107)
     ("addmm", 80, 830, 300), ("addmm", 128, 300, 128), ("linear", 80, 875, 300),

@@ -13,11 +13,14 @@ torch's at every output:
            ceil((N - 1) / n), the last the rest; rows balanced, but where M % m is 1 the last one
            longer (avx2_big_grid). A block of fewer than 72 rows is run by torch with zero rows
            added above it, a multiple of four, so that one thread takes the big-product kernels
-           and the block keeps its own last rows (every row alike otherwise);
+           and the block keeps its own last rows (every row alike otherwise); a block of fewer
+           than 72 columns with 72 zero columns before it (three panels of 24: its own leftover
+           panels unchanged);
   K<p>     K in p balanced parts, each part's slice as one thread computes it alone, summed
            C = (bias + part 0) + ((part 1 + part 2) + ...) (avx2_kcut).
 The line ends with what gptmeg's rules predict ("rule: ..."). This is how the seventeenth session
-(2026-12-07) found the row parts, the grid and the K cut, and checked them off the grid.
+(2026-12-07) found the row parts, the grid and the K cut, and checked them off the grid, and the
+eighteenth (2026-12-07) the K cut's edges, B^T's K cut and the grid's narrow blocks.
   python3 tools/ref/probe_f32_avx2_mt.py --threads 3 4 6 8 --shapes 100x768x768 150x256x1001 100x2048x256
 """
 import argparse
@@ -37,10 +40,18 @@ def one(a, b, bias):
 
 
 def big(a, b, bias):
-    """The block on the big-product kernels: zero rows above it (a multiple of four) up to 72."""
+    """The block on the big-product kernels: zero rows above it (a multiple of four) up to 72, and
+    below 72 columns 72 zero columns before it."""
     pad = max(0, -(-(72 - a.shape[0]) // 4) * 4)
     z = torch.cat([torch.zeros(pad, a.shape[1]), a], 0)
-    return one(z, b, bias)[pad:]
+    if b.shape[1] >= 72:
+        return one(z, b, bias)[pad:]
+    K = b.shape[0]
+    if b.stride(0) == 1 and b.shape[1] > 1:  # B^T (a transposed view): kept one
+        bb = torch.cat([torch.zeros(72, K), b.T], 0).T
+    else:
+        bb = torch.cat([torch.zeros(K, 72), b], 1)
+    return one(z, bb, None if bias is None else torch.cat([torch.zeros(72), bias]))[pad:, 72:]
 
 
 def grid_rows(M, m):
@@ -94,17 +105,17 @@ def compositions(a, b, bias, t):
 
 def rule(M, N, K, trans_b, t):
     """gptmeg's avx2 rules for t >= 3 threads (alpha 1, op(A) = A), as matmul_torch_f32.c applies them."""
-    if not trans_b and 1536 <= K and N <= 368 and 72 <= M <= 300 and N >= (96 if t == 4 else 128):
-        if t in (3, 4) or (t in (6, 8) and (K >= 3072 or (t == 6 and M >= 100 and N >= 256) or (t == 8 and M >= 150))):
+    if 3 <= t <= 16 and 72 <= M <= 378 and 72 <= N <= 378 and K >= 3 * M + N + 242:
+        if K >= 378 * t or (M > 16 * t and (N > 128 or M > 128)):
             return f"K{t}"
-    if K >= 256 and N >= 256 and 48 < M <= 16 * t:
+    if K >= 256 and (N >= 256 or (N >= 160 and t <= 8 and not (t == 8 and M <= 96))) and 48 < M <= 16 * t:
         p = 2 if M <= 96 else 3
         while t % p:
             p += 1
         return f"R{p}"
     if K < 256 or M <= 16 * t or M < (56 if trans_b else 72) or M > 384:
         return "1" if K < 256 or N < 256 or M <= 48 or M >= 72 else "1 (big-product kernels)"
-    if not ((3 <= t <= 6) or t == 8 or (t in (12, 16) and N >= 50000)) or (N <= 769 and M > 256) or N in (768, 769):
+    if not ((3 <= t <= 6) or t == 8 or (t in (12, 16) and N >= 50000)) or N in (768, 769):
         return "1"
     n = t
     if N > 769:
@@ -112,8 +123,10 @@ def rule(M, N, K, trans_b, t):
         for d in range(2, t + 1):
             if t % d == 0 and (d == t or d & (d - 1) == 0) and (N + d - 2) // d > 384:
                 n = d
+    elif M >= N or N < 160:
+        return "1"
     w = (N + n - 2) // n
-    if w < 72 or N - (n - 1) * w < 72:
+    if N > 769 and (w < 72 or N - (n - 1) * w < 72):
         return "1"
     return f"G{t // n}x{n}"
 

@@ -1336,10 +1336,14 @@ static int avx2_kparts(const float *A, int lda, const float *B, int ldb, bool tr
 // 4..6-row kernels), p the smallest divisor of t that is at least 2 up to 96 rows, at least 3 above.
 // Above 16 t rows MKL runs the big-product kernels, which 49..71 rows do not on one thread (3
 // threads from 49 rows, 4 from 65). Returns p (1: neither), or -1 for the big-product kernels.
-// Only where K and N are at least 256 (N 64 and K 64, the attention's per-head products, run other
-// orders) with B as stored or B^T, op(A) = A and alpha 1; at most 48 rows stay in the 1-thread order.
+// Only where K is at least 256 and N at least 256 (160 on up to 8 threads; N 64 and K 64, the
+// attention's per-head products, run other orders) with B as stored or B^T, op(A) = A and alpha 1;
+// at most 48 rows stay in the 1-thread order.
 static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int t) {
-  if (t < 3 || trans_a || alpha != 1.0f || K < 256 || N < 256 || M <= 48) return 1;
+  if (t < 3 || trans_a || alpha != 1.0f || K < 256 || M <= 48) return 1;
+  // from 160 columns on up to 8 threads (measured 2026-12-07: 155 of 155 products of N 160..255);
+  // not on 8 threads up to 96 rows below N 256 (four row parts at N 160..190, two at 224)
+  if (N < 256 && (N < 160 || t > 8 || (t == 8 && M <= 96))) return 1;
   if (M > 16 * t) return M < 72 ? -1 : 1;
   int p = M <= 96 ? 2 : 3;
   while (t % p) p++;
@@ -1359,18 +1363,24 @@ static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int
 // 259..3235 every 96, 165 products of M 150..350 on 3..8 threads (every miss a block narrower than
 // 72 columns), odd and even M on 4, 6, 8 and 12; N 3072..50257 (M 72..300, K 768 and 3072); and
 // gptmeg against torch on 280 products (M 80..333, N 300..5000, K 256 and 768, B as stored and
-// B^T, 3..6 and 8 threads): all equal but N 300 at 333 rows (up to N 768 only to 256 rows). Only
-// up to 384 rows (beyond: the lm_head at 385 rows on 4, 5 and 8 threads, 512 on 3, 5, 6 and 8 cut
-// otherwise), from 56 rows against B^T and 72 with B as stored, K >= 256, blocks of at least 72
-// columns, on 3..6 and 8 threads (12 and 16: the lm_head only, N >= 50000; other N cut otherwise
-// there). Returns false where not modelled (one thread's order then runs).
+// B^T, 3..6 and 8 threads): all equal but N 300 at 333 rows. Up to N 767 MKL splits the columns
+// only where M < N (from M = N the rows, t x 1, whose blocks are not modelled: one thread's order
+// runs, which equals it where every row block ends alike), and then in blocks of any width (43 at
+// N 256 on 6 threads; measured 2026-12-07 on M 60..372 x N 64..800 every 24 / 32 rows and columns,
+// 3..6 and 8 threads, B and B^T, blocks padded with 72 zero columns before them for torch's 1-thread
+// big-product kernels; the M = N edge at N 200 and 300 row by row); below 160 columns other grids
+// (2 x 2 on 4 threads at N 128). From N 770 blocks of at least 72 columns. Only up to 384 rows
+// (beyond: the lm_head at 385 rows on 4, 5 and 8 threads, 512 on 3, 5, 6 and 8 cut otherwise), from
+// 56 rows against B^T and 72 with B as stored, K >= 256, on 3..6 and 8 threads (12 and 16: the
+// lm_head only, N >= 50000; other N cut otherwise there). Returns false where not modelled (one
+// thread's order then runs).
 typedef struct {
   int tm, tn, w; // w: the columns of every block but the last
+  int h;         // 0: rows balanced; else the rows of every block but the last (t x 1 from M >= N)
 } avx2_grid;
-static bool avx2_big_grid(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t, avx2_grid *g) {
-  if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M < (trans_b ? 56 : 72) || M > 384) return false;
+static bool avx2_big_grid(int M, int N, int K, bool trans_a, float alpha, int t, avx2_grid *g) {
+  if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M > 384) return false;
   if (!((t >= 3 && t <= 6) || t == 8 || ((t == 12 || t == 16) && N >= 50000))) return false;
-  if (N <= 769 && M > 256) return false; // 333 x 256 x 300 on 3 and 4 threads: another cut
   // N 768 and 769 (torch's 1-thread bits on 6 threads at 100 and 150 rows, where 1 x 6 would show)
   if (N == 768 || N == 769) return false;
   int tn = t;
@@ -1378,19 +1388,31 @@ static bool avx2_big_grid(int M, int N, int K, bool trans_a, bool trans_b, float
     tn = 1;
     for (int d = 2; d <= t; d++)
       if (t % d == 0 && (d == t || (d & (d - 1)) == 0) && (N + d - 2) / d > 384) tn = d;
-  }
+  } else if (M >= N) {
+    if (N < 128) return false; // (2 x 4 on 8 threads at N 96)
+    g->tm = t, g->tn = 1, g->w = N, g->h = (M + t - 2) / t; // t x 1, rows as columns: ceil((M - 1) / t)
+    return true;
+  } else if (N < 160)
+    return false; // other grids (2 x 2 on 4 threads at N 128)
   const int w = (N + tn - 2) / tn;
-  if (w < 72 || N - (tn - 1) * w < 72) return false; // every block (the last too) at least 72 columns
+  // from N 770 every block (the last too) at least 72 columns; below, 1 x t at any width (20 at
+  // N 160 on 8 threads), each block with its own leftover panels
+  if (N > 769 && (w < 72 || N - (tn - 1) * w < 72)) return false;
   g->tm = t / tn;
   g->tn = tn;
   g->w = w;
+  g->h = 0;
   return true;
 }
 
-// Block i's rows [r0, r1) of M rows in tm blocks (avx2_big_grid).
-static void avx2_grid_rows(int M, int tm, int i, int *r0, int *r1) {
+// Block i's rows [r0, r1) of M rows in tm blocks of h rows, the last the rest, or balanced (h = 0;
+// avx2_big_grid).
+static void avx2_grid_rows(int M, int tm, int h, int i, int *r0, int *r1) {
   const int q = M / tm, r = M % tm;
-  if (r == 1) {
+  if (h > 0) {
+    *r0 = i * h < M ? i * h : M;
+    *r1 = i == tm - 1 || (i + 1) * h > M ? M : (i + 1) * h;
+  } else if (r == 1) {
     *r0 = i * q;
     *r1 = i == tm - 1 ? M : *r0 + q;
   } else {
@@ -1399,26 +1421,24 @@ static void avx2_grid_rows(int M, int tm, int i, int *r0, int *r1) {
   }
 }
 
-// MKL's AVX2 sgemm on t threads, few columns against a long K (B as stored): K in t balanced parts
-// (the first K % t one longer), each in the order one thread gives that slice alone (here, with at
-// least 72 rows and columns, the big-product kernels), summed as C = (bias + part 0) + ((part 1 +
-// part 2) + ... + part t-1) (avx2_kparts). Measured 2026-12-07 under the avx2
-// caps (torch's product rebuilt from its own 1-thread products of the K slices) on grids of M 72,
-// 100, 150, 176, 200, 256, 300, N 96..368 and K 1536, 2048, 3072 (4 threads also K 1280), with
-// gptmeg against torch on off-grid shapes; not at N 383 or 384, nor at 384 rows. Applied where
-// measured: 3 and 4 threads from K 1536 at 72..300 rows (N 128..368; 96.. on 4); 6 and 8 threads from
-// K 3072 at 72..300 rows (N 128..368), from K 1536 at 100 (6 threads, N 256..368) and 150 rows (8
-// threads, N 128..368) up to 300, where fewer rows run the row parts (avx2_many_threads). Not
-// mapped: K 1024..1280 (cut on 4 threads at N 256 up to 150 rows, N 352 up to 128), fewer rows
-// (K halves at 16..40 rows, K 1024), other thread counts. Returns the parts, 0 for none.
-static int avx2_kcut(int M, int N, int K, bool trans_a, bool trans_b, float alpha, int t) {
-  if (trans_a || trans_b || alpha != 1.0f || K < 1536 || N > 368 || M > 300 || M < 72) return 0;
-  if (N < (t == 4 ? 96 : 128)) return 0;
-  if (t == 3 || t == 4) return t;
-  if (t != 6 && t != 8) return 0;
-  if (K >= 3072) return t;
-  if (t == 6) return M >= 100 && N >= 256 ? t : 0;
-  return M >= 150 ? t : 0;
+// MKL's AVX2 sgemm on t >= 3 threads, few rows and columns against a long K (B as stored or B^T): K in t
+// balanced parts (the first K % t one longer), each in the order one thread gives that slice alone
+// (here, with at least 72 rows and columns, the big-product kernels), summed as C = (bias + part 0)
+// + ((part 1 + part 2) + ... + part t-1) (avx2_kparts). Where MKL cuts K (measured 2026-12-07/08
+// under the avx2 caps, torch's product rebuilt from its own 1-thread products of the K slices):
+//   - M and N of 72..378 (379 rows or columns: other orders), and K >= 3 M + N + 242 (at K 1000..1700
+//     every product with K - 3 M - N >= 242 cut, none with 241 or less, N 160..376);
+//   - and either every part at least 378 deep (K >= 378 t: from 1512 on 4 threads, 1136 on 3, 2304
+//     on 6, 3072 on 8), or more rows than the row parts take: M > 16 t (avx2_many_threads), and
+//     with fewer than 160 columns M > 128.
+// Mapped on M 16..560, N 96..384 and K 768..3072 (every 8 rows), 3, 4, 6 and 8 threads, with 5 and
+// 7 at a few shapes; fewer than 72 rows also cut in places (64 rows from K 378 t, some of 16..48)
+// but with parts in the 4..6-row kernels, not modelled. Returns the parts, 0 for none.
+static int avx2_kcut(int M, int N, int K, bool trans_a, float alpha, int t) {
+  if (t < 3 || t > 16 || trans_a || alpha != 1.0f) return 0;
+  if (M <= 48 || M > 378 || N < 72 || N > 378 || (long)K < 3L * M + N + 242) return 0;
+  if ((long)K >= 378L * t) return t;
+  return M > 16 * t && (N > 128 || M > 128) ? t : 0;
 }
 
 int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B, int ldb, bool trans_b,
@@ -1428,8 +1448,8 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
   if (threads <= 0) threads = omp_get_max_threads();
   const gm_torch_target_info *ti = gm_torch_target_get_info(gm_torch_target_active());
   const gm_mkl_sgemm mkl = ti ? ti->mkl : GM_MKL_SGEMM_AMD_AVX512;
-  const int kc = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_kcut(M, N, K, trans_a, trans_b, alpha, torch_threads) : 0;
-  if (kc > 1) return avx2_kparts(A, lda, B, ldb, false, bias, C, ldc, M, N, K, threads, kc);
+  const int kc = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_kcut(M, N, K, trans_a, alpha, torch_threads) : 0;
+  if (kc > 1) return avx2_kparts(A, lda, B, ldb, trans_b, bias, C, ldc, M, N, K, threads, kc);
   const int many = mkl == GM_MKL_SGEMM_INTEL_AVX2 ? avx2_many_threads(M, N, K, trans_a, alpha, torch_threads) : 1;
   if (many > 1) { // the row parts, each as one thread runs it alone
     const int rows = (M + many - 1) / many;
@@ -1441,11 +1461,12 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
     return 0;
   }
   avx2_grid g;
-  if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && avx2_big_grid(M, N, K, trans_a, trans_b, alpha, torch_threads, &g)) {
+  if (mkl == GM_MKL_SGEMM_INTEL_AVX2 && avx2_big_grid(M, N, K, trans_a, alpha, torch_threads, &g)) {
     const f32_order big = {GM_F32_BLOCKS_AVX2_BIG, 1.0f, 1.0f};
     for (int i = 0; i < g.tm; i++) {
       int r0, r1;
-      avx2_grid_rows(M, g.tm, i, &r0, &r1);
+      avx2_grid_rows(M, g.tm, g.h, i, &r0, &r1);
+      if (r1 <= r0) continue;
       for (int j = 0; j < g.tn; j++) { // each block on the big-product kernels
         const int c0 = j * g.w, c1 = j == g.tn - 1 ? N : c0 + g.w;
         const float *Bc = trans_b ? B + (size_t)c0 * ldb : B + c0;
