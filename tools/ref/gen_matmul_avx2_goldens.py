@@ -130,6 +130,10 @@ PRODUCTS = [
     # ... the rows in blocks of ceil((M - 1) / t), the last the rest (51, 51, 51, 49); the row parts
     # from N 160 (halves on 6 threads at 85 rows); the grid and the K cut from 49 rows
     ("linear", 202, 768, 200, 4), ("addmm", 85, 512, 248, 6), ("addmm", 64, 256, 256, 3), ("addmm", 60, 1024, 200, 3),
+    # the grid on any thread count from 3 to 16: 1 x 7 narrow and from N 770, 5 x 2 on 10 (tn among 10 and
+    # 2), 10 x 1 from M = N, 12 threads below N 50000
+    ("addmm", 120, 256, 700, 7), ("linear", 120, 256, 3080, 7), ("addmm", 170, 256, 1000, 10), ("addmm", 300, 256, 200, 10),
+    ("linear", 200, 256, 1000, 12),
     # one thread, the big-product kernels' pair panels: chains over whole groups of four, a block's
     # last len % 4 products FMA'd onto the sum (830 = 4 x 192 + 62; 300 = 150 + 150; 875: 107)
     ("addmm", 80, 830, 300), ("addmm", 128, 300, 128), ("linear", 80, 875, 300),

@@ -115,7 +115,7 @@ def rule(M, N, K, trans_b, t):
         return f"R{p}"
     if K < 256 or M <= 16 * t or M < (56 if trans_b else 72) or M > 384:
         return "1" if K < 256 or N < 256 or M <= 48 or M >= 72 else "1 (big-product kernels)"
-    if not ((3 <= t <= 6) or t == 8 or (t in (12, 16) and N >= 50000)) or N in (768, 769):
+    if not 3 <= t <= 16 or N in (768, 769):
         return "1"
     n = t
     if N > 769:

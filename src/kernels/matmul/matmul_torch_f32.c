@@ -1364,23 +1364,23 @@ static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int
 // 72 columns), odd and even M on 4, 6, 8 and 12; N 3072..50257 (M 72..300, K 768 and 3072); and
 // gptmeg against torch on 280 products (M 80..333, N 300..5000, K 256 and 768, B as stored and
 // B^T, 3..6 and 8 threads): all equal but N 300 at 333 rows. Up to N 767 MKL splits the columns
-// only where M < N (from M = N the rows, t x 1, whose blocks are not modelled: one thread's order
-// runs, which equals it where every row block ends alike), and then in blocks of any width (43 at
-// N 256 on 6 threads; measured 2026-12-07 on M 60..372 x N 64..800 every 24 / 32 rows and columns,
-// 3..6 and 8 threads, B and B^T, blocks padded with 72 zero columns before them for torch's 1-thread
-// big-product kernels; the M = N edge at N 200 and 300 row by row); below 160 columns other grids
-// (2 x 2 on 4 threads at N 128). From N 770 blocks of at least 72 columns. Only up to 384 rows
-// (beyond: the lm_head at 385 rows on 4, 5 and 8 threads, 512 on 3, 5, 6 and 8 cut otherwise), from
-// 56 rows against B^T and 72 with B as stored, K >= 256, on 3..6 and 8 threads (12 and 16: the
-// lm_head only, N >= 50000; other N cut otherwise there). Returns false where not modelled (one
-// thread's order then runs).
+// only where M < N, in blocks of any width (43 at N 256 on 6 threads), and from M = N the rows, t x
+// 1, in blocks of ceil((M - 1) / t) rows, the last the rest (measured 2026-12-07 on M 60..372 x N
+// 64..800 every 24 / 32 rows and columns, 3..6 and 8 threads, B and B^T, blocks padded with 72 zero
+// columns before them for torch's 1-thread big-product kernels; the M = N edge at N 200 and 300 row
+// by row); below 160 columns (128 from M = N) other grids (2 x 2 on 4 threads at N 128). From N 770
+// blocks of at least 72 columns. The same rules hold on 7 and 9..16 threads (700 products of M
+// 120..384 on 7, 9, 10, 11, 12, 14 and 16 threads: 632 equal, 186 with the grid on 3..6 and 8 only;
+// GPT-2 124M's logits on 7, 9, 10 and 11 threads 5% -> 100%). Only from 49 rows (above 16 t) up to
+// 384 (beyond, the grid depends on M too: 400 x 256 x 5000 is 3 x 1 on 3 threads, 2 x 2 on 4), K >=
+// 256. Returns false where not modelled (one thread's order then runs).
 typedef struct {
   int tm, tn, w; // w: the columns of every block but the last
-  int h;         // 0: rows balanced; else the rows of every block but the last (t x 1 from M >= N)
+  int h;         // 0: rows balanced; else the rows of every block but the last (t x 1 from M = N)
 } avx2_grid;
 static bool avx2_big_grid(int M, int N, int K, bool trans_a, float alpha, int t, avx2_grid *g) {
   if (trans_a || alpha != 1.0f || K < 256 || M <= 16 * t || M > 384) return false;
-  if (!((t >= 3 && t <= 6) || t == 8 || ((t == 12 || t == 16) && N >= 50000))) return false;
+  if (t < 3 || t > 16) return false;
   // N 768 and 769 (torch's 1-thread bits on 6 threads at 100 and 150 rows, where 1 x 6 would show)
   if (N == 768 || N == 769) return false;
   int tn = t;
