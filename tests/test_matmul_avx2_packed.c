@@ -81,6 +81,8 @@ static const product PRODUCTS[] = {
     {false, 60, 1024, 200, false, false, 3},
     {false, 120, 256, 700, true, false, 7}, {true, 120, 256, 3080, true, false, 7}, {false, 170, 256, 1000, true, false, 10},
     {false, 300, 256, 200, true, false, 10}, {true, 200, 256, 1000, true, false, 12},
+    {true, 64, 384, 65, true, false, 8}, {false, 60, 256, 128, false, false, 6}, {false, 60, 256, 129, false, false, 6},
+    {true, 56, 384, 64, true, false, 4}, {false, 80, 512, 190, true, false, 8}, {false, 80, 512, 224, true, false, 8},
     {false, 80, 830, 300, true, false, 1}, {false, 128, 300, 128, true, false, 1}, {true, 80, 875, 300, true, false, 1},
 };
 enum { MA = 384, KA = 3072, NB = 3080, FIRST = 16, LAST = 8 };

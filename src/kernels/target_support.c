@@ -73,7 +73,7 @@ static const char *partial_limits(gm_torch_target t, gm_kernel_op op, gm_dtype d
            "2-thread orders outside the measured splits (K and N multiples of 64 at the grids' points, e.g. odd "
            "shapes and N <= 352 above 128 rows) and A transposed on 2 threads; on 3 or more threads above 384 "
            "rows, MKL's K cut below 49 rows, grids below 160 columns where M < N (below 128 where M >= N), "
-           "the row parts below N 160 (on 8 threads below N 256 up to 96 rows), K below 256 as 2-D products, "
+           "the row parts below N 56, K below 256 as 2-D products, "
            "A transposed, and the "
            "batched P @ V on more threads than heads (16 threads, 12 heads, T 200; a 4-head model on 6 and 8) "
            "(the 1-thread order, or the row parts, runs), "

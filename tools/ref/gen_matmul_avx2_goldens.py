@@ -134,6 +134,11 @@ PRODUCTS = [
     # 2), 10 x 1 from M = N, 12 threads below N 50000
     ("addmm", 120, 256, 700, 7), ("linear", 120, 256, 3080, 7), ("addmm", 170, 256, 1000, 10), ("addmm", 300, 256, 200, 10),
     ("linear", 200, 256, 1000, 12),
+    # the row parts below 256 columns: column parts d need N > 64 (d - 1), the rows in t / d parts
+    # (the 65-character lm_head in quarters on 8 threads; 128 columns in thirds on 6, 129 in halves;
+    # 64 in quarters on 4; 190 in quarters on 8, 224 in halves)
+    ("linear", 64, 384, 65, 8), ("addmm", 60, 256, 128, 6), ("addmm", 60, 256, 129, 6), ("linear", 56, 384, 64, 4),
+    ("addmm", 80, 512, 190, 8), ("addmm", 80, 512, 224, 8),
     # one thread, the big-product kernels' pair panels: chains over whole groups of four, a block's
     # last len % 4 products FMA'd onto the sum (830 = 4 x 192 + 62; 300 = 150 + 150; 875: 107)
     ("addmm", 80, 830, 300), ("addmm", 128, 300, 128), ("linear", 80, 875, 300),

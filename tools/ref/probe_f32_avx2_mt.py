@@ -108,10 +108,15 @@ def rule(M, N, K, trans_b, t):
     if 3 <= t <= 16 and 72 <= M <= 378 and 72 <= N <= 378 and K >= 3 * M + N + 242:
         if K >= 378 * t or (M > 16 * t and (N > 128 or M > 128)):
             return f"K{t}"
-    if K >= 256 and (N >= 256 or (N >= 160 and t <= 8 and not (t == 8 and M <= 96))) and 48 < M <= 16 * t:
+    if K >= 256 and (N >= 256 or (N >= 56 and t <= 8)) and 48 < M <= 16 * t:
         p = 2 if M <= 96 else 3
         while t % p:
             p += 1
+        if N < 256:
+            d = t // p
+            while d > 1 and (t % d or N <= 64 * (d - 1)):
+                d -= 1
+            p = t // d
         return f"R{p}"
     if K < 256 or M <= 16 * t or M < (56 if trans_b else 72) or M > 384:
         return "1" if K < 256 or N < 256 or M <= 48 or M >= 72 else "1 (big-product kernels)"

@@ -1336,18 +1336,24 @@ static int avx2_kparts(const float *A, int lda, const float *B, int ldb, bool tr
 // 4..6-row kernels), p the smallest divisor of t that is at least 2 up to 96 rows, at least 3 above.
 // Above 16 t rows MKL runs the big-product kernels, which 49..71 rows do not on one thread (3
 // threads from 49 rows, 4 from 65). Returns p (1: neither), or -1 for the big-product kernels.
-// Only where K is at least 256 and N at least 256 (160 on up to 8 threads; N 64 and K 64, the
-// attention's per-head products, run other orders) with B as stored or B^T, op(A) = A and alpha 1;
-// at most 48 rows stay in the 1-thread order.
+// Only where K is at least 256 and N at least 256 (56 on up to 8 threads, with fewer column parts
+// below; the attention's per-head products, K 64, run other orders) with B as stored or B^T, op(A)
+// = A and alpha 1; at most 48 rows stay in the 1-thread order.
 static int avx2_many_threads(int M, int N, int K, bool trans_a, float alpha, int t) {
   if (t < 3 || trans_a || alpha != 1.0f || K < 256 || M <= 48) return 1;
-  // from 160 columns on up to 8 threads (measured 2026-12-07: 155 of 155 products of N 160..255);
-  // not on 8 threads up to 96 rows below N 256 (four row parts at N 160..190, two at 224)
-  if (N < 256 && (N < 160 || t > 8 || (t == 8 && M <= 96))) return 1;
-  if (M > 16 * t) return M < 72 ? -1 : 1;
+  if (N < 256 && (N < 56 || t > 8)) return 1;
+  if (M > 16 * t) return M < 72 && N >= 160 ? -1 : 1;
   int p = M <= 96 ? 2 : 3;
   while (t % p) p++;
-  return p;
+  if (N >= 256) return p;
+  // Below 256 columns (up to 8 threads, measured 2026-12-07 at N 56..255): MKL's column parts d,
+  // at most the t / p of the rule above, need N > 64 (d - 1): up to 64 columns none (t row parts),
+  // 2 from 65, 3 from 129 (6 threads: 60 x 256 x 128 in thirds of the rows, x 129 in halves), 4
+  // from 193 (8 threads, up to 96 rows: four row parts at N 160..190, two at 224). The rows go in
+  // t / d parts.
+  int d = t / p;
+  while (d > 1 && (t % d || N <= 64 * (d - 1))) d--;
+  return t / d;
 }
 
 // MKL's AVX2 sgemm on t >= 3 threads above 16 t rows (the big-product kernels): a grid of tm x tn
