@@ -17,10 +17,12 @@
 //     threads with B as stored the K cut in two (K >= 256, N < 1002);
 //   - a last row alone (M % 6 = 1 on the 4..6-row kernels: the 2-row kernel), and the big-product
 //     kernels' row groups of four (M % 4 of 1, 2, 3: a group of two, a row alone) at the last panels.
-//   - torch on 3 to 12 threads: 49..16t rows in row parts, each in its 1-thread order; the
-//     big-product kernels above 16t rows (61 rows on 3 threads); from N 3072 the columns in t parts
-//     of ceil((N - 1) / t), and grids of row and column blocks (avx2_many_threads, avx2_big_grid);
-//     K in t parts for few columns against a long K (avx2_kcut).
+//   - torch on 3 to 16 threads: 49..16t rows in row parts, each in its 1-thread order (below 256
+//     columns fewer column parts, so more row parts); the big-product kernels above 16t rows (61
+//     rows on 3 threads) on grids of row and column blocks: 1 x t at any width where M < N, t x 1
+//     in blocks of ceil((M - 1) / t) from M = N, from N 770 tn among t and its powers of two
+//     (avx2_many_threads, avx2_big_grid); K in t parts for few rows and columns against a long K
+//     (avx2_kcut).
 #include "harness.h"
 
 #include "gptmeg/kernels.h"
@@ -64,7 +66,8 @@ static const product PRODUCTS[] = {
     {false, 40, 768, 256, false, false, 2}, {false, 100, 1024, 256, true, false, 2}, {false, 5, 1024, 256, false, false, 2},
     {false, 100, 768, 320, true, false, 2}, {false, 48, 256, 768, false, false, 2}, {false, 128, 256, 256, true, false, 2},
     {false, 64, 512, 128, false, false, 2}, {true, 100, 384, 65, true, false, 2}, {true, 128, 256, 100, true, false, 2},
-    {true, 40, 768, 256, false, false, 2}, {true, 100, 1024, 192, true, false, 2},    {false, 50, 768, 768, false, false, 4}, {true, 61, 768, 768, true, false, 6}, {false, 101, 768, 768, true, false, 8},
+    {true, 40, 768, 256, false, false, 2}, {true, 100, 1024, 192, true, false, 2},
+    {false, 50, 768, 768, false, false, 4}, {true, 61, 768, 768, true, false, 6}, {false, 101, 768, 768, true, false, 8},
     {false, 97, 300, 300, true, false, 12}, {false, 61, 3072, 768, false, false, 3}, {true, 68, 768, 512, true, false, 4},
     {true, 100, 768, 3080, true, false, 4}, {false, 100, 768, 3080, true, false, 6}, {true, 100, 768, 3080, true, false, 5},
     {false, 72, 768, 3080, true, false, 3}, {true, 100, 768, 3078, true, false, 4}, {true, 100, 768, 3079, true, false, 5},

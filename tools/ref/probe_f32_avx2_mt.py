@@ -16,6 +16,8 @@ torch's at every output:
            and the block keeps its own last rows (every row alike otherwise); a block of fewer
            than 72 columns with 72 zero columns before it (three panels of 24: its own leftover
            panels unchanged);
+  H<t>     t x 1 blocks of ceil((M - 1) / t) rows, the last the rest, each on the big-product
+           kernels (avx2_big_grid from M = N up to N 767);
   K<p>     K in p balanced parts, each part's slice as one thread computes it alone, summed
            C = (bias + part 0) + ((part 1 + part 2) + ...) (avx2_kcut).
 The line ends with what gptmeg's rules predict ("rule: ..."). This is how the seventeenth session
@@ -87,6 +89,9 @@ def compositions(a, b, bias, t):
                                              for j in range(n) if c[j + 1] > c[j]], 1)
                                   for i in range(m) if r[i + 1] > r[i]], 0)
             out[f"G{m}x{n}"] = g
+    h = (M + t - 2) // t  # t x 1, rows as the columns are cut
+    hr = [min(M, i * h) for i in range(t)] + [M]
+    out[f"H{t}"] = lambda: torch.cat([big(a[hr[i]:hr[i + 1]], b, bias) for i in range(t) if hr[i + 1] > hr[i]], 0)
     for p in range(2, t + 1):
         q, rr = divmod(K, p)
         cuts = [0]
@@ -128,7 +133,9 @@ def rule(M, N, K, trans_b, t):
         for d in range(2, t + 1):
             if t % d == 0 and (d == t or d & (d - 1) == 0) and (N + d - 2) // d > 384:
                 n = d
-    elif M >= N or N < 160:
+    elif M >= N:
+        return f"H{t}" if N >= 128 else "1"
+    elif N < 160:
         return "1"
     w = (N + n - 2) // n
     if N > 769 and (w < 72 or N - (n - 1) * w < 72):

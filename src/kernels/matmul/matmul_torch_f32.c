@@ -1335,7 +1335,8 @@ static int avx2_kparts(const float *A, int lda, const float *B, int ldb, bool tr
 // the rows in p parts of ceil(M / p) (the last the rest), each part in its own 1-thread order (the
 // 4..6-row kernels), p the smallest divisor of t that is at least 2 up to 96 rows, at least 3 above.
 // Above 16 t rows MKL runs the big-product kernels, which 49..71 rows do not on one thread (3
-// threads from 49 rows, 4 from 65). Returns p (1: neither), or -1 for the big-product kernels.
+// threads from 49 rows, 4 from 65; from 160 columns). Returns p (1: neither), or -1 for the
+// big-product kernels.
 // Only where K is at least 256 and N at least 256 (56 on up to 8 threads, with fewer column parts
 // below; the attention's per-head products, K 64, run other orders) with B as stored or B^T, op(A)
 // = A and alpha 1; at most 48 rows stay in the 1-thread order.
@@ -1411,13 +1412,18 @@ static bool avx2_big_grid(int M, int N, int K, bool trans_a, float alpha, int t,
   return true;
 }
 
-// Block i's rows [r0, r1) of M rows in tm blocks of h rows, the last the rest, or balanced (h = 0;
-// avx2_big_grid).
+// Block i [b0, b1) of n in `parts` blocks of `size`, the last the rest (MKL's split of the columns,
+// and of the rows in t x 1; avx2_big_grid).
+static void avx2_block(int n, int parts, int size, int i, int *b0, int *b1) {
+  *b0 = i * size < n ? i * size : n;
+  *b1 = i == parts - 1 || (i + 1) * size > n ? n : (i + 1) * size;
+}
+
+// Block i's rows [r0, r1) of M rows in tm blocks of h rows (avx2_block), or balanced (h = 0).
 static void avx2_grid_rows(int M, int tm, int h, int i, int *r0, int *r1) {
   const int q = M / tm, r = M % tm;
   if (h > 0) {
-    *r0 = i * h < M ? i * h : M;
-    *r1 = i == tm - 1 || (i + 1) * h > M ? M : (i + 1) * h;
+    avx2_block(M, tm, h, i, r0, r1);
   } else if (r == 1) {
     *r0 = i * q;
     *r1 = i == tm - 1 ? M : *r0 + q;
@@ -1428,18 +1434,19 @@ static void avx2_grid_rows(int M, int tm, int h, int i, int *r0, int *r1) {
 }
 
 // MKL's AVX2 sgemm on t >= 3 threads, few rows and columns against a long K (B as stored or B^T): K in t
-// balanced parts (the first K % t one longer), each in the order one thread gives that slice alone
-// (here, with at least 72 rows and columns, the big-product kernels), summed as C = (bias + part 0)
-// + ((part 1 + part 2) + ... + part t-1) (avx2_kparts). Where MKL cuts K (measured 2026-12-07/08
-// under the avx2 caps, torch's product rebuilt from its own 1-thread products of the K slices):
-//   - M and N of 72..378 (379 rows or columns: other orders), and K >= 3 M + N + 242 (at K 1000..1700
-//     every product with K - 3 M - N >= 242 cut, none with 241 or less, N 160..376);
+// balanced parts (the first K % t one longer), each on the big-product kernels (also at 49..71
+// rows, which one thread alone runs on the 4..6-row kernels), summed as C = (bias + part 0) +
+// ((part 1 + part 2) + ... + part t-1) (avx2_kparts). Where MKL cuts K (measured 2026-12-07 under
+// the avx2 caps, torch's product rebuilt from its own 1-thread products of the K slices):
+//   - M of 49..378 and N of 72..378 (379 rows or columns: other orders), and K >= 3 M + N + 242 (at
+//     K 1000..1700 every product with K - 3 M - N >= 242 cut, none with 241 or less, N 160..376);
 //   - and either every part at least 378 deep (K >= 378 t: from 1512 on 4 threads, 1136 on 3, 2304
 //     on 6, 3072 on 8), or more rows than the row parts take: M > 16 t (avx2_many_threads), and
-//     with fewer than 160 columns M > 128.
-// Mapped on M 16..560, N 96..384 and K 768..3072 (every 8 rows), 3, 4, 6 and 8 threads, with 5 and
-// 7 at a few shapes; fewer than 72 rows also cut in places (64 rows from K 378 t, some of 16..48)
-// but with parts in the 4..6-row kernels, not modelled. Returns the parts, 0 for none.
+//     with at most 128 columns M > 128.
+// Mapped on M 16..560, N 96..384 and K 768..3072 (every 8 rows), 3, 4, 6 and 8 threads, with 5, 7,
+// 12 and 16 at a few shapes, and against gptmeg on 50 products of 49..80 rows; below 49 rows MKL
+// cuts in places too (K halves at 16..48 rows on 4..8 threads), not modelled. Returns the parts, 0
+// for none.
 static int avx2_kcut(int M, int N, int K, bool trans_a, float alpha, int t) {
   if (t < 3 || t > 16 || trans_a || alpha != 1.0f) return 0;
   if (M <= 48 || M > 378 || N < 72 || N > 378 || (long)K < 3L * M + N + 242) return 0;
@@ -1474,7 +1481,9 @@ int gm_matmul_f32_torch_mt(const float *A, int lda, bool trans_a, const float *B
       avx2_grid_rows(M, g.tm, g.h, i, &r0, &r1);
       if (r1 <= r0) continue;
       for (int j = 0; j < g.tn; j++) { // each block on the big-product kernels
-        const int c0 = j * g.w, c1 = j == g.tn - 1 ? N : c0 + g.w;
+        int c0, c1;
+        avx2_block(N, g.tn, g.w, j, &c0, &c1);
+        if (c1 <= c0) continue;
         const float *Bc = trans_b ? B + (size_t)c0 * ldb : B + c0;
         matmul_order(A + (size_t)r0 * lda, lda, Bc, ldb, trans_b, bias ? bias + c0 : NULL, 1.0f, C + (size_t)r0 * ldc + c0,
                      ldc, r1 - r0, c1 - c0, K, threads, big);
