@@ -105,6 +105,8 @@ static void copy_b_rows(uint32_t *dst, const uint32_t *src, size_t ld, int n, in
 // (the lm_head over 512 rows took twice as long).
 // (PREFETCHW written as an instruction: gcc 12 drops __builtin_prefetch from these loops.)
 static inline void prefetchw(const char *p) { __asm__ volatile("prefetchw %0" : : "m"(*p)); }
+// (PREFETCHT1, the next B segment into L2; also written out for gcc 12)
+static inline void prefetch_l2(const char *p) { __asm__ volatile("prefetcht1 %0" : : "m"(*p)); }
 
 static void prefetch_rows(const float *C, int ldc, int i0, int mg, int ncols) {
   for (int r = i0; r < i0 + mg; r++) {
@@ -280,6 +282,13 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t
       if (bcopy) copy_b_rows(bseg, Bs + (size_t)s0 * ldbs, (size_t)ldbs, pe - s0, pe - s0);
       const uint32_t *bs = bcopy ? bseg : Bs + (size_t)s0 * ldbs; // row p at bs + (p - s0) * lb
       const size_t lb = bcopy ? 32 : (size_t)ldbs;
+      // The next segment's B rows into L2 while this one runs, spread over its K tiles: a strip's
+      // first pass over a segment otherwise waits on memory for every B tile (256 x 1,024 pairs x
+      // 64 strips: 1,189-1,324 -> 1,293-1,424 GFLOP/s, bench of 2026-12-07 in docs/performance.md).
+      const char *nb = (const char *)(Bs + (size_t)s1 * ldbs);
+      const char *nb_end = s1 >= P ? nb : (const char *)(Bs + (size_t)(P - s1 < SEG_PAIRS ? P : s1 + SEG_PAIRS) * ldbs);
+      const int kts = (M + 31) / 32 * ((pe - s0 + 15) / 16);
+      const int nb_step = kts > 0 ? (int)(((size_t)(nb_end - nb) / 64 + (size_t)kts - 1) / (size_t)kts) : 0;
       for (int i0 = 0; i0 < M; i0 += 32) {
         const int mg = M - i0 < 32 ? M - i0 : 32;
         const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
@@ -300,6 +309,7 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t
         for (; p < pe; p += 16) {
           K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, two);
           pf = prefetch_some(C, ldc, pf, pf_end, ncols);
+          for (int q = 0; q < nb_step && nb < nb_end; q++, nb += 64) prefetch_l2(nb);
         }
         if (pf < pf_end) prefetch_rows(C, ldc, pf, pf_end - pf, ncols);
         if (p < s1) { // the K tail: rem pairs, at the end of the last chunk
