@@ -3,13 +3,14 @@
 // cancel into the subnormal range (flushed) and chunk sums cancel into it too (not flushed: the
 // chunks' join is plain f32), signed zeros, odd column counts, row counts off the 4-row grid, K
 // tails and chunks of 16, 32, 48 pairs or one chunk, in tiles of 16 pairs and of fewer (oneDNN's
-// divisor tiles for a K that is not a multiple of 32: 15, 11, 1 pairs, one chunk or chunks of 30).
+// divisor tiles for a K that is not a multiple of 32: 15, 11, 1 pairs, one chunk or chunks of 30),
+// with A's rows as packed or further apart (the padded stride the AMX path packs for P % 256 == 0).
 // Bodies: gm_bf16_strip_amxemu_avx512 and gm_bf16_strip_amxemu_avx2 (AVX-512F / AVX2 with MXCSR's
 // flush-to-zero, for hosts without AMX tiles) where the CPU has the level, and gm_bf16_strip_amx
 // (the tiles) where Linux grants them;
 // then gm_matmul_bf16 under the intel-amx target on the same operands against GPTMEG_SIMD=scalar
-// (the library's scalar twin), at the host's level and capped at avx2, 1 and 2 threads, A as
-// stored and transposed. The MXCSR of the caller is the same after each call.
+// (the library's scalar twin), at the host's level and capped at avx2, 1 and 2 threads (3 for the
+// row-blocked shape), A as stored and transposed. The MXCSR of the caller is the same after each call.
 #include "harness.h"
 
 #include "gptmeg/cpu.h"
@@ -73,17 +74,25 @@ static float ref(const uint32_t *a, const uint32_t *Bs, int ldbs, int j, int P, 
   return bias ? bias[j] + v : v;
 }
 
-typedef void (*strip_fn)(const uint32_t *, int, int, int, const uint32_t *, int, int, int, float, const float *, float *, int);
+typedef void (*strip_fn)(const uint32_t *, int, int, int, int, const uint32_t *, int, int, int, float, const float *, float *,
+                         int);
 
-// One body on M x ncols outputs of P pairs, chunks of Pc: mismatches against ref (also counts how
-// many reference outputs are subnormal, to show the join's range is reached).
-static int run_body(strip_fn fn, const char *name, int M, int ncols, int P, int Pc, int Pt, bool with_bias, int *subnormal) {
-  uint32_t *Ap = malloc(sizeof(uint32_t) * (size_t)M * (P > 0 ? P : 1));
+// One body on M x ncols outputs of P pairs, A's rows lda >= P pairs apart (the pairs between hold
+// bf16 NaNs, which any read of them would carry into C), chunks of Pc: mismatches against ref (also
+// counts how many reference outputs are subnormal, to show the join's range is reached).
+static int run_body(strip_fn fn, const char *name, int M, int ncols, int P, int lda, int Pc, int Pt, bool with_bias,
+                    int *subnormal) {
+  uint32_t *Ap = malloc(sizeof(uint32_t) * (size_t)M * (lda > 0 ? lda : 1));
   uint32_t *Bs = malloc(sizeof(uint32_t) * (size_t)(P > 0 ? P : 1) * STRIP);
   float *C = malloc(sizeof(float) * (size_t)M * STRIP), bias[STRIP];
   if (!Ap || !Bs || !C) { CHECK(0, "out of memory"); free(Ap); free(Bs); free(C); return 1; }
-  for (int i = 0; i < M; i++)
-    for (int p = 0; p < P; p++) Ap[(size_t)i * P + p] = value(2u * (uint32_t)(i * P + p), 1) | (uint32_t)value(2u * (uint32_t)(i * P + p) + 1, 1) << 16;
+  for (int i = 0; i < M; i++) {
+    for (int p = 0; p < P; p++) {
+      const uint32_t k = 2u * (uint32_t)(i * P + p);
+      Ap[(size_t)i * lda + p] = value(k, 1) | (uint32_t)value(k + 1, 1) << 16;
+    }
+    for (int p = P; p < lda; p++) Ap[(size_t)i * lda + p] = 0x7fc17fc1u;
+  }
   for (int p = 0; p < P; p++)
     for (int j = 0; j < STRIP; j++) {
       uint32_t lo = value((uint32_t)(p * STRIP + j), 2), hi = value((uint32_t)(p * STRIP + j), 3);
@@ -94,12 +103,12 @@ static int run_body(strip_fn fn, const char *name, int M, int ncols, int P, int 
   memset(C, 0x7f, sizeof(float) * (size_t)M * STRIP);
   const float alpha = 1.0f;
   unsigned before = _mm_getcsr();
-  fn(Ap, P, Pc, Pt, Bs, STRIP, M, ncols, alpha, with_bias ? bias : NULL, C, STRIP);
+  fn(Ap, P, lda, Pc, Pt, Bs, STRIP, M, ncols, alpha, with_bias ? bias : NULL, C, STRIP);
   CHECK(_mm_getcsr() == before, "%s changed MXCSR %08x -> %08x", name, before, _mm_getcsr());
   int bad = 0;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < ncols; j++) {
-      float want = ref(Ap + (size_t)i * P, Bs, STRIP, j, P, Pc, Pt, alpha, with_bias ? bias : NULL), got = C[(size_t)i * STRIP + j];
+      float want = ref(Ap + (size_t)i * lda, Bs, STRIP, j, P, Pc, Pt, alpha, with_bias ? bias : NULL), got = C[(size_t)i * STRIP + j];
       uint32_t uw, ug;
       memcpy(&uw, &want, 4);
       memcpy(&ug, &got, 4);
@@ -138,7 +147,7 @@ static void check_join(strip_fn fn, const char *name) {
     Ap[i * P + 16] = uy >> 16; // even element of pair 16
   }
   for (int j = 0; j < STRIP; j++) Bs[0 * STRIP + j] = Bs[16 * STRIP + j] = 0x2080u; // 2^-62 as the even element
-  fn(Ap, P, 16, 16, Bs, STRIP, M, STRIP, 1.0f, NULL, C, STRIP);
+  fn(Ap, P, P, 16, 16, Bs, STRIP, M, STRIP, 1.0f, NULL, C, STRIP);
   int bad = 0;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < STRIP; j++) bad += C[i * STRIP + j] != (float)i / 8.0f * 0x1p-125f || signbit(C[i * STRIP + j]);
@@ -184,19 +193,23 @@ int main(void) {
         for (size_t d = 0; d < sizeof Pcs / sizeof Pcs[0]; d++) {
           const bool bias = (a + c + d) % 2;
           const int Pc = Pcs[d], Pt = Pts[d];
+          // A's row stride: as packed, one cache line more (matmul_bf16.c's a_stride), or 3 pairs more
+          static const int pads[] = {0, 16, 3};
+          const int lda = Ps[c] + pads[(a + b) % 3];
           int bad;
           if (avx512) {
-            bad = run_body(gm_bf16_strip_amxemu_avx512, "amxemu", Ms[a], Ns[b], Ps[c], Pc, Pt, bias, &subnormal);
-            CHECK(bad == 0, "gm_bf16_strip_amxemu_avx512 M %d ncols %d P %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pc,
-                  Pt, bad);
+            bad = run_body(gm_bf16_strip_amxemu_avx512, "amxemu", Ms[a], Ns[b], Ps[c], lda, Pc, Pt, bias, &subnormal);
+            CHECK(bad == 0, "gm_bf16_strip_amxemu_avx512 M %d ncols %d P %d lda %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b],
+                  Ps[c], lda, Pc, Pt, bad);
           }
-          bad = run_body(gm_bf16_strip_amxemu_avx2, "amxemu_avx2", Ms[a], Ns[b], Ps[c], Pc, Pt, bias, &subnormal);
-          CHECK(bad == 0, "gm_bf16_strip_amxemu_avx2 M %d ncols %d P %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pc, Pt,
-                bad);
+          bad = run_body(gm_bf16_strip_amxemu_avx2, "amxemu_avx2", Ms[a], Ns[b], Ps[c], lda, Pc, Pt, bias, &subnormal);
+          CHECK(bad == 0, "gm_bf16_strip_amxemu_avx2 M %d ncols %d P %d lda %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b], Ps[c],
+                lda, Pc, Pt, bad);
           if (tiles) {
             int dummy = 0;
-            bad = run_body(gm_bf16_strip_amx, "amx", Ms[a], Ns[b], Ps[c], Pc, Pt, bias, &dummy);
-            CHECK(bad == 0, "gm_bf16_strip_amx M %d ncols %d P %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b], Ps[c], Pc, Pt, bad);
+            bad = run_body(gm_bf16_strip_amx, "amx", Ms[a], Ns[b], Ps[c], lda, Pc, Pt, bias, &dummy);
+            CHECK(bad == 0, "gm_bf16_strip_amx M %d ncols %d P %d lda %d Pc %d Pt %d: %d outputs differ", Ms[a], Ns[b], Ps[c], lda,
+                  Pc, Pt, bad);
           }
           cases++;
         }
@@ -206,10 +219,11 @@ int main(void) {
   CHECK(subnormal > 0, "no reference output is subnormal: the chunks' unflushed join is not tested");
   if (!tiles) test_skip("AMX tiles", "this host has none (or Linux refused them): the emulation only");
   gm_torch_target_set(GM_TT_INTEL_AMX);
-  static const int shapes[][3] = {{40, 70, 97}, {64, 96, 1024}, {130, 33, 3072}};
+  // (345 x 40 x 3072: row blocks of 160 rows, each thread its own share of them on 2 and 3 threads)
+  static const int shapes[][3] = {{40, 70, 97}, {64, 96, 1024}, {130, 33, 3072}, {345, 40, 3072}};
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
     for (int ta = 0; ta < 2; ta++)
-      for (int th = 1; th <= 2; th++) {
+      for (int th = 1; th <= (s == 3 ? 3 : 2); th++) {
         check_product(shapes[s][0], shapes[s][1], shapes[s][2], ta == 1, th, NULL);
         check_product(shapes[s][0], shapes[s][1], shapes[s][2], ta == 1, th, "avx2");
       }

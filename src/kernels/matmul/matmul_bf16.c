@@ -442,18 +442,18 @@ static void scratch_done(void *p, bool owned) {
 // op(A) [M, K] as rows of P = ceil(K/2) pairs into Ap (64-byte aligned, so the AMX kernel's tile rows
 // start on cache lines when P is a multiple of 16): A [M, K] as stored, or with trans_a A [K, M]
 // (row stride lda either way).
-static void pack_rows(const float *A, int lda, bool trans_a, int M, int K, uint32_t *Ap) {
+static void pack_rows(const float *A, int lda, bool trans_a, int M, int K, uint32_t *Ap, int ldp) {
   int P = (K + 1) / 2;
   if (gm_cpu_simd() == GM_SIMD_AVX512) {
-    if (trans_a) gm_bf16_pack_rows_t_avx512(A, lda, M, K, Ap);
-    else gm_bf16_pack_rows_avx512(A, lda, M, K, Ap);
+    if (trans_a) gm_bf16_pack_rows_t_avx512(A, lda, M, K, Ap, ldp);
+    else gm_bf16_pack_rows_avx512(A, lda, M, K, Ap, ldp);
     return;
   }
   for (int i = 0; i < M; i++)
     for (int p = 0; p < P; p++) {
       float lo = trans_a ? A[(size_t)(2 * p) * lda + i] : A[(size_t)i * lda + 2 * p];
       float hi = 2 * p + 1 >= K ? 0.0f : trans_a ? A[(size_t)(2 * p + 1) * lda + i] : A[(size_t)i * lda + 2 * p + 1];
-      Ap[(size_t)i * P + p] = pair(lo, hi);
+      Ap[(size_t)i * ldp + p] = pair(lo, hi);
     }
 }
 
@@ -541,7 +541,8 @@ void gm_matmul_bf16_unpacked(const float *A, int lda, const float *B, int ldb, b
 }
 
 // The AMX order's bodies (matmul_isa.h), by what the host has.
-typedef void (*amx_body)(const uint32_t *, int, int, int, const uint32_t *, int, int, int, float, const float *, float *, int);
+typedef void (*amx_body)(const uint32_t *, int, int, int, int, const uint32_t *, int, int, int, float, const float *, float *,
+                         int);
 
 // One product's operands and choices, shared by its threads (run below).
 typedef struct {
@@ -553,6 +554,7 @@ typedef struct {
   bf16_order ord;
   float alpha;
   float *C;
+  int ldp; // the row stride of A's pairs: P, or a_stride's for the AMX tiles
 } product;
 
 static int n_segs(const product *q) { return q->plan ? q->plan->n_seg : 1; }
@@ -574,7 +576,7 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
       const int p0 = q->plan->start[t], len = q->plan->start[t + 1] - p0, kt = (t + 1 < np ? 2 * len : q->K - 2 * p0);
       const uint32_t *at = Ap + (size_t)q->M * p0 + (size_t)r0 * len, *bt = strip + (size_t)p0 * STRIP;
       float *st = part + (size_t)t * mr * STRIP;
-      if (q->simd) q->amx(at, len, q->Pc, q->plan->tile[t], bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
+      if (q->simd) q->amx(at, len, len, q->Pc, q->plan->tile[t], bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
       else strip_scalar_order(q->ord, at, len, kt, q->Pc, q->plan->tile[t], bt, STRIP, mr, nc, 1.0f, NULL, st, STRIP);
     }
     for (int i = 0; i < mr; i++)
@@ -586,13 +588,22 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
     if (q->simd) gm_bf16_strip_avx512bf16(Ap, P, block_pairs(P), strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
     else strip_scalar(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   } else if (q->simd && q->ord == ORDER_AMX)
-    q->amx(Ap, P, q->Pc, q->plan->tile[0], strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
+    q->amx(Ap, P, q->ldp, q->Pc, q->plan->tile[0], strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd && q->ord == ORDER_ROW16) gm_bf16_row16_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else if (q->simd) gm_bf16_seq_strip_avx512(Ap, P, strip, STRIP, mr, nc, q->alpha, bj, C, q->ldc);
   else strip_scalar_order(q->ord, Ap, P, q->K, q->Pc, q->plan ? q->plan->tile[0] : 16, strip, STRIP, mr, nc, q->alpha, bj, C,
                           q->ldc);
   if (q->round_c) gm_round_rows(GM_BF16, C, (size_t)q->ldc, mr, nc); // the block is complete: rounded while in cache
 }
+
+// The row stride of A's pairs for the AMX tiles. A tile's 16 rows lie 4 * P bytes apart, and L1
+// has 64 sets of 64-byte lines (4 KB a way): for P a multiple of 256 (K 512, 1,024, 2,048, 3,072 ..)
+// they fall on 4 sets or fewer (one at P 1,024), so the two A tiles' 32 rows crowd 12 ways that
+// the B segment also needs. One more cache line a row spreads them over 16 sets. Strip bench,
+// 2026-12-07 (docs/performance.md): 256 rows x 1,024 pairs 1,189-1,324 -> 1,322-1,460 GFLOP/s, 160 x
+// 1,536 1,387-1,393 -> 1,461-1,477; P 384 (8 sets) gained nothing and stays. Layout only: no bit
+// changes.
+static int a_stride(int P, bool tiles) { return tiles && P % 256 == 0 ? P + 16 : P; }
 
 // Rows of A a block for the AMX kernel: A's pairs for one block in half of SPR's 2 MiB L2 (the
 // kernel then keeps a K segment of the strip in L1 while the block's row groups pass over it), a
@@ -601,9 +612,30 @@ static void strip_rows(const product *q, int s, const uint32_t *strip, float *pa
 // every kernel, so the blocking changes no bit.
 static int row_block(const product *q) {
   if (!(q->simd && q->amx == gm_bf16_strip_amx && q->ord == ORDER_AMX) || n_segs(q) > 1) return q->M;
-  long rows = ((long)1 << 20) / ((long)(q->P > 0 ? q->P : 1) * 4) / 32 * 32;
+  long rows = ((long)1 << 20) / ((long)(q->ldp > 0 ? q->ldp : 1) * 4) / 32 * 32;
   if (rows < 32) rows = 32;
   return rows >= q->M ? q->M : (int)rows;
+}
+
+// Thread t of T's rows of a row-blocked product: a contiguous share of M (multiples of 32 rows), a
+// block of MB rows at a time packed into the thread's own buffer `mine` and run over every strip of
+// Bpairs. Against the blocks shared by all threads (each block packed by all, then its strips dealt
+// out) there is no barrier per block and no thread reads pairs another core packed; B is read as
+// often when there are at least T blocks (run's condition). 2048^3 on 2 threads, B pre-packed:
+// 1,672-1,712 -> 1,817-1,983 GFLOP/s (2026-12-07, docs/performance.md). Rows are independent, so
+// no bit changes.
+static int row_share(int M, int t, int T) { return t >= T ? M : (int)((long)M * t / T) / 32 * 32; }
+
+static void thread_rows(const product *q, const uint32_t *Bpairs, uint32_t *mine, int MB, int t, int T) {
+  const int hi = row_share(q->M, t + 1, T), n_strips = (q->N + STRIP - 1) / STRIP;
+  for (int r0 = row_share(q->M, t, T); r0 < hi; r0 += MB) {
+    const int mr = hi - r0 < MB ? hi - r0 : MB;
+    for (int x = 0; x < mr; x += 32) {
+      const size_t at = q->trans_a ? (size_t)(r0 + x) : (size_t)(r0 + x) * q->lda;
+      pack_rows(q->A + at, q->lda, q->trans_a, mr - x < 32 ? mr - x : 32, q->K, mine + (size_t)x * q->ldp, q->ldp);
+    }
+    for (int s = 0; s < n_strips; s++) strip_rows(q, s, Bpairs + (size_t)s * q->P * STRIP, NULL, r0, mr, mine);
+  }
 }
 
 // B given as floats (packed here, a strip at a time, or whole when A is taken in row blocks) or as
@@ -637,7 +669,9 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
                     : ord == ORDER_SEQ                     ? isa == GM_SIMD_AVX512
                                                            : false;
   product q = {A, B, bias, lda, ldb, ldc, M, N, K, P, ord == ORDER_AMX ? plan.chunk : 0, ord == ORDER_AMX ? &plan : NULL,
-               trans_a, trans_b, simd, round_c, slice, amx, ord, alpha, C};
+               trans_a, trans_b, simd, round_c, slice, amx, ord, alpha, C, 0};
+  q.ldp = a_stride(P, amx == gm_bf16_strip_amx && np == 1);
+  const int ldp = q.ldp;
   int MB = row_block(&q);
   bool own_a = false, own_parts = false, own_ball = false;
   // Row blocks: B given as floats packed whole first (kept up to KEEP_MAX_B), then A packed one
@@ -650,8 +684,11 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
   }
   const bool blocks = MB < M;
   // A's pairs: a block's, or all of them (under a K split part by part, each in rows of its length)
-  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)MB * (P > 0 ? P : 1) * sizeof(uint32_t), KEEP_MAX, &own_a);
+  uint32_t *Ap = scratch(GM_SCRATCH_BF16_A, (size_t)MB * (ldp > 0 ? ldp : 1) * sizeof(uint32_t), KEEP_MAX, &own_a);
   if (threads > n_strips) threads = n_strips;
+  // each thread its own rows when there are at least as many blocks as threads (thread_rows)
+  const bool per_thread = blocks && threads > 1 && (M + MB - 1) / MB >= threads;
+  int no_buf = 0; // a thread's buffer for per_thread could not be had: all take the shared blocks
   float *parts = np > 1 ? scratch(GM_SCRATCH_BF16_PART, sizeof(float) * np * (size_t)M * STRIP * threads, KEEP_MAX, &own_parts) : NULL;
   if (!Ap || (np > 1 && !parts)) {
     scratch_done(Ap, own_a);
@@ -668,11 +705,11 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
       for (int r0 = 0; r0 < M; r0 += 64) {
         const int mr = M - r0 < 64 ? M - r0 : 64;
         const size_t at = trans_a ? (size_t)r0 : (size_t)r0 * lda; // row r0 of op(A)
-        if (np == 1) pack_rows(A + at, lda, trans_a, mr, K, Ap + (size_t)r0 * P);
+        if (np == 1) pack_rows(A + at, lda, trans_a, mr, K, Ap + (size_t)r0 * ldp, ldp);
         for (int t = 0; np > 1 && t < np; t++) { // part t: elements 2 * p0 .. of each row
           const int p0 = plan.start[t], len = plan.start[t + 1] - p0;
           const size_t k0 = trans_a ? 2 * (size_t)p0 * lda : 2 * (size_t)p0;
-          pack_rows(A + at + k0, lda, trans_a, mr, t + 1 < np ? 2 * len : K - 2 * p0, Ap + (size_t)M * p0 + (size_t)r0 * len);
+          pack_rows(A + at + k0, lda, trans_a, mr, t + 1 < np ? 2 * len : K - 2 * p0, Ap + (size_t)M * p0 + (size_t)r0 * len, len);
         }
       }
     }
@@ -684,16 +721,29 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
     uint32_t *Bs = Bpairs ? NULL : gm_matmul_scratch(GM_SCRATCH_BF16_B, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
     // with a K split: this thread's partial sums of a strip, [np, M, STRIP]
     float *part = parts ? parts + (size_t)omp_get_thread_num() * np * M * STRIP : NULL;
-    for (int r0 = 0; r0 < M; r0 += MB) {
+    int shared = 1;
+    if (per_thread) { // (Bpairs is set: blocks need all of B's pairs)
+      const int t = omp_get_thread_num();
+      uint32_t *mine = t == 0 ? Ap : gm_matmul_scratch(GM_SCRATCH_BF16_A, (size_t)MB * ldp * sizeof(uint32_t));
+      if (!mine) {
+#pragma omp atomic write
+        no_buf = 1;
+      }
+#pragma omp barrier
+#pragma omp atomic read
+      shared = no_buf;
+      if (!shared) thread_rows(&q, Bpairs, mine, MB, t, omp_get_num_threads());
+    }
+    for (int r0 = 0; shared && r0 < M; r0 += MB) {
       const int mr = M - r0 < MB ? M - r0 : MB;
       if (blocks) { // this block's pairs (no K split here), 32 rows a piece
 #pragma omp for schedule(static)
         for (int x = 0; x < mr; x += 32) {
           const size_t at = trans_a ? (size_t)(r0 + x) : (size_t)(r0 + x) * lda;
-          pack_rows(A + at, lda, trans_a, mr - x < 32 ? mr - x : 32, K, Ap + (size_t)x * P);
+          pack_rows(A + at, lda, trans_a, mr - x < 32 ? mr - x : 32, K, Ap + (size_t)x * ldp, ldp);
         }
       }
-      const uint32_t *ab = np > 1 || blocks ? Ap : Ap + (size_t)r0 * P;
+      const uint32_t *ab = np > 1 || blocks ? Ap : Ap + (size_t)r0 * ldp;
 #pragma omp for schedule(dynamic, 4)
       for (int s = 0; s < n_strips; s++) {
         const uint32_t *strip = Bpairs ? Bpairs + (size_t)s * P * STRIP : Bs;

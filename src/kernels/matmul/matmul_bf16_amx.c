@@ -133,10 +133,10 @@ static void load_b_tail(uint32_t btail[16][32], const uint32_t *Bs, int ldbs, in
   for (int q = 0; q < rem; q++) memcpy(btail[q], Bs + (size_t)(full + q) * ldbs, 32 * sizeof(uint32_t));
 }
 
-static void strip_groups(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+static void strip_groups(const uint32_t *Ap, int P, int lda, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
                          float alpha, const float *bias, float *C, int ldc) {
   const int rem = P % Pt, full = P - rem;
-  const size_t lda = (size_t)P * 4;
+  const size_t ldab = (size_t)lda * 4; // A's row stride in bytes
   if (Pc <= 0 || Pc > P) Pc = P;
   // The full K tiles of a misaligned B strip copied once (on the stack when small).
   _Alignas(64) uint32_t bsmall[64 * 32];
@@ -158,13 +158,13 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, int Pt, const uint32
     const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
     const bool two = m1 > 0;
     if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1, Pt); cfg0 = m0; cfg1 = m1; }
-    const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
+    const uint32_t *a0 = Ap + (size_t)i0 * lda, *a1 = two ? a0 + (size_t)16 * lda : a0;
     if (i0 == 0) prefetch_rows(C, ldc, 0, mg, ncols);
     int pf = i0 + 32; // the next group's rows of C, a few per K tile
     const int pf_end = M - i0 < 64 ? M : i0 + 64;
     if (rem) {
       memset(atail, 0, sizeof atail);
-      for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * P + full, (size_t)rem * sizeof(uint32_t));
+      for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * lda + full, (size_t)rem * sizeof(uint32_t));
     }
     for (int c0 = 0; c0 < P || c0 == 0; c0 += Pc) {
       const int c1 = P - c0 < Pc ? P : c0 + Pc;
@@ -175,7 +175,7 @@ static void strip_groups(const uint32_t *Ap, int P, int Pc, int Pt, const uint32
       int p = c0;
       const int pe = c1 < full ? c1 : full;
       for (; p < pe; p += Pt) {
-        K_TILE(a0 + p, a1 + p, lda, bf + (size_t)p * lbf, ldb, two);
+        K_TILE(a0 + p, a1 + p, ldab, bf + (size_t)p * lbf, ldb, two);
         pf = prefetch_some(C, ldc, pf, pf_end, ncols);
       }
       if (p < c1) K_TILE(&atail[0][0], &atail[16][0], 64, &btail[0][0], 128, two); // the tail, in the last chunk
@@ -245,16 +245,16 @@ static void load_group(const float *src, int i0, bool two) {
   }
 }
 
-void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+void gm_bf16_strip_amx(const uint32_t *Ap, int P, int lda, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
                        float alpha, const float *bias, float *C, int ldc) {
   const int rem = P % 16, full = P - rem;
-  const size_t lda = (size_t)P * 4;
+  const size_t ldab = (size_t)lda * 4; // A's row stride in bytes
   if (Pc <= 0 || Pc > P) Pc = P;
   // One segment, or A too large for L2 (then it streams from L3 once per strip whatever the order,
   // and passes along whole rows stream it faster, measured), or tiles narrower than 16 pairs (a
   // call of K % 32 != 0 elements, at most a few hundred): row groups outermost.
-  if (P <= SEG_PAIRS || (size_t)M * P * 4 > A_L2_BYTES || Pt != 16) {
-    strip_groups(Ap, P, Pc, Pt, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
+  if (P <= SEG_PAIRS || (size_t)M * lda * 4 > A_L2_BYTES || Pt != 16) {
+    strip_groups(Ap, P, lda, Pc, Pt, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
     return;
   }
   const bool chunks = Pc < P;
@@ -266,7 +266,7 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t
   float *acc = gm_matmul_scratch(GM_SCRATCH_AMX_ACC, buf), *sum = chunks ? gm_matmul_scratch(GM_SCRATCH_AMX_SUM, buf) : acc;
   uint32_t *bseg = gm_matmul_scratch(GM_SCRATCH_AMX_BSEG, (size_t)SEG_PAIRS * 32 * sizeof(uint32_t));
   if (!acc || !sum || !bseg) {
-    strip_groups(Ap, P, Pc, Pt, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
+    strip_groups(Ap, P, lda, Pc, Pt, Bs, ldbs, M, ncols, alpha, bias, C, ldc);
     return;
   }
   _Alignas(64) uint32_t btail[16][32], atail[32][16];
@@ -294,7 +294,7 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t
         const int m0 = mg < 16 ? mg : 16, m1 = mg - m0;
         const bool two = m1 > 0;
         if (m0 != cfg0 || m1 != cfg1) { configure(m0, m1, 16); cfg0 = m0; cfg1 = m1; }
-        const uint32_t *a0 = Ap + (size_t)i0 * P, *a1 = two ? a0 + (size_t)16 * P : a0;
+        const uint32_t *a0 = Ap + (size_t)i0 * lda, *a1 = two ? a0 + (size_t)16 * lda : a0;
         // in the last segment: C's rows of this group (the first) and of the next, a few per K tile
         const bool last = s1 >= c1 && c1 >= P;
         if (last && i0 == 0) prefetch_rows(C, ldc, 0, mg, ncols);
@@ -307,14 +307,14 @@ void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t
         } else load_group(acc, i0, two);
         int p = s0;
         for (; p < pe; p += 16) {
-          K_TILE(a0 + p, a1 + p, lda, bs + (size_t)(p - s0) * lb, lb * 4, two);
+          K_TILE(a0 + p, a1 + p, ldab, bs + (size_t)(p - s0) * lb, lb * 4, two);
           pf = prefetch_some(C, ldc, pf, pf_end, ncols);
           for (int q = 0; q < nb_step && nb < nb_end; q++, nb += 64) prefetch_l2(nb);
         }
         if (pf < pf_end) prefetch_rows(C, ldc, pf, pf_end - pf, ncols);
         if (p < s1) { // the K tail: rem pairs, at the end of the last chunk
           memset(atail, 0, sizeof atail);
-          for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * P + full, (size_t)rem * sizeof(uint32_t));
+          for (int r = 0; r < mg; r++) memcpy(atail[r], a0 + (size_t)r * lda + full, (size_t)rem * sizeof(uint32_t));
           K_TILE(&atail[0][0], &atail[16][0], 64, &btail[0][0], 128, two);
         }
         if (s1 < c1 || c0 > 0) store_group(acc, i0, two);

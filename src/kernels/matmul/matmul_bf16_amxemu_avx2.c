@@ -23,7 +23,7 @@ static inline __m256i lanes_mask(int n) { // lanes [0, n) of 8 set (n may be <= 
 
 // One chunk (pairs [p0, p1) of rows a[0 .. R-1], R <= 2) in the tile order, FTZ set by the caller:
 // the chunk's acc of row r, vector v, to out[V r + v].
-static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int p0, int p1, int Pt, const uint32_t *Bs,
+static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int lda, int p0, int p1, int Pt, const uint32_t *Bs,
                                                  int ldbs, int R, const __m256i m[V], __m256 *out) {
   const __m256i hi_mask = _mm256_set1_epi32((int)0xffff0000u);
   __m256 e[2][V], o[2][V], acc[2][V];
@@ -38,7 +38,7 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
       bh[v] = _mm256_castsi256_ps(_mm256_and_si256(b, hi_mask));
     }
     for (int r = 0; r < R; r++) {
-      const uint32_t w = Ap[(size_t)r * P + p];
+      const uint32_t w = Ap[(size_t)r * lda + p];
       const __m256 alo = _mm256_set1_ps(bf16_pair_lo(w)), ahi = _mm256_set1_ps(bf16_pair_hi(w));
       for (int v = 0; v < V; v++) {
         e[r][v] = _mm256_add_ps(e[r][v], _mm256_mul_ps(alo, bl[v]));
@@ -57,7 +57,7 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
 }
 
 // gm_bf16_strip_amx's arguments and bits (see matmul_isa.h).
-void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int lda, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
                                float alpha, const float *bias, float *C, int ldc) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   __m256i m[V];
@@ -70,7 +70,7 @@ void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, int Pt, const 
     for (int x = 0; x < 2 * V; x++) sum[x] = _mm256_setzero_ps();
     for (int p0 = 0; p0 < P; p0 += Pc) { // the chunks' sums in order, plain f32 (the first is the sum)
       _mm_setcsr(csr | MXCSR_FTZ);
-      chunk_rows(Ap + (size_t)i * P, P, p0, P - p0 < Pc ? P : p0 + Pc, Pt, Bs, ldbs, R, m, part);
+      chunk_rows(Ap + (size_t)i * lda, lda, p0, P - p0 < Pc ? P : p0 + Pc, Pt, Bs, ldbs, R, m, part);
       _mm_setcsr(csr);
       for (int x = 0; x < V * R; x++) sum[x] = p0 == 0 ? part[x] : _mm256_add_ps(sum[x], part[x]);
     }

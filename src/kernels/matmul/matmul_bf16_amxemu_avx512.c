@@ -26,7 +26,7 @@ enum { MXCSR_FTZ = 0x8000 };
 // One chunk (pairs [p0, p1) of rows a[0 .. R-1], R <= 4) in the tile order, with FTZ set: E and O
 // per tile of Pt pairs (counted from the chunk's start), acc += E + O at each tile's end; the chunk's acc of
 // row r, columns 0-15 and 16-31, to out[2 r], out[2 r + 1].
-static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int p0, int p1, int Pt, const uint32_t *Bs, int ldbs,
+static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int lda, int p0, int p1, int Pt, const uint32_t *Bs, int ldbs,
                                                  int R, __mmask16 m0, __mmask16 m1, __m512 *out) {
   const __m512i hi_mask = _mm512_set1_epi32((int)0xffff0000u);
   __m512 e[4][2], o[4][2], acc[4][2];
@@ -38,7 +38,7 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
     const __m512 bl[2] = {_mm512_castsi512_ps(_mm512_slli_epi32(b0, 16)), _mm512_castsi512_ps(_mm512_slli_epi32(b1, 16))};
     const __m512 bh[2] = {_mm512_castsi512_ps(_mm512_and_si512(b0, hi_mask)), _mm512_castsi512_ps(_mm512_and_si512(b1, hi_mask))};
     for (int r = 0; r < R; r++) {
-      const uint32_t w = Ap[(size_t)r * P + p];
+      const uint32_t w = Ap[(size_t)r * lda + p];
       const __m512 alo = _mm512_set1_ps(bf16_pair_lo(w)), ahi = _mm512_set1_ps(bf16_pair_hi(w));
       for (int h = 0; h < 2; h++) {
         e[r][h] = _mm512_add_ps(e[r][h], _mm512_mul_ps(alo, bl[h]));
@@ -59,7 +59,7 @@ static __attribute__((noinline)) void chunk_rows(const uint32_t *Ap, int P, int 
 // A strip of pre-paired B (row stride ldbs, ncols <= 32 columns kept) for M rows of pre-paired A
 // (rows of P pairs), K chunks of Pc pairs (a multiple of Pt; 0: one chunk), tiles of Pt pairs: gm_bf16_strip_amx's
 // arguments and bits.
-void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int lda, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
                                  float alpha, const float *bias, float *C, int ldc) {
   if (Pc <= 0) Pc = P > 0 ? P : 1;
   const int n0 = ncols < 16 ? ncols : 16, n1 = ncols - n0;
@@ -74,7 +74,7 @@ void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, int Pt, cons
     for (int x = 0; x < 8; x++) sum[x] = _mm512_setzero_ps();
     for (int p0 = 0; p0 < P; p0 += Pc) { // the chunks' sums in order, plain f32 (the first is the sum)
       _mm_setcsr(csr | MXCSR_FTZ);
-      chunk_rows(Ap + (size_t)i * P, P, p0, P - p0 < Pc ? P : p0 + Pc, Pt, Bs, ldbs, R, m0, m1, part);
+      chunk_rows(Ap + (size_t)i * lda, lda, p0, P - p0 < Pc ? P : p0 + Pc, Pt, Bs, ldbs, R, m0, m1, part);
       _mm_setcsr(csr);
       for (int x = 0; x < 2 * R; x++) sum[x] = p0 == 0 ? part[x] : _mm512_add_ps(sum[x], part[x]);
     }

@@ -71,17 +71,17 @@ void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int 
 }
 
 // Ap[i * P + p] for i < M, p < P = ceil(K/2): the pairs of each row of A [M, K] (row stride lda).
-void gm_bf16_pack_rows_avx512(const float *A, int lda, int M, int K, uint32_t *Ap) {
+void gm_bf16_pack_rows_avx512(const float *A, int lda, int M, int K, uint32_t *Ap, int ldp) {
   const int P = (K + 1) / 2;
   for (int i = 0; i < M; i++)
     for (int p0 = 0; p0 < P; p0 += 16)
-      _mm512_mask_storeu_epi32(Ap + (size_t)i * P + p0, first(P - p0), row_pairs(A + (size_t)i * lda, K, p0));
+      _mm512_mask_storeu_epi32(Ap + (size_t)i * ldp + p0, first(P - p0), row_pairs(A + (size_t)i * lda, K, p0));
 }
 
-// Ap[i * P + p] for i < M, p < P = ceil(K/2): the pairs of each row of op(A) = A^T, A [K, M] (row
+// Ap[i * ldp + p] for i < M, p < P = ceil(K/2): the pairs of each row of op(A) = A^T, A [K, M] (row
 // stride lda): word (i, p) is (A[2p][i], A[2p + 1][i]). 16 pairs by 16 rows are formed as
 // gm_bf16_pack_cols_avx512 forms them (rows 2p and 2p + 1 of A, lane by lane), then transposed.
-void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t *Ap) {
+void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t *Ap, int ldp) {
   const int P = (K + 1) / 2;
   for (int i0 = 0; i0 < M; i0 += 16) {
     const __mmask16 mi = first(M - i0);
@@ -96,7 +96,7 @@ void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t 
       }
       gm_transpose16_avx512(r, T);
       for (int t = 0; t < ni; t++)
-        _mm512_mask_storeu_epi32(Ap + (size_t)(i0 + t) * P + p0, first(np), _mm512_castps_si512(T[t]));
+        _mm512_mask_storeu_epi32(Ap + (size_t)(i0 + t) * ldp + p0, first(np), _mm512_castps_si512(T[t]));
     }
   }
 }

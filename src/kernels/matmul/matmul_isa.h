@@ -173,27 +173,29 @@ void gm_bf16_row16_strip_avx512(const uint32_t *Ap, int P, const uint32_t *Bs, i
                                 const float *bias, float *C, int ldc);
 
 // matmul_bf16_pack_avx512.c: matmul_bf16.c's pair packing (the same words): op(B) [K, N] into rows
-// of stride ldp (only p < ceil(K/2), j < N written), and A [M, K] into rows of ceil(K/2) pairs.
+// of stride ldp (only p < ceil(K/2), j < N written), and A [M, K] into rows of ceil(K/2) pairs at
+// a row stride of ldp pairs (only p < ceil(K/2) written).
 void gm_bf16_pack_cols_avx512(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp, int ldp);
-void gm_bf16_pack_rows_avx512(const float *A, int lda, int M, int K, uint32_t *Ap);
+void gm_bf16_pack_rows_avx512(const float *A, int lda, int M, int K, uint32_t *Ap, int ldp);
 // The same rows for op(A) = A^T (A [K, M], row stride lda).
-void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t *Ap);
+void gm_bf16_pack_rows_t_avx512(const float *A, int lda, int M, int K, uint32_t *Ap, int ldp);
 // Output strip t (32 columns, every row) of gm_bf16_pack_transposed: Bp the pairs of op(B) [K, N].
 void gm_bf16_transpose_strip_avx512(const uint32_t *Bp, int K, int N, int t, uint32_t *dst);
 // matmul_bf16_amx.c (AMX-BF16 tiles, the intel-amx order): a strip of pre-paired B (row stride
-// ldbs pairs, 32 columns, ncols of them kept) for M rows of pre-paired A (rows of P pairs); K chunks
+// ldbs pairs, 32 columns, ncols of them kept) for M rows of pre-paired A (P pairs a row, rows lda >=
+// P pairs apart: a padded stride keeps a tile's 16 rows off one L1 set, matmul_bf16.c); K chunks
 // of Pc pairs (a multiple of Pt; 0: one chunk), each in tiles of Pt pairs (1..16) from its start,
 // the last one partial. gm_bf16_amx_ready asks Linux for the tile state once per process (false
 // when refused: then the scalar twin runs).
 bool gm_bf16_amx_ready(void);
-void gm_bf16_strip_amx(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+void gm_bf16_strip_amx(const uint32_t *Ap, int P, int lda, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
                        float alpha, const float *bias, float *C, int ldc);
 // matmul_bf16_amxemu_avx512.c (AVX-512F): the same order and arguments, without tiles (a host
 // with the AVX-512 level whose AMX tiles are absent or off).
-void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M,
+void gm_bf16_strip_amxemu_avx512(const uint32_t *Ap, int P, int lda, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M,
                                  int ncols, float alpha, const float *bias, float *C, int ldc);
 // matmul_bf16_amxemu_avx2.c (AVX2): the same order and arguments on the AVX2 level.
-void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
+void gm_bf16_strip_amxemu_avx2(const uint32_t *Ap, int P, int lda, int Pc, int Pt, const uint32_t *Bs, int ldbs, int M, int ncols,
                                float alpha, const float *bias, float *C, int ldc);
 
 #endif
