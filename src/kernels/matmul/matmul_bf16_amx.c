@@ -16,7 +16,9 @@
 // them changes neither chain (a chain from +0 never becomes -0 by adding +0). Each K chunk starts
 // from zero tiles and is added in f32 to the chunks before it, then alpha * sum (+ bias), with
 // AVX-512. While a row group runs its last K tiles, the next group's lines of C are prefetched for
-// writing, a few rows per K tile (PREFETCHW; prefetches change no value).
+// writing, a few rows per K tile (PREFETCHW), and while a segment runs, the next segment's B rows
+// into L2 (PREFETCHT1); prefetches change no value. A's rows lie lda pairs apart (the caller pads
+// the stride where P pairs would put a tile's rows on few L1 sets, matmul_bf16.c's a_stride).
 #include <immintrin.h>
 #include <stdatomic.h>
 #include <stdbool.h>
