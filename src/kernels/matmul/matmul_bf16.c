@@ -636,7 +636,7 @@ static int row_block(const product *q) {
 // Bpairs. Against the blocks shared by all threads (each block packed by all, then its strips dealt
 // out) there is no barrier per block and no thread reads pairs another core packed; B is read as
 // often when there are at least T blocks (run's condition). 2048^3 on 2 threads, B pre-packed:
-// 1,672-1,712 -> 1,817-1,983 GFLOP/s (2026-12-07, docs/performance.md). Rows are independent, so
+// 1,578-1,870 -> 2,183-2,251 GFLOP/s (2026-12-07, docs/performance.md). Rows are independent, so
 // no bit changes.
 static int row_share(int M, int t, int T) { return t >= T ? M : (int)((long)M * t / T) / 32 * 32; }
 
