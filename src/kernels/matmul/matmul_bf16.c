@@ -348,18 +348,29 @@ static void pack_strip(const float *B, int ldb, bool trans_b, int K, int N, int 
   pack_cols(trans_b ? B + (size_t)j0 * ldb : B + j0, ldb, trans_b, K, nc, dst, STRIP);
 }
 
-// Pairs [p0, p0 + RC) of every strip of B as stored (B [K, N], row stride ldb) into Ball (strip s
-// at Ball + s * P * STRIP): 2 RC rows of B read along their length, each strip's RC pair rows
-// written as one run. For the row-blocked products, which pack all of B first: a strip at a time
-// read 128 bytes of every row, rows 8 KB or more apart (N 2,048 and up), a new page each, and took
-// 14% of a 2048^3 product from f32 on one thread (perf, 2026-12-07). The padding columns of a last
-// partial strip are zeroed by the caller. The same words as pack_strip.
+// B as stored (B [K, N]) packed along its rows, RC pairs (2 RC rows) at a time into every strip
+// (strip s at Bp + s * P * STRIP), each strip's RC pair rows written as one run: a strip at a time
+// read 128 bytes of every row, rows 8 KB or more apart (N 2,048 and up), a new page each (14% of a
+// 2048^3 product from f32 on one thread, perf, 2026-12-07). The same words as pack_strip.
 enum { RC = 8 };
-static void pack_rows_of_strips(const float *B, int ldb, int K, int N, int p0, uint32_t *Ball) {
-  const int P = (K + 1) / 2, kc = K - 2 * p0 < 2 * RC ? K - 2 * p0 : 2 * RC; // rows of B (odd only at K's end)
+
+// Pair rows p0 .. (kc rows of B, odd only at K's end) of every strip, from `rows` (row stride ld).
+static void pack_rows_of_strips(const float *rows, int ld, int kc, int N, int P, int p0, uint32_t *Bp) {
   for (int j0 = 0; j0 < N; j0 += STRIP)
-    pack_cols(B + (size_t)(2 * p0) * ldb + j0, ldb, false, kc, N - j0 < STRIP ? N - j0 : STRIP,
-              Ball + ((size_t)(j0 / STRIP) * P + (size_t)p0) * STRIP, STRIP);
+    pack_cols(rows + j0, ld, false, kc, N - j0 < STRIP ? N - j0 : STRIP, Bp + ((size_t)(j0 / STRIP) * P + (size_t)p0) * STRIP,
+              STRIP);
+}
+
+// Pair rows p0 .. p0 + RC of every strip, from B itself.
+static void pack_rc_of_strips(const float *B, int ldb, int K, int N, int p0, uint32_t *Bp) {
+  const int kc = K - 2 * p0 < 2 * RC ? K - 2 * p0 : 2 * RC;
+  pack_rows_of_strips(B + (size_t)(2 * p0) * ldb, ldb, kc, N, (K + 1) / 2, p0, Bp);
+}
+
+// The padding columns of a last partial strip, zeroed (pack_rows_of_strips writes only N's columns).
+static void zero_last_strip(uint32_t *Bp, int P, int N) {
+  const int n_strips = (N + STRIP - 1) / STRIP;
+  if (N % STRIP) memset(Bp + (size_t)(n_strips - 1) * P * STRIP, 0, (size_t)P * STRIP * sizeof(uint32_t));
 }
 
 // The strips, then STRIP words (alignment kept) whose first says whether B came transposed.
@@ -368,22 +379,26 @@ size_t gm_bf16_packed_size(int K, int N) { return strips_size(K, N) + STRIP; }
 
 void gm_bf16_pack(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp) {
   const int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
-  for (int s = 0; s < n_strips; s++) pack_strip(B, ldb, trans_b, K, N, s, Bp + (size_t)s * P * STRIP); // each [P, STRIP]
+  if (trans_b) // a strip is 32 whole rows of B
+    for (int s = 0; s < n_strips; s++) pack_strip(B, ldb, trans_b, K, N, s, Bp + (size_t)s * P * STRIP); // each [P, STRIP]
+  else { // along B's rows
+    zero_last_strip(Bp, P, N);
+    for (int p0 = 0; p0 < P; p0 += RC) pack_rc_of_strips(B, ldb, K, N, p0, Bp);
+  }
   uint32_t *tail = Bp + strips_size(K, N);
   memset(tail, 0, STRIP * sizeof(uint32_t));
   tail[0] = trans_b ? 1u : 0u;
 }
 
 // gm_bf16_pack of B rounded to bf16 (RNE, gm_round_copy), without a rounded copy of all of B: rows
-// of B as stored are rounded KC at a time into a small buffer and packed into every strip; B^T's
+// of B as stored are rounded 2 RC at a time into a small buffer and packed into every strip; B^T's
 // strips (rows of B) are rounded and packed one strip at a time. Returns -1 when the buffer cannot
 // be allocated.
-enum { KC = 16 }; // rows of B as stored rounded at a time (even: whole pairs)
 int gm_bf16_pack_rounded(const float *B, int ldb, bool trans_b, int K, int N, uint32_t *Bp) {
-  const int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP;
+  const int P = (K + 1) / 2, n_strips = (N + STRIP - 1) / STRIP, KC = 2 * RC; // rows of B as stored rounded at a time
   float *tmp = malloc(sizeof(float) * (trans_b ? (size_t)STRIP * (K > 0 ? K : 1) : (size_t)KC * (N > 0 ? N : 1)));
   if (!tmp) return -1;
-  if (N % STRIP) memset(Bp + (size_t)(n_strips - 1) * P * STRIP, 0, (size_t)P * STRIP * sizeof(uint32_t)); // padding columns
+  zero_last_strip(Bp, P, N);
   if (trans_b) {
     for (int s = 0; s < n_strips; s++) { // op(B)'s columns j0.. are rows of B [N, K]
       const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
@@ -394,10 +409,7 @@ int gm_bf16_pack_rounded(const float *B, int ldb, bool trans_b, int K, int N, ui
     for (int k0 = 0; k0 < K; k0 += KC) {
       const int kc = K - k0 < KC ? K - k0 : KC;
       for (int r = 0; r < kc; r++) gm_round_copy(GM_BF16, B + (size_t)(k0 + r) * ldb, tmp + (size_t)r * N, (size_t)N, 1);
-      for (int s = 0; s < n_strips; s++) {
-        const int j0 = s * STRIP, nc = N - j0 < STRIP ? N - j0 : STRIP;
-        pack_cols(tmp + j0, N, false, kc, nc, Bp + ((size_t)s * P + (size_t)k0 / 2) * STRIP, STRIP);
-      }
+      pack_rows_of_strips(tmp, N, kc, N, P, k0 / 2, Bp);
     }
   }
   free(tmp);
@@ -640,14 +652,16 @@ static int row_block(const product *q) {
 // no bit changes.
 static int row_share(int M, int t, int T) { return t >= T ? M : (int)((long)M * t / T) / 32 * 32; }
 
+// Rows [r, r + n) of op(A) as pairs at dst, rows q->ldp apart (one K segment: no K split).
+static void pack_a(const product *q, int r, int n, uint32_t *dst) {
+  pack_rows(q->A + (q->trans_a ? (size_t)r : (size_t)r * q->lda), q->lda, q->trans_a, n, q->K, dst, q->ldp);
+}
+
 static void thread_rows(const product *q, const uint32_t *Bpairs, uint32_t *mine, int MB, int t, int T) {
   const int hi = row_share(q->M, t + 1, T), n_strips = (q->N + STRIP - 1) / STRIP;
   for (int r0 = row_share(q->M, t, T); r0 < hi; r0 += MB) {
     const int mr = hi - r0 < MB ? hi - r0 : MB;
-    for (int x = 0; x < mr; x += 32) {
-      const size_t at = q->trans_a ? (size_t)(r0 + x) : (size_t)(r0 + x) * q->lda;
-      pack_rows(q->A + at, q->lda, q->trans_a, mr - x < 32 ? mr - x : 32, q->K, mine + (size_t)x * q->ldp, q->ldp);
-    }
+    for (int x = 0; x < mr; x += 32) pack_a(q, r0 + x, mr - x < 32 ? mr - x : 32, mine + (size_t)x * q->ldp);
     for (int s = 0; s < n_strips; s++) strip_rows(q, s, Bpairs + (size_t)s * q->P * STRIP, NULL, r0, mr, mine);
   }
 }
@@ -719,7 +733,7 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
       for (int r0 = 0; r0 < M; r0 += 64) {
         const int mr = M - r0 < 64 ? M - r0 : 64;
         const size_t at = trans_a ? (size_t)r0 : (size_t)r0 * lda; // row r0 of op(A)
-        if (np == 1) pack_rows(A + at, lda, trans_a, mr, K, Ap + (size_t)r0 * ldp, ldp);
+        if (np == 1) pack_a(&q, r0, mr, Ap + (size_t)r0 * ldp);
         for (int t = 0; np > 1 && t < np; t++) { // part t: elements 2 * p0 .. of each row
           const int p0 = plan.start[t], len = plan.start[t + 1] - p0;
           const size_t k0 = trans_a ? 2 * (size_t)p0 * lda : 2 * (size_t)p0;
@@ -732,9 +746,9 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
       for (int s = 0; s < n_strips; s++) pack_strip(B, ldb, trans_b, K, N, s, Ball + (size_t)s * P * STRIP);
     } else if (Ball) { // B as stored: along its rows, every strip at once
 #pragma omp single
-      if (N % STRIP) memset(Ball + (size_t)(n_strips - 1) * P * STRIP, 0, (size_t)P * STRIP * sizeof(uint32_t));
+      zero_last_strip(Ball, P, N);
 #pragma omp for schedule(static)
-      for (int p0 = 0; p0 < P; p0 += RC) pack_rows_of_strips(B, ldb, K, N, p0, Ball);
+      for (int p0 = 0; p0 < P; p0 += RC) pack_rc_of_strips(B, ldb, K, N, p0, Ball);
     }
     const uint32_t *Bpairs = Bp ? Bp : Ball; // every strip's pairs, or NULL: packed per strip into Bs
     uint32_t *Bs = Bpairs ? NULL : gm_matmul_scratch(GM_SCRATCH_BF16_B, (size_t)(P > 0 ? P : 1) * STRIP * sizeof(uint32_t));
@@ -757,10 +771,7 @@ static void run(const float *A, int lda, bool trans_a, const float *B, int ldb, 
       const int mr = M - r0 < MB ? M - r0 : MB;
       if (blocks) { // this block's pairs (no K split here), 32 rows a piece
 #pragma omp for schedule(static)
-        for (int x = 0; x < mr; x += 32) {
-          const size_t at = trans_a ? (size_t)(r0 + x) : (size_t)(r0 + x) * lda;
-          pack_rows(A + at, lda, trans_a, mr - x < 32 ? mr - x : 32, K, Ap + (size_t)x * ldp, ldp);
-        }
+        for (int x = 0; x < mr; x += 32) pack_a(&q, r0 + x, mr - x < 32 ? mr - x : 32, Ap + (size_t)x * ldp);
       }
       const uint32_t *ab = np > 1 || blocks ? Ap : Ap + (size_t)r0 * ldp;
 #pragma omp for schedule(dynamic, 4)
